@@ -1,0 +1,97 @@
+//! The DataStream SDK: what a job author writes.
+//!
+//! A program builds a plan on a [`StreamEnv`] from sources, transformations and sinks. The same
+//! program runs in [`ExecutionMode::Streaming`] or [`ExecutionMode::Batch`]; the mode changes how
+//! the plan runs (exchanges, state backend, when results are emitted), never what it computes.
+//!
+//! ```
+//! use sluice_engine::api::{JobConfig, StreamEnv, ExecutionMode};
+//! use sluice_engine::connectors::{LogSource, TxnStoreSink};
+//!
+//! let env = StreamEnv::new("wordcount", JobConfig::new(ExecutionMode::Batch, 2));
+//! env.from_source(LogSource::<String>::new("lines"))
+//!     .flat_map(|line: String| line.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+//!     .map(|word: String| (word, 1i64))
+//!     .key_by(|pair: &(String, i64)| pair.0.clone())
+//!     .sum()
+//!     .sink_to(TxnStoreSink::upsert("counts", |pair: &(String, i64)| (pair.0.clone(), pair.1.to_string())));
+//! let plan = env.into_stream_graph().unwrap();
+//! assert_eq!(plan.nodes().count(), 5);
+//! ```
+//!
+//! Depends on: [`crate::graph`] (it builds a `StreamGraph`), [`crate::state`] (keyed
+//! operators), [`crate::sink`] and [`crate::record`]. Invariant: user functions are plain
+//! functions of their input; the API never hands them a clock or a random source.
+
+mod datastream;
+mod operators;
+mod source;
+
+pub use datastream::{DataStream, DataStreamSink, KeyedStream};
+pub use source::{erase_source, Source, SourceReader};
+
+pub use crate::graph::operator::BoxFuture;
+pub use crate::graph::{ExecutionMode, OperatorError, TaskInfo};
+pub use crate::record::{DecodeError, Key, Record};
+pub use crate::sink::{Committer, Sink, SinkWriter};
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use crate::graph::partitioner::default_max_parallelism;
+use crate::graph::StreamGraph;
+
+/// How a job instance is configured: the mode and its default parallelism.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobConfig {
+    /// Streaming or batch.
+    pub mode: ExecutionMode,
+    /// Parallelism of every operator that does not set its own.
+    pub parallelism: u32,
+    /// Number of key groups (Flink's max parallelism).
+    pub max_parallelism: u32,
+}
+
+impl JobConfig {
+    /// A configuration with Flink's default max parallelism for `parallelism`.
+    pub fn new(mode: ExecutionMode, parallelism: u32) -> JobConfig {
+        JobConfig { mode, parallelism, max_parallelism: default_max_parallelism(parallelism) }
+    }
+}
+
+/// The environment a program builds its plan on (Flink's `StreamExecutionEnvironment`).
+pub struct StreamEnv {
+    graph: Rc<RefCell<StreamGraph>>,
+    config: JobConfig,
+}
+
+impl StreamEnv {
+    /// An environment for the job called `job_name`.
+    pub fn new(job_name: &str, config: JobConfig) -> StreamEnv {
+        StreamEnv { graph: Rc::new(RefCell::new(StreamGraph::new(job_name, config.mode))), config }
+    }
+
+    /// The mode the plan will run in. Programs should not need it: the mode changes how the
+    /// plan runs, not what it computes.
+    pub fn mode(&self) -> ExecutionMode {
+        self.config.mode
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> JobConfig {
+        self.config
+    }
+
+    /// Adds a source.
+    pub fn from_source<T: Record, S: Source<T>>(&self, source: S) -> DataStream<T> {
+        DataStream::source(Rc::clone(&self.graph), self.config, source)
+    }
+
+    /// Finishes the plan: resolves default partitioners and validates it.
+    pub fn into_stream_graph(self) -> Result<StreamGraph, String> {
+        let mut graph = self.graph.borrow().clone();
+        graph.resolve_default_partitioners();
+        graph.validate()?;
+        Ok(graph)
+    }
+}

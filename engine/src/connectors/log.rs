@@ -1,0 +1,171 @@
+//! A replayable, partitioned log (think Kafka) and the bounded [`LogSource`] that reads it.
+//!
+//! A topic has partitions; a partition is a sequence of encoded records addressed by offset. A
+//! source subtask reads the partitions `p` with `p % parallelism == subtask_index`, from offset
+//! zero up to the end offsets it saw when it started, so the source is bounded and a restarted
+//! reader reads exactly the same records.
+
+use std::marker::PhantomData;
+
+use serde::{Deserialize, Serialize};
+
+use super::{call_with_retries, LOG_SYSTEM};
+use crate::api::{BoxFuture, OperatorError, Record, Source, SourceReader, TaskInfo};
+use crate::rpc::RpcClient;
+use crate::rpc_request;
+
+/// Asks for the partitions of a topic and their end offsets.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DescribeTopic {
+    /// The topic.
+    pub topic: String,
+}
+
+/// End offset of every partition of a topic, by partition index.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicDescription {
+    /// `end_offsets[p]` is the number of records in partition `p`.
+    pub end_offsets: Vec<u64>,
+}
+
+rpc_request!(DescribeTopic => Result<TopicDescription, String>);
+
+/// Reads records of one partition from an offset.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FetchRecords {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: u32,
+    /// The first offset to read.
+    pub offset: u64,
+    /// At most this many records.
+    pub max_records: u32,
+}
+
+/// Records read from a partition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FetchedRecords {
+    /// Encoded records, starting at the requested offset.
+    pub records: Vec<Vec<u8>>,
+}
+
+rpc_request!(FetchRecords => Result<FetchedRecords, String>);
+
+/// A bounded source of `T` read from a topic of the log.
+pub struct LogSource<T> {
+    topic: String,
+    fetch_size: u32,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T: Record> LogSource<T> {
+    /// Reads `topic`, 64 records per fetch.
+    pub fn new(topic: &str) -> LogSource<T> {
+        LogSource { topic: topic.to_string(), fetch_size: 64, _type: PhantomData }
+    }
+
+    /// Sets how many records one fetch asks for.
+    pub fn with_fetch_size(mut self, fetch_size: u32) -> LogSource<T> {
+        assert!(fetch_size > 0, "fetch size must be positive");
+        self.fetch_size = fetch_size;
+        self
+    }
+}
+
+impl<T: Record> Source<T> for LogSource<T> {
+    fn name(&self) -> String {
+        format!("log `{}`", self.topic)
+    }
+
+    fn create_reader(&self, task: &TaskInfo) -> Box<dyn SourceReader<T>> {
+        Box::new(LogReader::<T> {
+            topic: self.topic.clone(),
+            fetch_size: self.fetch_size,
+            task: task.clone(),
+            state: None,
+            _type: PhantomData,
+        })
+    }
+}
+
+struct ReaderState {
+    client: RpcClient,
+    log: std::net::SocketAddr,
+    /// (partition, next offset, end offset) of every assigned partition not yet exhausted.
+    splits: Vec<(u32, u64, u64)>,
+    next_split: usize,
+}
+
+struct LogReader<T> {
+    topic: String,
+    fetch_size: u32,
+    task: TaskInfo,
+    state: Option<ReaderState>,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T: Record> LogReader<T> {
+    async fn open(&mut self) -> Result<(), OperatorError> {
+        let client = RpcClient::bind_ephemeral().await.map_err(|error| OperatorError::new(error.to_string()))?;
+        let log = self.task.external.address(LOG_SYSTEM)?;
+        let description = call_with_retries(&client, log, DescribeTopic { topic: self.topic.clone() }, LOG_SYSTEM)
+            .await?
+            .map_err(OperatorError::new)?;
+        let splits = description
+            .end_offsets
+            .iter()
+            .enumerate()
+            .filter(|(partition, _)| *partition as u32 % self.task.parallelism == self.task.subtask_index)
+            .filter(|(_, end)| **end > 0)
+            .map(|(partition, end)| (partition as u32, 0, *end))
+            .collect();
+        self.state = Some(ReaderState { client, log, splits, next_split: 0 });
+        Ok(())
+    }
+
+    async fn next_batch(&mut self) -> Result<Option<Vec<T>>, OperatorError> {
+        if self.state.is_none() {
+            self.open().await?;
+        }
+        let state = self.state.as_mut().expect("opened above");
+        if state.splits.is_empty() {
+            return Ok(None);
+        }
+        let index = state.next_split % state.splits.len();
+        let (partition, offset, end) = state.splits[index];
+        let remaining = u32::try_from(end - offset).unwrap_or(u32::MAX);
+        let request = FetchRecords {
+            topic: self.topic.clone(),
+            partition,
+            offset,
+            max_records: self.fetch_size.min(remaining),
+        };
+        let fetched = call_with_retries(&state.client, state.log, request, LOG_SYSTEM).await?.map_err(OperatorError::new)?;
+        if fetched.records.is_empty() {
+            return Err(OperatorError::new(format!(
+                "log returned no records for `{}` partition {partition} at offset {offset} before its end {end}",
+                self.topic
+            )));
+        }
+        let records = fetched
+            .records
+            .iter()
+            .map(|bytes| T::from_bytes(bytes).map_err(|error| OperatorError::new(format!("topic `{}`: {error}", self.topic))))
+            .collect::<Result<Vec<T>, _>>()?;
+        let next_offset = offset + records.len() as u64;
+        if next_offset >= end {
+            state.splits.remove(index);
+        } else {
+            state.splits[index].1 = next_offset;
+            state.next_split = index + 1;
+        }
+        Ok(Some(records))
+    }
+}
+
+impl<T: Record> SourceReader<T> for LogReader<T> {
+    fn poll_next(&mut self) -> BoxFuture<'_, Result<Option<Vec<T>>, OperatorError>> {
+        Box::pin(self.next_batch())
+    }
+}

@@ -1,0 +1,53 @@
+//! Connectors to external systems: a replayable log to read from ([`log`]) and a
+//! transactional store to commit to ([`txn_store`]).
+//!
+//! Each connector owns its wire protocol (the messages its external system answers), so that the
+//! system's server, wherever it runs (the simulation harness runs both as nodes), speaks exactly
+//! what the connector sends. Connectors reach the network only through [`crate::rpc`].
+//!
+//! Depends on: [`crate::api`] (source traits), [`crate::sink`], [`crate::rpc`]. Invariants:
+//! a source reads by explicit offsets, so a restarted reader replays the same records; a sink's
+//! transaction ids are stable across attempts and its commits are idempotent.
+
+pub mod log;
+pub mod txn_store;
+
+pub use log::LogSource;
+pub use txn_store::{Row, SinkKind, TxnCommittable, TxnStoreSink};
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::graph::OperatorError;
+use crate::rpc::{Request, RpcClient, RpcError};
+
+/// The name under which the log's address is registered in `ExternalSystems`.
+pub const LOG_SYSTEM: &str = "log";
+/// The name under which the transactional store's address is registered in `ExternalSystems`.
+pub const TXN_STORE_SYSTEM: &str = "txn-store";
+
+/// How long a connector waits for one answer from an external system.
+pub const CALL_TIMEOUT: Duration = Duration::from_millis(500);
+/// How many times a connector retries an idempotent call before failing its task.
+pub const CALL_ATTEMPTS: u32 = 10;
+
+/// Calls an external system, retrying on timeouts: only for idempotent requests.
+pub(crate) async fn call_with_retries<R: Request + Clone>(
+    client: &RpcClient,
+    peer: SocketAddr,
+    request: R,
+    system: &str,
+) -> Result<R::Response, OperatorError> {
+    let mut last_error = None;
+    for _ in 0..CALL_ATTEMPTS {
+        match client.call(peer, request.clone(), CALL_TIMEOUT).await {
+            Ok(response) => return Ok(response),
+            Err(error @ RpcError::Timeout { .. }) => last_error = Some(error),
+            Err(error) => return Err(OperatorError::new(format!("{system}: {error}"))),
+        }
+    }
+    Err(OperatorError::new(format!(
+        "{system} unreachable after {CALL_ATTEMPTS} attempts: {}",
+        last_error.expect("at least one attempt")
+    )))
+}

@@ -1,0 +1,352 @@
+//! A transactional key/value store (think a database with staged transactions) and the
+//! exactly-once [`TxnStoreSink`] that writes to it with two-phase commit.
+//!
+//! Protocol, per transaction id:
+//!
+//! ```text
+//!   Begin(epoch) ──> Stage(batch 0..n) ──> Prepare(n batches) ──> Commit
+//!        │                                                          │
+//!        └─ AlreadyCommitted: a previous attempt committed it ──────┘ (idempotent)
+//! ```
+//!
+//! The epoch is the job attempt: `Begin` with a newer epoch discards what an older attempt
+//! staged (a repeated `Begin` with the same epoch changes nothing), and any request from an older epoch is rejected as fenced, so a zombie writer of a
+//! failed attempt cannot mix its rows into the new attempt's transaction. Stage is idempotent per
+//! batch number (a retried stage replaces the batch), commit is idempotent per transaction id,
+//! and committed transactions are never rolled back.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::{call_with_retries, TXN_STORE_SYSTEM};
+use crate::api::{BoxFuture, Committer, DecodeError, OperatorError, Record, Sink, SinkWriter, TaskInfo};
+use crate::rpc::RpcClient;
+use crate::rpc_request;
+
+/// One row written to a table.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Row {
+    /// The row's key (for upsert tables, the primary key).
+    pub key: String,
+    /// The row's value.
+    pub value: String,
+}
+
+/// How a table applies committed rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SinkKind {
+    /// Every committed row is kept: the table is a multiset of rows.
+    Append,
+    /// A committed row replaces the previous value of its key.
+    Upsert,
+}
+
+/// Why the store refused a request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TxnError {
+    /// A newer epoch owns the transaction: the caller is a zombie of an older attempt.
+    Fenced {
+        /// The epoch that owns it.
+        current_epoch: u64,
+    },
+    /// The transaction was never begun (or its begin was lost).
+    UnknownTransaction,
+    /// Prepare found fewer staged batches than the writer sent.
+    MissingBatches {
+        /// Batches the store holds.
+        staged: u64,
+        /// Batches the writer says it sent.
+        expected: u64,
+    },
+    /// Commit of a transaction that was not prepared.
+    NotPrepared,
+    /// The store refused the request (an injected failure or an outage).
+    Unavailable,
+}
+
+impl fmt::Display for TxnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TxnError::Fenced { current_epoch } => write!(f, "fenced by epoch {current_epoch}"),
+            TxnError::UnknownTransaction => f.write_str("unknown transaction"),
+            TxnError::MissingBatches { staged, expected } => write!(f, "{staged} of {expected} batches staged"),
+            TxnError::NotPrepared => f.write_str("transaction not prepared"),
+            TxnError::Unavailable => f.write_str("store unavailable"),
+        }
+    }
+}
+
+/// Outcome of `Begin` and `Commit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TxnOutcome {
+    /// Done now.
+    Done,
+    /// A previous attempt already committed this transaction.
+    AlreadyCommitted,
+}
+
+/// Opens (or re-opens for a newer epoch) a transaction on a table.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BeginTransaction {
+    /// The table.
+    pub table: String,
+    /// How the table applies rows.
+    pub kind: SinkKind,
+    /// Stable across attempts.
+    pub txn_id: String,
+    /// The writer's job attempt.
+    pub epoch: u64,
+}
+rpc_request!(BeginTransaction => Result<TxnOutcome, TxnError>);
+
+/// Stages one batch of rows.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StageRows {
+    /// The transaction.
+    pub txn_id: String,
+    /// The writer's epoch.
+    pub epoch: u64,
+    /// Position of the batch; re-staging a batch replaces it.
+    pub batch: u64,
+    /// The rows, in write order.
+    pub rows: Vec<Row>,
+}
+rpc_request!(StageRows => Result<TxnOutcome, TxnError>);
+
+/// Pre-commits: the store checks it holds every batch and makes the transaction committable.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PrepareTransaction {
+    /// The transaction.
+    pub txn_id: String,
+    /// The writer's epoch.
+    pub epoch: u64,
+    /// Number of batches the writer staged.
+    pub batches: u64,
+}
+rpc_request!(PrepareTransaction => Result<TxnOutcome, TxnError>);
+
+/// Commits a prepared transaction; idempotent.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CommitTransaction {
+    /// The transaction.
+    pub txn_id: String,
+    /// The epoch that prepared it.
+    pub epoch: u64,
+}
+rpc_request!(CommitTransaction => Result<TxnOutcome, TxnError>);
+
+/// What a writer hands its committer: a prepared transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TxnCommittable {
+    /// The transaction.
+    pub txn_id: String,
+    /// The epoch that prepared it.
+    pub epoch: u64,
+}
+
+impl Record for TxnCommittable {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.txn_id.encode(out);
+        self.epoch.encode(out);
+    }
+    fn decode(input: &mut &[u8]) -> Result<Self, DecodeError> {
+        Ok(TxnCommittable { txn_id: String::decode(input)?, epoch: u64::decode(input)? })
+    }
+}
+
+type RowFunction<T> = Arc<dyn Fn(&T) -> (String, String) + Send + Sync>;
+
+/// An exactly-once sink into a table of the transactional store; see the module doc.
+pub struct TxnStoreSink<T> {
+    table: String,
+    kind: SinkKind,
+    to_row: RowFunction<T>,
+    batch_rows: usize,
+}
+
+impl<T: Record> TxnStoreSink<T> {
+    /// A sink whose committed rows replace earlier values of the same key.
+    pub fn upsert(table: &str, to_row: impl Fn(&T) -> (String, String) + Send + Sync + 'static) -> TxnStoreSink<T> {
+        TxnStoreSink { table: table.to_string(), kind: SinkKind::Upsert, to_row: Arc::new(to_row), batch_rows: 512 }
+    }
+
+    /// A sink whose committed rows are all kept.
+    pub fn append(table: &str, to_row: impl Fn(&T) -> (String, String) + Send + Sync + 'static) -> TxnStoreSink<T> {
+        TxnStoreSink { table: table.to_string(), kind: SinkKind::Append, to_row: Arc::new(to_row), batch_rows: 512 }
+    }
+
+    /// Sets how many rows one stage request carries.
+    pub fn with_batch_rows(mut self, batch_rows: usize) -> TxnStoreSink<T> {
+        assert!(batch_rows > 0, "batch size must be positive");
+        self.batch_rows = batch_rows;
+        self
+    }
+}
+
+/// The transaction id of a sink subtask's end-of-input transaction: stable across attempts.
+pub fn end_of_input_txn_id(task: &TaskInfo, table: &str) -> String {
+    format!("{}/{}#{}/{}/eoi", task.job_id, table, task.operator_id, task.subtask_index)
+}
+
+impl<T: Record> Sink<T> for TxnStoreSink<T> {
+    type Committable = TxnCommittable;
+
+    fn create_writer(&self, task: &TaskInfo) -> Box<dyn SinkWriter<T, TxnCommittable>> {
+        Box::new(TxnStoreWriter {
+            table: self.table.clone(),
+            kind: self.kind,
+            to_row: Arc::clone(&self.to_row),
+            batch_rows: self.batch_rows,
+            txn_id: end_of_input_txn_id(task, &self.table),
+            epoch: u64::from(task.attempt),
+            task: task.clone(),
+            connection: None,
+            buffer: Vec::new(),
+            staged_batches: 0,
+            already_committed: false,
+        })
+    }
+
+    fn create_committer(&self, task: &TaskInfo) -> Box<dyn Committer<TxnCommittable>> {
+        Box::new(TxnStoreCommitter { task: task.clone(), connection: None })
+    }
+}
+
+struct Connection {
+    client: RpcClient,
+    store: SocketAddr,
+}
+
+async fn connect(task: &TaskInfo) -> Result<Connection, OperatorError> {
+    let client = RpcClient::bind_ephemeral().await.map_err(|error| OperatorError::new(error.to_string()))?;
+    Ok(Connection { client, store: task.external.address(TXN_STORE_SYSTEM)? })
+}
+
+fn refused(request: &str, txn_id: &str, error: TxnError) -> OperatorError {
+    OperatorError::new(format!("txn-store refused {request} of `{txn_id}`: {error}"))
+}
+
+struct TxnStoreWriter<T> {
+    table: String,
+    kind: SinkKind,
+    to_row: RowFunction<T>,
+    batch_rows: usize,
+    txn_id: String,
+    epoch: u64,
+    task: TaskInfo,
+    connection: Option<Connection>,
+    buffer: Vec<Row>,
+    staged_batches: u64,
+    already_committed: bool,
+}
+
+impl<T: Record> TxnStoreWriter<T> {
+    async fn begin_if_needed(&mut self) -> Result<(), OperatorError> {
+        if self.connection.is_some() {
+            return Ok(());
+        }
+        let connection = connect(&self.task).await?;
+        let request = BeginTransaction {
+            table: self.table.clone(),
+            kind: self.kind,
+            txn_id: self.txn_id.clone(),
+            epoch: self.epoch,
+        };
+        let outcome = call_with_retries(&connection.client, connection.store, request, TXN_STORE_SYSTEM)
+            .await?
+            .map_err(|error| refused("begin", &self.txn_id, error))?;
+        self.already_committed = outcome == TxnOutcome::AlreadyCommitted;
+        self.connection = Some(connection);
+        Ok(())
+    }
+
+    async fn stage(&mut self, end_of_input: bool) -> Result<(), OperatorError> {
+        self.begin_if_needed().await?;
+        if self.already_committed {
+            // A previous attempt committed this transaction; what this attempt computes again
+            // is the same, and must not be written twice.
+            self.buffer.clear();
+            return Ok(());
+        }
+        while self.buffer.len() >= self.batch_rows || (end_of_input && !self.buffer.is_empty()) {
+            let take = self.buffer.len().min(self.batch_rows);
+            let rows: Vec<Row> = self.buffer.drain(..take).collect();
+            let connection = self.connection.as_ref().expect("begun above");
+            let request =
+                StageRows { txn_id: self.txn_id.clone(), epoch: self.epoch, batch: self.staged_batches, rows };
+            call_with_retries(&connection.client, connection.store, request, TXN_STORE_SYSTEM)
+                .await?
+                .map_err(|error| refused("stage", &self.txn_id, error))?;
+            self.staged_batches += 1;
+        }
+        Ok(())
+    }
+
+    async fn prepare(&mut self) -> Result<Vec<TxnCommittable>, OperatorError> {
+        self.stage(true).await?;
+        let committable = TxnCommittable { txn_id: self.txn_id.clone(), epoch: self.epoch };
+        if self.already_committed {
+            return Ok(vec![committable]);
+        }
+        let connection = self.connection.as_ref().expect("begun by stage");
+        let request = PrepareTransaction { txn_id: self.txn_id.clone(), epoch: self.epoch, batches: self.staged_batches };
+        call_with_retries(&connection.client, connection.store, request, TXN_STORE_SYSTEM)
+            .await?
+            .map_err(|error| refused("prepare", &self.txn_id, error))?;
+        Ok(vec![committable])
+    }
+}
+
+impl<T: Record> SinkWriter<T, TxnCommittable> for TxnStoreWriter<T> {
+    fn write(&mut self, element: T) -> Result<(), OperatorError> {
+        let (key, value) = (self.to_row)(&element);
+        self.buffer.push(Row { key, value });
+        Ok(())
+    }
+
+    fn flush(&mut self, end_of_input: bool) -> BoxFuture<'_, Result<(), OperatorError>> {
+        Box::pin(async move {
+            if end_of_input || self.buffer.len() >= self.batch_rows {
+                self.stage(end_of_input).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn prepare_commit(&mut self) -> BoxFuture<'_, Result<Vec<TxnCommittable>, OperatorError>> {
+        Box::pin(self.prepare())
+    }
+}
+
+struct TxnStoreCommitter {
+    task: TaskInfo,
+    connection: Option<Connection>,
+}
+
+impl TxnStoreCommitter {
+    async fn commit_all(&mut self, committables: Vec<TxnCommittable>) -> Result<(), OperatorError> {
+        if self.connection.is_none() {
+            self.connection = Some(connect(&self.task).await?);
+        }
+        let connection = self.connection.as_ref().expect("connected above");
+        for committable in committables {
+            let request = CommitTransaction { txn_id: committable.txn_id.clone(), epoch: committable.epoch };
+            // Commit is idempotent, so a lost reply is retried safely: the retry answers
+            // AlreadyCommitted.
+            call_with_retries(&connection.client, connection.store, request, TXN_STORE_SYSTEM)
+                .await?
+                .map_err(|error| refused("commit", &committable.txn_id, error))?;
+        }
+        Ok(())
+    }
+}
+
+impl Committer<TxnCommittable> for TxnStoreCommitter {
+    fn commit(&mut self, committables: Vec<TxnCommittable>) -> BoxFuture<'_, Result<(), OperatorError>> {
+        Box::pin(self.commit_all(committables))
+    }
+}

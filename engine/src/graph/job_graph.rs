@@ -1,0 +1,247 @@
+//! [`JobGraph`]: the plan after chaining, with a result partition type on every edge.
+//!
+//! Chaining follows Flink's `StreamingJobGraphGenerator.isChainable` with one simplification: a
+//! node chains to its successor only when it has exactly one output (Flink also chains into
+//! several outputs). The exchange mode decides each edge's [`ResultPartitionType`].
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::operator::ExecutionMode;
+use super::partitioner::Partitioner;
+use super::stream_graph::{ChainingStrategy, NodeBody, StreamGraph, StreamNodeId};
+use crate::prng::fnv1a64;
+
+/// Identifies a vertex of a [`JobGraph`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct JobVertexId(pub u32);
+
+/// Identifies the data set an edge carries (one per [`JobEdge`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct IntermediateDataSetId(pub u32);
+
+/// How a produced partition may be consumed (Flink's `ResultPartitionType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ResultPartitionType {
+    /// Consumed while produced; producer and consumer run together (same pipelined region).
+    Pipelined,
+    /// Fully produced and persisted on the producer's TaskManager, then consumed; can be re-read.
+    Blocking,
+}
+
+impl ResultPartitionType {
+    /// True if producer and consumer must run at the same time.
+    pub fn must_be_pipelined(self) -> bool {
+        self == ResultPartitionType::Pipelined
+    }
+}
+
+/// Which edges are pipelined (Flink's `GlobalStreamExchangeMode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExchangeMode {
+    /// Every edge blocking: each stage runs after its inputs finished (batch default).
+    AllEdgesBlocking,
+    /// Every edge pipelined: the whole job is one region (streaming, always).
+    AllEdgesPipelined,
+}
+
+impl ExchangeMode {
+    /// The exchange mode a job runs with in `mode` when nothing else is configured.
+    pub fn default_for(mode: ExecutionMode) -> ExchangeMode {
+        match mode {
+            ExecutionMode::Streaming => ExchangeMode::AllEdgesPipelined,
+            ExecutionMode::Batch => ExchangeMode::AllEdgesBlocking,
+        }
+    }
+
+    fn partition_type(self, _partitioner: &Partitioner) -> ResultPartitionType {
+        match self {
+            ExchangeMode::AllEdgesBlocking => ResultPartitionType::Blocking,
+            ExchangeMode::AllEdgesPipelined => ResultPartitionType::Pipelined,
+        }
+    }
+}
+
+/// Whether each producer feeds a subset of consumers or all of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DistributionPattern {
+    /// Producer `i` feeds consumer `i`.
+    Pointwise,
+    /// Every producer feeds every consumer.
+    AllToAll,
+}
+
+/// A chain of stream nodes that runs as one task.
+#[derive(Clone, Debug)]
+pub struct JobVertex {
+    /// Position in topological order.
+    pub id: JobVertexId,
+    /// Names of the chained operators joined by " -> ".
+    pub name: String,
+    /// Number of subtasks.
+    pub parallelism: u32,
+    /// Number of key groups.
+    pub max_parallelism: u32,
+    /// Stream nodes of the chain, head first.
+    pub chain: Vec<StreamNodeId>,
+    /// Data sets this vertex consumes, in input order.
+    pub inputs: Vec<IntermediateDataSetId>,
+    /// Data sets this vertex produces, in output order.
+    pub outputs: Vec<IntermediateDataSetId>,
+}
+
+/// An edge between two vertices, carrying one intermediate data set.
+#[derive(Clone, Debug)]
+pub struct JobEdge {
+    /// The data set.
+    pub id: IntermediateDataSetId,
+    /// Producer vertex.
+    pub source: JobVertexId,
+    /// Consumer vertex.
+    pub target: JobVertexId,
+    /// How records are distributed.
+    pub partitioner: Partitioner,
+    /// POINTWISE or ALL_TO_ALL.
+    pub distribution: DistributionPattern,
+    /// Pipelined or blocking.
+    pub partition_type: ResultPartitionType,
+}
+
+/// The chained plan; see the module doc.
+#[derive(Clone)]
+pub struct JobGraph {
+    /// The job's name in the catalog.
+    pub job_name: String,
+    /// The execution mode.
+    pub mode: ExecutionMode,
+    /// The exchange mode that typed the edges.
+    pub exchange_mode: ExchangeMode,
+    /// Vertices in topological order.
+    pub vertices: Vec<JobVertex>,
+    /// Edges, indexed by their data set id.
+    pub edges: Vec<JobEdge>,
+    /// The stream graph the vertices were chained from.
+    pub stream_graph: StreamGraph,
+}
+
+fn is_chainable(graph: &StreamGraph, upstream: StreamNodeId, downstream: StreamNodeId) -> bool {
+    let up = graph.node(upstream);
+    let down = graph.node(downstream);
+    let outputs = graph.out_edges(upstream);
+    graph.in_edges(downstream).len() == 1
+        && outputs.len() == 1
+        && matches!(outputs[0].1.partitioner, Partitioner::Forward)
+        && up.parallelism == down.parallelism
+        && up.max_parallelism == down.max_parallelism
+        && down.chaining == ChainingStrategy::Always
+        && !matches!(down.body, NodeBody::Source(_))
+}
+
+impl JobGraph {
+    /// Chains a validated stream graph and types its edges with `exchange_mode`.
+    pub fn from_stream_graph(stream_graph: StreamGraph, exchange_mode: ExchangeMode) -> Result<JobGraph, String> {
+        stream_graph.validate()?;
+        if stream_graph.mode == ExecutionMode::Streaming && exchange_mode != ExchangeMode::AllEdgesPipelined {
+            return Err("streaming mode always runs with all edges pipelined".to_string());
+        }
+        // Node ids follow program order, and the API only connects existing nodes to new ones,
+        // so id order is a topological order.
+        let mut vertex_of: Vec<Option<JobVertexId>> = vec![None; stream_graph.nodes().count()];
+        let mut vertices: Vec<JobVertex> = Vec::new();
+        for node in stream_graph.nodes() {
+            let inputs = stream_graph.in_edges(node.id);
+            let chained_to = match inputs.as_slice() {
+                [(upstream, _)] if is_chainable(&stream_graph, *upstream, node.id) => vertex_of[upstream.0 as usize],
+                _ => None,
+            };
+            let vertex_id = match chained_to {
+                Some(vertex_id) => {
+                    let vertex = &mut vertices[vertex_id.0 as usize];
+                    vertex.chain.push(node.id);
+                    vertex.name = format!("{} -> {}", vertex.name, node.name);
+                    vertex_id
+                }
+                None => {
+                    let vertex_id = JobVertexId(vertices.len() as u32);
+                    vertices.push(JobVertex {
+                        id: vertex_id,
+                        name: node.name.clone(),
+                        parallelism: node.parallelism,
+                        max_parallelism: node.max_parallelism,
+                        chain: vec![node.id],
+                        inputs: Vec::new(),
+                        outputs: Vec::new(),
+                    });
+                    vertex_id
+                }
+            };
+            vertex_of[node.id.0 as usize] = Some(vertex_id);
+        }
+        let mut edges = Vec::new();
+        for node in stream_graph.nodes() {
+            let source = vertex_of[node.id.0 as usize].expect("every node has a vertex");
+            for (target_node, edge) in stream_graph.out_edges(node.id) {
+                let target = vertex_of[target_node.0 as usize].expect("every node has a vertex");
+                if source == target {
+                    continue; // chained
+                }
+                let id = IntermediateDataSetId(edges.len() as u32);
+                let distribution = if edge.partitioner.is_pointwise() {
+                    DistributionPattern::Pointwise
+                } else {
+                    DistributionPattern::AllToAll
+                };
+                edges.push(JobEdge {
+                    id,
+                    source,
+                    target,
+                    partitioner: edge.partitioner.clone(),
+                    distribution,
+                    partition_type: exchange_mode.partition_type(&edge.partitioner),
+                });
+                vertices[source.0 as usize].outputs.push(id);
+                vertices[target.0 as usize].inputs.push(id);
+            }
+        }
+        Ok(JobGraph { job_name: stream_graph.job_name.clone(), mode: stream_graph.mode, exchange_mode, vertices, edges, stream_graph })
+    }
+
+    /// A vertex by id.
+    pub fn vertex(&self, id: JobVertexId) -> &JobVertex {
+        &self.vertices[id.0 as usize]
+    }
+
+    /// An edge by the data set it carries.
+    pub fn edge(&self, id: IntermediateDataSetId) -> &JobEdge {
+        &self.edges[id.0 as usize]
+    }
+
+    /// A hash of the plan's rendering: TaskManagers check it against the JobMaster's, so that a
+    /// job rebuilt from the catalog is the job that was scheduled.
+    pub fn fingerprint(&self) -> u64 {
+        fnv1a64(self.to_string().as_bytes())
+    }
+}
+
+impl fmt::Display for JobGraph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "JobGraph `{}` ({}, {:?})", self.job_name, self.mode, self.exchange_mode)?;
+        for vertex in &self.vertices {
+            writeln!(f, "  v{} `{}` p={} maxp={}", vertex.id.0, vertex.name, vertex.parallelism, vertex.max_parallelism)?;
+            for output in &vertex.outputs {
+                let edge = self.edge(*output);
+                writeln!(
+                    f,
+                    "      --{} {:?} {:?}--> v{}",
+                    edge.partitioner.name(),
+                    edge.distribution,
+                    edge.partition_type,
+                    edge.target.0
+                )?;
+            }
+        }
+        Ok(())
+    }
+}

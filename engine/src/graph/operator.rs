@@ -1,0 +1,175 @@
+//! The type-erased contract between a plan and the task that runs it.
+//!
+//! The typed DataStream API ([`crate::api`]) and the typed Sink V2 API ([`crate::sink`]) erase
+//! their user functions into the factories defined here; the graph carries the factories and a
+//! task instantiates them. Nothing here knows about the network or the clock: sources and sinks
+//! reach external systems through the addresses in [`ExternalSystems`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::Element;
+
+/// A boxed, sendable future: what erased asynchronous hooks return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Streaming or batch execution of the same program (Flink's `RuntimeExecutionMode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecutionMode {
+    /// Pipelined exchanges, one pipelined region, keyed state in the hash backend, running results.
+    Streaming,
+    /// Blocking exchanges, stage by stage, keyed input sorted by key, one final result per key.
+    Batch,
+}
+
+impl ExecutionMode {
+    /// Both modes, streaming first.
+    pub const ALL: [ExecutionMode; 2] = [ExecutionMode::Streaming, ExecutionMode::Batch];
+
+    /// The lowercase name used in scenarios and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecutionMode::Streaming => "streaming",
+            ExecutionMode::Batch => "batch",
+        }
+    }
+}
+
+impl fmt::Display for ExecutionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Addresses of the external systems a job's sources and sinks talk to, by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExternalSystems {
+    addresses: BTreeMap<String, SocketAddr>,
+}
+
+impl ExternalSystems {
+    /// Registers the address of the system called `name`.
+    pub fn with(mut self, name: &str, address: SocketAddr) -> ExternalSystems {
+        self.addresses.insert(name.to_string(), address);
+        self
+    }
+
+    /// The address of the system called `name`.
+    pub fn address(&self, name: &str) -> Result<SocketAddr, OperatorError> {
+        self.addresses.get(name).copied().ok_or_else(|| {
+            OperatorError::new(format!("no external system called `{name}` is configured"))
+        })
+    }
+}
+
+/// What a running subtask knows about itself; handed to every factory.
+#[derive(Clone, Debug)]
+pub struct TaskInfo {
+    /// The job instance, stable across restarts.
+    pub job_id: String,
+    /// The operator or sink name from the program.
+    pub name: String,
+    /// The operator's stream node id: stable across attempts, unique in the job.
+    pub operator_id: u32,
+    /// Streaming or batch.
+    pub mode: ExecutionMode,
+    /// This subtask's index, `0..parallelism`.
+    pub subtask_index: u32,
+    /// Number of subtasks of this vertex.
+    pub parallelism: u32,
+    /// Number of key groups.
+    pub max_parallelism: u32,
+    /// The job attempt: 0 for the first run, +1 on every restart.
+    pub attempt: u32,
+    /// Where external systems are.
+    pub external: ExternalSystems,
+}
+
+/// A failure inside an operator, source or sink; fails the task, which triggers failover.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperatorError {
+    /// What went wrong, for people.
+    pub message: String,
+}
+
+impl OperatorError {
+    /// An error with a message.
+    pub fn new(message: impl Into<String>) -> OperatorError {
+        OperatorError { message: message.into() }
+    }
+}
+
+impl fmt::Display for OperatorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for OperatorError {}
+
+/// Where an operator emits its results: the next operator of the chain, or the network.
+pub trait Output {
+    /// Emits one element downstream.
+    fn collect(&mut self, element: Element);
+}
+
+/// One operator of a chain (Flink's `StreamOperator`), as the task runs it.
+///
+/// Hooks are called from one task only, never concurrently, and must not block: anything that
+/// needs I/O belongs in a source or a sink.
+pub trait StreamOperator: Send {
+    /// Called once per element, in arrival order; in batch mode a keyed operator sees its input
+    /// sorted by key.
+    fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError>;
+
+    /// Called once after the last element (Flink's `endInput` + `finish`): emit what was held
+    /// back. Nothing may be emitted after it returns.
+    fn end_input(&mut self, _output: &mut dyn Output) -> Result<(), OperatorError> {
+        Ok(())
+    }
+}
+
+/// Creates an operator instance for one subtask.
+pub type OperatorFactory = Arc<dyn Fn(&TaskInfo) -> Box<dyn StreamOperator> + Send + Sync>;
+
+/// The reader half of a source (Flink's `SourceReader`), erased.
+pub trait ErasedSourceReader: Send {
+    /// The next batch of elements, or `None` once this subtask's share of a bounded source is
+    /// exhausted. May wait for the external system.
+    fn poll_next(&mut self) -> BoxFuture<'_, Result<Option<Vec<Element>>, OperatorError>>;
+}
+
+/// Creates a source reader for one subtask.
+pub type SourceFactory = Arc<dyn Fn(&TaskInfo) -> Box<dyn ErasedSourceReader> + Send + Sync>;
+
+/// The writer half of a Sink V2 sink, erased; committables travel encoded.
+pub trait ErasedSinkWriter: Send {
+    /// Accepts one element (may only buffer it).
+    fn write(&mut self, element: Element) -> Result<(), OperatorError>;
+    /// Gives the writer a chance to ship buffered elements; `end_of_input` asks for everything.
+    fn flush(&mut self, end_of_input: bool) -> BoxFuture<'_, Result<(), OperatorError>>;
+    /// Pre-commits what was written and returns the encoded committables.
+    fn prepare_commit(&mut self) -> BoxFuture<'_, Result<Vec<Vec<u8>>, OperatorError>>;
+}
+
+/// The committer half of a Sink V2 sink, erased.
+pub trait ErasedCommitter: Send {
+    /// Commits encoded committables; must be idempotent.
+    fn commit(&mut self, committables: Vec<Vec<u8>>) -> BoxFuture<'_, Result<(), OperatorError>>;
+}
+
+/// Creates the writer and committer of a sink for one subtask.
+#[derive(Clone)]
+pub struct SinkFactory {
+    /// Creates the writer.
+    pub writer: Arc<dyn Fn(&TaskInfo) -> Box<dyn ErasedSinkWriter> + Send + Sync>,
+    /// Creates the committer.
+    pub committer: Arc<dyn Fn(&TaskInfo) -> Box<dyn ErasedCommitter> + Send + Sync>,
+}

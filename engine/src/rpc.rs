@@ -1,0 +1,113 @@
+//! The network seam: typed request/response messages over `madsim::net`, always with a timeout.
+//!
+//! Every message between processes and to external systems goes through [`RpcClient::call`] or
+//! a handler registered with [`serve`], so that message-level fault injection and accounting
+//! have one place to live. A call that gets no answer in time is an error, never a hang: under
+//! simulation a dead or partitioned peer is indistinguishable from a slow one.
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+pub use madsim::net::rpc::Request;
+use madsim::net::Endpoint;
+
+/// A stable request id derived from the request type's path (FNV-1a, usable in `const`).
+pub const fn request_id(name: &str) -> u64 {
+    let bytes = name.as_bytes();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut index = 0;
+    while index < bytes.len() {
+        hash ^= bytes[index] as u64;
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        index += 1;
+    }
+    hash
+}
+
+/// Declares `Request => Response` for a serde message type.
+#[macro_export]
+macro_rules! rpc_request {
+    ($request:ty => $response:ty) => {
+        impl $crate::rpc::Request for $request {
+            type Response = $response;
+            const ID: u64 = $crate::rpc::request_id(concat!(module_path!(), "::", stringify!($request)));
+        }
+    };
+}
+
+/// Why a call failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RpcError {
+    /// No answer within the timeout: the peer is dead, partitioned, or slow.
+    Timeout {
+        /// The peer.
+        peer: SocketAddr,
+        /// The request type.
+        request: &'static str,
+    },
+    /// The local network stack refused.
+    Io(String),
+}
+
+impl fmt::Display for RpcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RpcError::Timeout { peer, request } => write!(f, "{request} to {peer} timed out"),
+            RpcError::Io(message) => write!(f, "network error: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for RpcError {}
+
+fn short_type_name<T>() -> &'static str {
+    let name = std::any::type_name::<T>();
+    name.rsplit("::").next().unwrap_or(name)
+}
+
+/// A bound endpoint that makes calls.
+#[derive(Clone)]
+pub struct RpcClient {
+    endpoint: Endpoint,
+}
+
+impl RpcClient {
+    /// Wraps an endpoint (a process's own, which may also serve requests).
+    pub fn new(endpoint: Endpoint) -> RpcClient {
+        RpcClient { endpoint }
+    }
+
+    /// Binds a fresh endpoint on an ephemeral port of this node.
+    pub async fn bind_ephemeral() -> io::Result<RpcClient> {
+        Ok(RpcClient { endpoint: Endpoint::bind("0.0.0.0:0").await? })
+    }
+
+    /// This endpoint's address.
+    pub fn local_address(&self) -> SocketAddr {
+        self.endpoint.local_addr().expect("a bound endpoint has an address")
+    }
+
+    /// Sends `request` and waits at most `timeout` for the response.
+    pub async fn call<R: Request>(&self, peer: SocketAddr, request: R, timeout: Duration) -> Result<R::Response, RpcError> {
+        match self.endpoint.call_timeout(peer, request, timeout).await {
+            Ok(response) => Ok(response),
+            Err(error) if error.kind() == io::ErrorKind::TimedOut => {
+                Err(RpcError::Timeout { peer, request: short_type_name::<R>() })
+            }
+            Err(error) => Err(RpcError::Io(error.to_string())),
+        }
+    }
+}
+
+/// Serves requests of type `R` on `endpoint`: every request runs `handler` in its own task.
+pub fn serve<R, F, Fut>(endpoint: &Endpoint, handler: F)
+where
+    R: Request,
+    F: Fn(R) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R::Response> + Send + 'static,
+{
+    endpoint.add_rpc_handler(move |request: R| handler(request));
+}

@@ -1,0 +1,218 @@
+//! Every message between the client, the JobMaster and the TaskManagers.
+
+use std::fmt;
+use std::net::SocketAddr;
+
+use serde::{Deserialize, Serialize};
+
+use super::JobSpec;
+use crate::graph::{ExecutionVertexId, ExternalSystems};
+use crate::rpc_request;
+use crate::scheduler::SlotId;
+use crate::shuffle::{InputChannelSpec, ResultPartitionId, ShuffleError};
+
+/// One run of one subtask: the subtask plus the job attempt it belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ExecutionAttemptId {
+    /// The subtask.
+    pub vertex: ExecutionVertexId,
+    /// The job attempt.
+    pub attempt: u32,
+}
+
+impl fmt::Display for ExecutionAttemptId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@a{}", self.vertex, self.attempt)
+    }
+}
+
+/// Client → JobMaster: run a job.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SubmitJob {
+    /// The job.
+    pub spec: JobSpec,
+}
+rpc_request!(SubmitJob => Result<(), String>);
+
+/// Client → JobMaster: how is the job doing?
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RequestJobStatus {
+    /// The job instance.
+    pub job_id: String,
+}
+rpc_request!(RequestJobStatus => Option<JobStatusReport>);
+
+/// A job's status as the JobMaster sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobStatus {
+    /// Tasks are being scheduled or run.
+    Running,
+    /// Waiting to restart after a failure.
+    Restarting,
+    /// Every task finished; sinks committed.
+    Finished,
+    /// Failed for good.
+    Failed(String),
+}
+
+impl JobStatus {
+    /// Finished or failed.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, JobStatus::Finished | JobStatus::Failed(_))
+    }
+}
+
+/// Answer to [`RequestJobStatus`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobStatusReport {
+    /// The status.
+    pub status: JobStatus,
+    /// The current attempt.
+    pub attempt: u32,
+    /// Restarts so far.
+    pub restarts: u32,
+}
+
+/// TaskManager → JobMaster: offers a process's slots.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RegisterTaskManager {
+    /// Its name, stable across restarts.
+    pub name: String,
+    /// Its incarnation: a new one means the previous process (and its tasks) is gone.
+    pub instance: u64,
+    /// Where it serves requests.
+    pub address: SocketAddr,
+    /// How many slots it offers.
+    pub slots: u32,
+}
+rpc_request!(RegisterTaskManager => ());
+
+/// TaskManager → JobMaster: still alive.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Heartbeat {
+    /// Its name.
+    pub name: String,
+    /// Its incarnation.
+    pub instance: u64,
+}
+// Answers whether the JobMaster knows this incarnation (if not, the TaskManager registers again).
+rpc_request!(Heartbeat => bool);
+
+/// How a task ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TaskOutcome {
+    /// Read all input, wrote all output, committed its sink.
+    Finished {
+        /// Elements read.
+        records_in: u64,
+        /// Elements written to the network or the sink.
+        records_out: u64,
+    },
+    /// Failed.
+    Failed(TaskFailure),
+}
+
+/// Why a task failed, classified for failover.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TaskFailure {
+    /// An input partition is not held by its producer's TaskManager.
+    PartitionNotFound {
+        /// The partition.
+        partition: ResultPartitionId,
+        /// Its TaskManager.
+        producer: SocketAddr,
+    },
+    /// An input's producer does not answer.
+    ProducerUnreachable {
+        /// The partition.
+        partition: ResultPartitionId,
+        /// Its TaskManager.
+        producer: SocketAddr,
+    },
+    /// An input partition's data is corrupt or unreadable.
+    CorruptInput {
+        /// The partition.
+        partition: ResultPartitionId,
+        /// What was wrong.
+        detail: String,
+    },
+    /// A user function, source or sink failed.
+    Operator(String),
+    /// The task's own output partition was released under it (its attempt was cancelled).
+    OutputReleased(ResultPartitionId),
+    /// The task cannot start: its plan does not match the JobMaster's.
+    Deployment(String),
+}
+
+impl From<ShuffleError> for TaskFailure {
+    fn from(error: ShuffleError) -> TaskFailure {
+        match error {
+            ShuffleError::PartitionNotFound { partition, producer } => TaskFailure::PartitionNotFound { partition, producer },
+            ShuffleError::ProducerUnreachable { partition, producer } => TaskFailure::ProducerUnreachable { partition, producer },
+            ShuffleError::Corrupt { partition, detail } => TaskFailure::CorruptInput { partition, detail },
+        }
+    }
+}
+
+impl fmt::Display for TaskFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TaskFailure::PartitionNotFound { partition, producer } => write!(f, "partition {partition} not found on {producer}"),
+            TaskFailure::ProducerUnreachable { partition, producer } => {
+                write!(f, "producer of {partition} at {producer} unreachable")
+            }
+            TaskFailure::CorruptInput { partition, detail } => write!(f, "input {partition} corrupt: {detail}"),
+            TaskFailure::Operator(message) => write!(f, "operator failed: {message}"),
+            TaskFailure::OutputReleased(partition) => write!(f, "output {partition} released"),
+            TaskFailure::Deployment(message) => write!(f, "deployment failed: {message}"),
+        }
+    }
+}
+
+/// TaskManager → JobMaster: a task ended.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct UpdateTaskExecutionState {
+    /// The job instance.
+    pub job_id: String,
+    /// The task run.
+    pub execution: ExecutionAttemptId,
+    /// How it ended.
+    pub outcome: TaskOutcome,
+}
+rpc_request!(UpdateTaskExecutionState => ());
+
+/// What a TaskManager needs to run one subtask (Flink's `TaskDeploymentDescriptor`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TaskDeploymentDescriptor {
+    /// The job, to rebuild the plan from the catalog.
+    pub spec: JobSpec,
+    /// The JobMaster's plan fingerprint; the TaskManager's rebuilt plan must match it.
+    pub plan_fingerprint: u64,
+    /// The task run.
+    pub execution: ExecutionAttemptId,
+    /// The slot it runs in.
+    pub slot: SlotId,
+    /// Its input channels, in input order.
+    pub inputs: Vec<InputChannelSpec>,
+    /// Where external systems are.
+    pub external: ExternalSystems,
+}
+
+/// JobMaster → TaskManager: run a subtask.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SubmitTask {
+    /// The deployment.
+    pub descriptor: TaskDeploymentDescriptor,
+}
+rpc_request!(SubmitTask => Result<(), String>);
+
+/// JobMaster → TaskManager: cancel every task of a job from attempts before `attempt` and
+/// release their partitions.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CancelJobAttempts {
+    /// The job instance.
+    pub job_id: String,
+    /// Tasks of attempts before this one are cancelled.
+    pub attempt: u32,
+}
+rpc_request!(CancelJobAttempts => ());

@@ -1,0 +1,63 @@
+//! The processes: a JobMaster and TaskManagers that wire every layer together over RPC.
+//!
+//! - [`jobmaster`]: accepts a job, plans it, schedules pipelined regions into slots, tracks task
+//!   states and TaskManager heartbeats, and restarts the job after failures.
+//! - [`taskmanager`]: registers its slots, heartbeats, runs the tasks it is given, and serves
+//!   the result partitions they produce.
+//! - [`task`]: one subtask: an operator chain between an input gate and record writers (or a
+//!   sink).
+//! - [`messages`]: every message between client, JobMaster and TaskManagers.
+//! - [`trace`]: the structured events the processes report.
+//!
+//! This is the one layer that spawns tasks and keeps time (through `madsim`). Depends on every
+//! layer below. Invariants: every remote call has a timeout; a message from an older job attempt
+//! or an older process incarnation is recognized and ignored; no `HashMap` iteration order
+//! reaches a message or a trace event.
+
+pub mod jobmaster;
+pub mod messages;
+pub mod task;
+pub mod taskmanager;
+pub mod trace;
+
+use serde::{Deserialize, Serialize};
+
+use crate::api::JobConfig;
+use crate::catalog::{self, JobParams};
+use crate::failover::RestartStrategy;
+use crate::graph::{ExecutionMode, JobGraph};
+use crate::shuffle::ShuffleConfig;
+
+/// Everything needed to build and run one job instance: what a client submits and what every
+/// TaskManager rebuilds the plan from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobSpec {
+    /// The instance's id: stable across restarts (sink transaction ids derive from it).
+    pub job_id: String,
+    /// The catalog job.
+    pub job_name: String,
+    /// Its parameters, defaults filled in.
+    pub params: JobParams,
+    /// Streaming or batch.
+    pub mode: ExecutionMode,
+    /// Default parallelism.
+    pub parallelism: u32,
+    /// Number of key groups.
+    pub max_parallelism: u32,
+    /// When to restart and when to give up.
+    pub restart_strategy: RestartStrategy,
+    /// Network buffer tuning.
+    pub shuffle: ShuffleConfig,
+}
+
+impl JobSpec {
+    /// The job's configuration as the API sees it.
+    pub fn config(&self) -> JobConfig {
+        JobConfig { mode: self.mode, parallelism: self.parallelism, max_parallelism: self.max_parallelism }
+    }
+
+    /// Builds the job's plan from the catalog.
+    pub fn plan(&self) -> Result<JobGraph, String> {
+        catalog::find(&self.job_name)?.plan(&self.params, self.config())
+    }
+}

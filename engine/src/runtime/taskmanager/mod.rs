@@ -1,0 +1,219 @@
+//! The TaskManager process: offers slots to the JobMaster, runs the subtasks it is given, and
+//! serves the result partitions they produce.
+//!
+//! ```text
+//!  start ──> register with the JobMaster (retry until acknowledged)
+//!             │
+//!             └─> heartbeat every interval ── "unknown instance" ──> register again
+//! ```
+//!
+//! A new process is a new *instance* (a random id from the simulation's seeded generator): the
+//! JobMaster treats a new instance as the loss of the previous one and its tasks. On start the
+//! TaskManager deletes partition files left by a previous instance, which it cannot serve.
+//! Tasks of an older job attempt are cancelled as soon as a task or a cancel message of a newer
+//! attempt arrives.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use madsim::net::Endpoint;
+
+use super::messages::{
+    CancelJobAttempts, ExecutionAttemptId, Heartbeat, RegisterTaskManager, SubmitTask, TaskDeploymentDescriptor,
+    TaskFailure, TaskOutcome, UpdateTaskExecutionState,
+};
+use super::task::{run_task, TaskEnvironment};
+use super::trace::{TraceEvent, TracerHandle};
+use crate::graph::ExecutionGraph;
+use crate::rpc::{serve, RpcClient};
+use crate::shuffle::partition::RequestSubpartition;
+use crate::shuffle::{ResultPartitionManager, ShuffleConfig};
+use crate::storage::Storage;
+
+/// How a TaskManager is set up.
+#[derive(Clone)]
+pub struct TaskManagerConfig {
+    /// Its name, stable across restarts.
+    pub name: String,
+    /// Where it serves requests.
+    pub address: SocketAddr,
+    /// Slots it offers.
+    pub slots: u32,
+    /// The JobMaster.
+    pub job_master: SocketAddr,
+    /// How often it heartbeats.
+    pub heartbeat_interval: Duration,
+    /// Its disk: outlives the process.
+    pub storage: Arc<dyn Storage>,
+    /// Network buffer tuning for the partitions it serves.
+    pub shuffle: ShuffleConfig,
+    /// Where its events go.
+    pub tracer: TracerHandle,
+}
+
+/// Timeout of control messages to the JobMaster.
+const CONTROL_TIMEOUT: Duration = Duration::from_millis(500);
+
+struct RunningTask {
+    handle: madsim::task::JoinHandle<()>,
+}
+
+#[derive(Default)]
+struct Tasks {
+    running: BTreeMap<(String, ExecutionAttemptId), RunningTask>,
+    /// Newest attempt seen per job: tasks of older attempts are cancelled and refused.
+    newest_attempt: BTreeMap<String, u32>,
+    /// Plans rebuilt from the catalog, per job and attempt-independent fingerprint.
+    plans: BTreeMap<(String, u64), Arc<ExecutionGraph>>,
+}
+
+struct TaskManager {
+    config: TaskManagerConfig,
+    client: RpcClient,
+    partitions: ResultPartitionManager,
+    tasks: Mutex<Tasks>,
+}
+
+/// Runs a TaskManager process until it is killed.
+pub async fn run_task_manager(config: TaskManagerConfig) {
+    let instance: u64 = madsim::rand::random();
+    config.tracer.record(TraceEvent::TaskManagerStarted { instance });
+    for path in config.storage.list("partitions/") {
+        config.storage.delete(&path);
+    }
+    let endpoint = Endpoint::bind(config.address).await.unwrap_or_else(|error| {
+        panic!("internal: task manager {} cannot bind {}: {error}", config.name, config.address)
+    });
+    let task_manager = Arc::new(TaskManager {
+        partitions: ResultPartitionManager::new(Arc::clone(&config.storage), config.shuffle),
+        client: RpcClient::new(endpoint.clone()),
+        tasks: Mutex::new(Tasks::default()),
+        config,
+    });
+    let this = Arc::clone(&task_manager);
+    serve(&endpoint, move |request: SubmitTask| {
+        let this = Arc::clone(&this);
+        async move { this.submit(request.descriptor) }
+    });
+    let this = Arc::clone(&task_manager);
+    serve(&endpoint, move |request: CancelJobAttempts| {
+        let this = Arc::clone(&this);
+        async move { this.cancel_before(&request.job_id, request.attempt) }
+    });
+    let partitions = task_manager.partitions.clone();
+    serve(&endpoint, move |request: RequestSubpartition| {
+        let partitions = partitions.clone();
+        async move { partitions.serve(request).await }
+    });
+    task_manager.register_and_heartbeat(instance).await;
+}
+
+impl TaskManager {
+    async fn register_and_heartbeat(&self, instance: u64) {
+        let config = &self.config;
+        let registration =
+            RegisterTaskManager { name: config.name.clone(), instance, address: config.address, slots: config.slots };
+        loop {
+            while self.client.call(config.job_master, registration.clone(), CONTROL_TIMEOUT).await.is_err() {
+                madsim::time::sleep(config.heartbeat_interval).await;
+            }
+            loop {
+                madsim::time::sleep(config.heartbeat_interval).await;
+                let heartbeat = Heartbeat { name: config.name.clone(), instance };
+                if let Ok(false) = self.client.call(config.job_master, heartbeat, CONTROL_TIMEOUT).await {
+                    break; // the JobMaster does not know this instance: register again
+                }
+            }
+        }
+    }
+
+    fn cancel_before(&self, job_id: &str, attempt: u32) {
+        let mut tasks = self.tasks.lock().expect("tasks lock");
+        let newest = tasks.newest_attempt.entry(job_id.to_string()).or_insert(attempt);
+        *newest = (*newest).max(attempt);
+        let cancelled: Vec<(String, ExecutionAttemptId)> = tasks
+            .running
+            .keys()
+            .filter(|(job, execution)| job == job_id && execution.attempt < attempt)
+            .cloned()
+            .collect();
+        for key in cancelled {
+            tasks.running.remove(&key).expect("listed above").handle.abort();
+        }
+        drop(tasks);
+        self.partitions.release_before(attempt);
+    }
+
+    fn plan_for(&self, descriptor: &TaskDeploymentDescriptor) -> Result<Arc<ExecutionGraph>, String> {
+        let key = (descriptor.spec.job_id.clone(), descriptor.plan_fingerprint);
+        if let Some(plan) = self.tasks.lock().expect("tasks lock").plans.get(&key) {
+            return Ok(Arc::clone(plan));
+        }
+        let job_graph = descriptor.spec.plan()?;
+        if job_graph.fingerprint() != descriptor.plan_fingerprint {
+            return Err(format!(
+                "the plan rebuilt from the catalog for job `{}` differs from the JobMaster's",
+                descriptor.spec.job_name
+            ));
+        }
+        let plan = Arc::new(ExecutionGraph::new(Arc::new(job_graph)));
+        self.tasks.lock().expect("tasks lock").plans.insert(key, Arc::clone(&plan));
+        Ok(plan)
+    }
+
+    fn submit(self: &Arc<Self>, descriptor: TaskDeploymentDescriptor) -> Result<(), String> {
+        let job_id = descriptor.spec.job_id.clone();
+        let execution = descriptor.execution;
+        let newest = self.tasks.lock().expect("tasks lock").newest_attempt.get(&job_id).copied();
+        match newest {
+            Some(newest) if execution.attempt < newest => {
+                return Err(format!("{execution} belongs to an older attempt than a{newest}"));
+            }
+            Some(newest) if execution.attempt == newest => {}
+            _ => self.cancel_before(&job_id, execution.attempt),
+        }
+        let graph = match self.plan_for(&descriptor) {
+            Ok(graph) => graph,
+            Err(message) => {
+                let this = Arc::clone(self);
+                madsim::task::spawn(async move {
+                    this.report(job_id, execution, TaskOutcome::Failed(TaskFailure::Deployment(message))).await;
+                });
+                return Ok(());
+            }
+        };
+        let environment = TaskEnvironment {
+            descriptor,
+            graph,
+            partitions: self.partitions.clone(),
+            client: self.client.clone(),
+        };
+        let this = Arc::clone(self);
+        let key = (job_id.clone(), execution);
+        let handle = madsim::task::spawn(async move {
+            let outcome = match run_task(environment).await {
+                Ok(metrics) => TaskOutcome::Finished { records_in: metrics.records_in, records_out: metrics.records_out },
+                Err(failure) => TaskOutcome::Failed(failure),
+            };
+            this.tasks.lock().expect("tasks lock").running.remove(&(job_id.clone(), execution));
+            this.report(job_id, execution, outcome).await;
+        });
+        let previous = self.tasks.lock().expect("tasks lock").running.insert(key, RunningTask { handle });
+        if let Some(previous) = previous {
+            previous.handle.abort();
+        }
+        Ok(())
+    }
+
+    /// Tells the JobMaster how a task ended; retried, since a lost report would stall the job.
+    async fn report(&self, job_id: String, execution: ExecutionAttemptId, outcome: TaskOutcome) {
+        let update = UpdateTaskExecutionState { job_id, execution, outcome };
+        for _ in 0..20 {
+            if self.client.call(self.config.job_master, update.clone(), CONTROL_TIMEOUT).await.is_ok() {
+                return;
+            }
+        }
+    }
+}

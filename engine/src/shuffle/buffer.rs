@@ -1,0 +1,102 @@
+//! Network buffers: records serialized back to back, sealed with a checksum.
+//!
+//! Layout: `[u32 length][record bytes]*` followed by an 8-byte FNV-1a checksum of everything
+//! before it. Records never cross the network one per message: a buffer carries as many as fit
+//! in the configured size (Flink's 32 KiB memory segments).
+
+use crate::prng::fnv1a64;
+use crate::record::{DecodeError, Element, TypeInfo};
+
+/// Accumulates encoded records for one subpartition.
+pub struct BufferBuilder {
+    bytes: Vec<u8>,
+    records: u32,
+    capacity: usize,
+}
+
+impl BufferBuilder {
+    /// An empty builder that reports full at `capacity` bytes.
+    pub fn new(capacity: usize) -> BufferBuilder {
+        BufferBuilder { bytes: Vec::with_capacity(capacity.min(64 * 1024)), records: 0, capacity }
+    }
+
+    /// Appends one encoded record.
+    pub fn push(&mut self, record: &[u8]) {
+        let length = u32::try_from(record.len()).expect("a record larger than 4 GiB is a bug");
+        self.bytes.extend_from_slice(&length.to_be_bytes());
+        self.bytes.extend_from_slice(record);
+        self.records += 1;
+    }
+
+    /// True once the buffer reached its capacity (a single large record may exceed it).
+    pub fn is_full(&self) -> bool {
+        self.bytes.len() >= self.capacity
+    }
+
+    /// True if no record was pushed since the last seal.
+    pub fn is_empty(&self) -> bool {
+        self.records == 0
+    }
+
+    /// Seals the buffer (appends the checksum) and starts a new one.
+    pub fn seal(&mut self) -> Vec<u8> {
+        let mut bytes = std::mem::replace(&mut self.bytes, Vec::with_capacity(self.capacity.min(64 * 1024)));
+        self.records = 0;
+        let checksum = fnv1a64(&bytes);
+        bytes.extend_from_slice(&checksum.to_be_bytes());
+        bytes
+    }
+}
+
+/// Verifies a sealed buffer's checksum and decodes its records.
+pub fn decode_buffer(buffer: &[u8], type_info: &TypeInfo) -> Result<Vec<Element>, DecodeError> {
+    if buffer.len() < 8 {
+        return Err(DecodeError::new(format!("buffer of {} bytes has no checksum", buffer.len())));
+    }
+    let (payload, checksum) = buffer.split_at(buffer.len() - 8);
+    let expected = u64::from_be_bytes(checksum.try_into().expect("8 bytes"));
+    if fnv1a64(payload) != expected {
+        return Err(DecodeError::new("buffer checksum mismatch: the buffer is corrupt"));
+    }
+    let mut input = payload;
+    let mut elements = Vec::new();
+    while !input.is_empty() {
+        if input.len() < 4 {
+            return Err(DecodeError::new("truncated record length"));
+        }
+        let (length, rest) = input.split_at(4);
+        let length = u32::from_be_bytes(length.try_into().expect("4 bytes")) as usize;
+        if rest.len() < length {
+            return Err(DecodeError::new("truncated record"));
+        }
+        let (mut record, rest) = rest.split_at(length);
+        elements.push(type_info.decode(&mut record)?);
+        if !record.is_empty() {
+            return Err(DecodeError::new(format!("{} bytes left over in a {}", record.len(), type_info.name())));
+        }
+        input = rest;
+    }
+    Ok(elements)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Record;
+
+    #[test]
+    fn records_round_trip_and_corruption_is_detected() {
+        let mut builder = BufferBuilder::new(16);
+        for word in ["a", "bb", "ccc"] {
+            builder.push(&word.to_string().to_bytes());
+        }
+        assert!(builder.is_full());
+        let mut sealed = builder.seal();
+        assert!(builder.is_empty());
+        let decoded = decode_buffer(&sealed, &TypeInfo::of::<String>()).unwrap();
+        let words: Vec<String> = decoded.into_iter().map(|element| *element.downcast::<String>().unwrap()).collect();
+        assert_eq!(words, vec!["a", "bb", "ccc"]);
+        sealed[5] ^= 0xff;
+        assert!(decode_buffer(&sealed, &TypeInfo::of::<String>()).is_err());
+    }
+}

@@ -1,0 +1,310 @@
+//! Result partitions on the producer's TaskManager, and the protocol consumers read them with.
+//!
+//! A consumer channel asks for buffer `n` of its subpartition ([`RequestSubpartition`]); asking
+//! for `n` also acknowledges every buffer before `n`. The producer answers with the buffer, with
+//! `EndOfPartition` once all buffers were read, or with `NotYet` after a short wait without data
+//! (the consumer asks again, so a dead producer shows up as a timeout, never as a hang).
+//!
+//! - PIPELINED subpartitions hold at most [`ShuffleConfig::pipelined_queue_buffers`] unacknowledged
+//!   buffers in memory; a producer that finds the queue full waits (backpressure with bounded
+//!   memory, one buffer in flight per channel until credit-based flow control arrives).
+//! - BLOCKING partitions append every buffer to one data file on the TaskManager's
+//!   [`Storage`], sync it when the producer finishes, and serve any buffer any number of times
+//!   afterwards. They are lost with the TaskManager's disk, or when the TaskManager forgets them.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
+
+use crate::graph::{IntermediateResultPartitionId, ResultPartitionType};
+use crate::rpc_request;
+use crate::storage::Storage;
+
+/// Tuning of the data exchange.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShuffleConfig {
+    /// Bytes per network buffer.
+    pub buffer_size: usize,
+    /// Unacknowledged buffers a pipelined subpartition may hold before its producer waits.
+    pub pipelined_queue_buffers: usize,
+}
+
+impl Default for ShuffleConfig {
+    fn default() -> Self {
+        ShuffleConfig { buffer_size: 32 * 1024, pipelined_queue_buffers: 4 }
+    }
+}
+
+/// One attempt's partition: partitions of different job attempts never mix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ResultPartitionId {
+    /// The partition in the execution graph.
+    pub partition: IntermediateResultPartitionId,
+    /// The job attempt that produces it.
+    pub attempt: u32,
+}
+
+impl fmt::Display for ResultPartitionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ds{}.p{}@a{}", self.partition.dataset.0, self.partition.producer_subtask, self.attempt)
+    }
+}
+
+/// Asks for buffer `sequence` of a subpartition, acknowledging the ones before it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RequestSubpartition {
+    /// The partition.
+    pub partition: ResultPartitionId,
+    /// The subpartition.
+    pub subpartition: u32,
+    /// The buffer wanted.
+    pub sequence: u64,
+}
+
+/// Answer to [`RequestSubpartition`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SubpartitionData {
+    /// The buffer asked for.
+    Buffer(Vec<u8>),
+    /// Every buffer was read.
+    EndOfPartition,
+    /// No data yet; ask again.
+    NotYet,
+}
+
+/// Why a partition cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PartitionRequestError {
+    /// This TaskManager does not hold the partition (not deployed yet, released, or lost).
+    NotFound,
+    /// The partition has fewer subpartitions.
+    NoSuchSubpartition,
+    /// The partition's data could not be read back.
+    Unreadable(String),
+}
+
+rpc_request!(RequestSubpartition => Result<SubpartitionData, PartitionRequestError>);
+
+enum Subpartition {
+    Pipelined { queue: VecDeque<Vec<u8>>, first_sequence: u64 },
+    Blocking { frames: Vec<(u64, u64)> },
+}
+
+struct Partition {
+    subpartitions: Vec<Subpartition>,
+    finished: bool,
+    notify: Arc<Notify>,
+    data_path: String,
+}
+
+/// The partitions a TaskManager produces and serves.
+#[derive(Clone)]
+pub struct ResultPartitionManager {
+    partitions: Arc<Mutex<BTreeMap<ResultPartitionId, Partition>>>,
+    storage: Arc<dyn Storage>,
+    config: ShuffleConfig,
+}
+
+/// How long a request waits for data before answering `NotYet`.
+const LONG_POLL: Duration = Duration::from_millis(100);
+
+impl ResultPartitionManager {
+    /// A manager writing blocking partitions to `storage`.
+    pub fn new(storage: Arc<dyn Storage>, config: ShuffleConfig) -> ResultPartitionManager {
+        ResultPartitionManager { partitions: Default::default(), storage, config }
+    }
+
+    /// Registers a partition a task is about to produce and returns its writer.
+    pub fn register(&self, id: ResultPartitionId, partition_type: ResultPartitionType, subpartitions: u32) -> ResultPartitionWriter {
+        let data_path = format!("partitions/{id}/data");
+        self.storage.delete(&data_path);
+        let subpartitions = (0..subpartitions)
+            .map(|_| match partition_type {
+                ResultPartitionType::Pipelined => Subpartition::Pipelined { queue: VecDeque::new(), first_sequence: 0 },
+                ResultPartitionType::Blocking => Subpartition::Blocking { frames: Vec::new() },
+            })
+            .collect();
+        let partition = Partition { subpartitions, finished: false, notify: Arc::new(Notify::new()), data_path };
+        let previous = self.partitions.lock().expect("partition lock").insert(id, partition);
+        assert!(previous.is_none(), "internal: partition {id} registered twice");
+        ResultPartitionWriter { manager: self.clone(), id }
+    }
+
+    /// Forgets every partition of attempts before `attempt` and deletes their files.
+    pub fn release_before(&self, attempt: u32) {
+        let mut partitions = self.partitions.lock().expect("partition lock");
+        let released: Vec<ResultPartitionId> = partitions.keys().filter(|id| id.attempt < attempt).copied().collect();
+        for id in released {
+            let partition = partitions.remove(&id).expect("listed above");
+            self.storage.delete(&partition.data_path);
+            // Wake producers waiting for credit: their partition is gone.
+            partition.notify.notify_waiters();
+        }
+    }
+
+    /// Partitions currently held, in id order.
+    pub fn partition_ids(&self) -> Vec<ResultPartitionId> {
+        self.partitions.lock().expect("partition lock").keys().copied().collect()
+    }
+
+    /// Answers one consumer request; see the module doc.
+    pub async fn serve(&self, request: RequestSubpartition) -> Result<SubpartitionData, PartitionRequestError> {
+        let mut waited = false;
+        loop {
+            let notify = {
+                let mut partitions = self.partitions.lock().expect("partition lock");
+                let partition = partitions.get_mut(&request.partition).ok_or(PartitionRequestError::NotFound)?;
+                if let Some(answer) = self.try_answer(partition, &request)? {
+                    return Ok(answer);
+                }
+                Arc::clone(&partition.notify)
+            };
+            if waited {
+                return Ok(SubpartitionData::NotYet);
+            }
+            let notified = notify.notified();
+            // Re-check after registering interest, so a wake-up between the check and the wait
+            // is not lost.
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut partitions = self.partitions.lock().expect("partition lock");
+                let partition = partitions.get_mut(&request.partition).ok_or(PartitionRequestError::NotFound)?;
+                if let Some(answer) = self.try_answer(partition, &request)? {
+                    return Ok(answer);
+                }
+            }
+            let _ = madsim::time::timeout(LONG_POLL, notified).await;
+            waited = true;
+        }
+    }
+
+    fn try_answer(&self, partition: &mut Partition, request: &RequestSubpartition) -> Result<Option<SubpartitionData>, PartitionRequestError> {
+        let finished = partition.finished;
+        let subpartition = partition
+            .subpartitions
+            .get_mut(request.subpartition as usize)
+            .ok_or(PartitionRequestError::NoSuchSubpartition)?;
+        match subpartition {
+            Subpartition::Pipelined { queue, first_sequence } => {
+                let mut acknowledged = false;
+                while *first_sequence < request.sequence && !queue.is_empty() {
+                    queue.pop_front();
+                    *first_sequence += 1;
+                    acknowledged = true;
+                }
+                if acknowledged {
+                    partition.notify.notify_waiters();
+                }
+                let available = *first_sequence + queue.len() as u64;
+                if request.sequence < available {
+                    let buffer = queue[(request.sequence - *first_sequence) as usize].clone();
+                    Ok(Some(SubpartitionData::Buffer(buffer)))
+                } else if finished && request.sequence == available {
+                    Ok(Some(SubpartitionData::EndOfPartition))
+                } else {
+                    Ok(None)
+                }
+            }
+            Subpartition::Blocking { frames } => {
+                if !finished {
+                    return Ok(None);
+                }
+                match frames.get(request.sequence as usize) {
+                    Some((offset, length)) => {
+                        let bytes = self
+                            .storage
+                            .read(&partition.data_path, *offset, *length)
+                            .map_err(|error| PartitionRequestError::Unreadable(error.to_string()))?;
+                        Ok(Some(SubpartitionData::Buffer(bytes)))
+                    }
+                    None => Ok(Some(SubpartitionData::EndOfPartition)),
+                }
+            }
+        }
+    }
+}
+
+/// Why a producer could not write its partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionReleased(pub ResultPartitionId);
+
+impl fmt::Display for PartitionReleased {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "partition {} was released while its producer ran", self.0)
+    }
+}
+
+/// The producer's handle to its partition.
+pub struct ResultPartitionWriter {
+    manager: ResultPartitionManager,
+    id: ResultPartitionId,
+}
+
+impl ResultPartitionWriter {
+    /// The partition written.
+    pub fn id(&self) -> ResultPartitionId {
+        self.id
+    }
+
+    /// Adds a sealed buffer to a subpartition; waits while a pipelined queue is full.
+    pub async fn add_buffer(&self, subpartition: u32, buffer: Vec<u8>) -> Result<(), PartitionReleased> {
+        let capacity = self.manager.config.pipelined_queue_buffers;
+        let mut buffer = Some(buffer);
+        loop {
+            let notify = {
+                let mut partitions = self.manager.partitions.lock().expect("partition lock");
+                let partition = partitions.get_mut(&self.id).ok_or(PartitionReleased(self.id))?;
+                assert!(!partition.finished, "internal: buffer added to finished partition {}", self.id);
+                let data_path = partition.data_path.clone();
+                match &mut partition.subpartitions[subpartition as usize] {
+                    Subpartition::Pipelined { queue, .. } if queue.len() < capacity => {
+                        queue.push_back(buffer.take().expect("added once"));
+                        partition.notify.notify_waiters();
+                        return Ok(());
+                    }
+                    Subpartition::Pipelined { .. } => Arc::clone(&partition.notify),
+                    Subpartition::Blocking { frames } => {
+                        let bytes = buffer.take().expect("added once");
+                        let offset = self.manager.storage.length(&data_path).unwrap_or(0);
+                        self.manager.storage.append(&data_path, &bytes);
+                        frames.push((offset, bytes.len() as u64));
+                        return Ok(());
+                    }
+                }
+            };
+            let notified = notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let full = {
+                let partitions = self.manager.partitions.lock().expect("partition lock");
+                let partition = partitions.get(&self.id).ok_or(PartitionReleased(self.id))?;
+                matches!(&partition.subpartitions[subpartition as usize], Subpartition::Pipelined { queue, .. } if queue.len() >= capacity)
+            };
+            if full {
+                notified.await;
+            }
+        }
+    }
+
+    /// Marks the partition complete: consumers see `EndOfPartition` after the last buffer, and a
+    /// blocking partition's data is synced first.
+    pub fn finish(&self) -> Result<(), PartitionReleased> {
+        let mut partitions = self.manager.partitions.lock().expect("partition lock");
+        let partition = partitions.get_mut(&self.id).ok_or(PartitionReleased(self.id))?;
+        let blocking = partition.subpartitions.iter().any(|sub| matches!(sub, Subpartition::Blocking { .. }));
+        if blocking && self.manager.storage.length(&partition.data_path).is_ok() {
+            self.manager
+                .storage
+                .sync(&partition.data_path)
+                .unwrap_or_else(|error| panic!("internal: syncing a file that exists failed: {error}"));
+        }
+        partition.finished = true;
+        partition.notify.notify_waiters();
+        Ok(())
+    }
+}

@@ -1,0 +1,101 @@
+//! Sink V2 (Flink's FLIP-143/372): the sink author says *what* and *how* to commit, the engine
+//! decides *when* and *where*.
+//!
+//! A [`Sink`] creates a [`SinkWriter`] per subtask, which writes (and may pre-stage) elements and
+//! returns committables from [`SinkWriter::prepare_commit`], and a [`Committer`], which commits
+//! them. The engine calls `prepare_commit` and `commit` at end of input in both modes (checkpoints
+//! come later), and again after a restart: so [`Committer::commit`] must be idempotent, and
+//! committables must name something stable across attempts (a transaction id).
+//!
+//! Depends on: [`crate::graph::operator`] (the erased contract it converts to) and
+//! [`crate::record`]. Invariant: a committable crosses task boundaries only encoded.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::graph::operator::{BoxFuture, ErasedCommitter, ErasedSinkWriter, SinkFactory};
+use crate::graph::{OperatorError, TaskInfo};
+use crate::record::{Element, Record};
+
+/// A two-phase-commit sink; see the module doc.
+pub trait Sink<T: Record>: Send + Sync + 'static {
+    /// What a writer hands to the committer: must identify its transaction stably.
+    type Committable: Record;
+    /// The writer of one subtask.
+    fn create_writer(&self, task: &TaskInfo) -> Box<dyn SinkWriter<T, Self::Committable>>;
+    /// The committer of one subtask.
+    fn create_committer(&self, task: &TaskInfo) -> Box<dyn Committer<Self::Committable>>;
+}
+
+/// Writes elements of one subtask (Flink's `CommittingSinkWriter`).
+pub trait SinkWriter<T, C>: Send {
+    /// Accepts one element; may only buffer it. Called from the task, must not block.
+    fn write(&mut self, element: T) -> Result<(), OperatorError>;
+    /// Ships buffered elements if the writer wants to (always when `end_of_input`).
+    fn flush(&mut self, end_of_input: bool) -> BoxFuture<'_, Result<(), OperatorError>>;
+    /// Pre-commits everything written so far and returns the committables.
+    fn prepare_commit(&mut self) -> BoxFuture<'_, Result<Vec<C>, OperatorError>>;
+}
+
+/// Commits committables (Flink's `Committer`). Must be idempotent: after a failure the engine
+/// commits again committables that may already be committed.
+pub trait Committer<C>: Send {
+    /// Commits all of them, or fails.
+    fn commit(&mut self, committables: Vec<C>) -> BoxFuture<'_, Result<(), OperatorError>>;
+}
+
+struct WriterAdapter<T, C> {
+    writer: Box<dyn SinkWriter<T, C>>,
+}
+
+impl<T: Record, C: Record> ErasedSinkWriter for WriterAdapter<T, C> {
+    fn write(&mut self, element: Element) -> Result<(), OperatorError> {
+        let element = element.downcast::<T>().unwrap_or_else(|_| {
+            panic!("internal: sink input is not a {}: the graph's types are inconsistent", std::any::type_name::<T>())
+        });
+        self.writer.write(*element)
+    }
+
+    fn flush(&mut self, end_of_input: bool) -> BoxFuture<'_, Result<(), OperatorError>> {
+        self.writer.flush(end_of_input)
+    }
+
+    fn prepare_commit(&mut self) -> BoxFuture<'_, Result<Vec<Vec<u8>>, OperatorError>> {
+        Box::pin(async move {
+            let committables = self.writer.prepare_commit().await?;
+            Ok(committables.iter().map(Record::to_bytes).collect())
+        })
+    }
+}
+
+struct CommitterAdapter<C> {
+    committer: Box<dyn Committer<C>>,
+    _type: PhantomData<fn() -> C>,
+}
+
+impl<C: Record> ErasedCommitter for CommitterAdapter<C> {
+    fn commit(&mut self, committables: Vec<Vec<u8>>) -> BoxFuture<'_, Result<(), OperatorError>> {
+        Box::pin(async move {
+            let decoded = committables
+                .iter()
+                .map(|bytes| C::from_bytes(bytes).map_err(|error| OperatorError::new(format!("committable: {error}"))))
+                .collect::<Result<Vec<C>, _>>()?;
+            self.committer.commit(decoded).await
+        })
+    }
+}
+
+/// Erases a typed sink into the factories a plan carries.
+pub fn erase_sink<T: Record, S: Sink<T>>(sink: S) -> SinkFactory {
+    let sink = Arc::new(sink);
+    let for_committer = Arc::clone(&sink);
+    SinkFactory {
+        writer: Arc::new(move |task: &TaskInfo| {
+            Box::new(WriterAdapter { writer: sink.create_writer(task) }) as Box<dyn ErasedSinkWriter>
+        }),
+        committer: Arc::new(move |task: &TaskInfo| {
+            Box::new(CommitterAdapter { committer: for_committer.create_committer(task), _type: PhantomData })
+                as Box<dyn ErasedCommitter>
+        }),
+    }
+}

@@ -1,0 +1,120 @@
+//! Keyed state: the hash backend (streaming) and the batch backend (one key at a time).
+//!
+//! State is addressed by (current key, state name) and holds encoded values, so that what is
+//! stored is what would be checkpointed. A keyed operator sets the current key before every
+//! access. In batch mode keyed input arrives sorted by key, so the batch backend keeps only the
+//! current key's state and drops it when the key changes (Flink's
+//! `BatchExecutionKeyedStateBackend`).
+//!
+//! Depends on: [`crate::record`]. Invariants: the batch backend panics if keys arrive out of
+//! order (that is an engine bug: the input was not sorted); no backend exposes its iteration
+//! order.
+
+mod batch;
+mod hash;
+
+pub use batch::BatchExecutionKeyedStateBackend;
+pub use hash::HashMapStateBackend;
+
+use std::marker::PhantomData;
+
+use crate::graph::{ExecutionMode, OperatorError};
+use crate::record::Record;
+
+/// Keyed state storage; see the module doc.
+pub trait KeyedStateBackend: Send {
+    /// Selects the key that the following accesses address.
+    fn set_current_key(&mut self, key: &[u8]);
+    /// The encoded value of state `name` for the current key.
+    fn get(&self, name: &str) -> Option<&[u8]>;
+    /// Replaces the encoded value of state `name` for the current key.
+    fn put(&mut self, name: &str, value: Vec<u8>);
+    /// Removes state `name` for the current key.
+    fn clear(&mut self, name: &str);
+    /// How many keys currently hold state.
+    fn key_count(&self) -> usize;
+}
+
+/// The backend each mode uses.
+pub fn backend_for(mode: ExecutionMode) -> Box<dyn KeyedStateBackend> {
+    match mode {
+        ExecutionMode::Streaming => Box::new(HashMapStateBackend::default()),
+        ExecutionMode::Batch => Box::new(BatchExecutionKeyedStateBackend::default()),
+    }
+}
+
+/// A typed view of one value per key (Flink's `ValueState`).
+pub struct ValueState<T> {
+    name: &'static str,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T: Record> ValueState<T> {
+    /// The state called `name`.
+    pub fn new(name: &'static str) -> ValueState<T> {
+        ValueState { name, _type: PhantomData }
+    }
+
+    /// The current key's value.
+    pub fn value(&self, backend: &dyn KeyedStateBackend) -> Result<Option<T>, OperatorError> {
+        backend
+            .get(self.name)
+            .map(|bytes| {
+                T::from_bytes(bytes).map_err(|error| OperatorError::new(format!("state `{}`: {error}", self.name)))
+            })
+            .transpose()
+    }
+
+    /// Replaces the current key's value.
+    pub fn update(&self, backend: &mut dyn KeyedStateBackend, value: &T) {
+        backend.put(self.name, value.to_bytes());
+    }
+
+    /// Removes the current key's value.
+    pub fn clear(&self, backend: &mut dyn KeyedStateBackend) {
+        backend.clear(self.name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_state_round_trips_per_key_in_the_hash_backend() {
+        let mut backend = HashMapStateBackend::default();
+        let count = ValueState::<i64>::new("count");
+        backend.set_current_key(b"a");
+        assert_eq!(count.value(&backend).unwrap(), None);
+        count.update(&mut backend, &3);
+        backend.set_current_key(b"b");
+        count.update(&mut backend, &5);
+        backend.set_current_key(b"a");
+        assert_eq!(count.value(&backend).unwrap(), Some(3));
+        assert_eq!(backend.key_count(), 2);
+        count.clear(&mut backend);
+        assert_eq!(count.value(&backend).unwrap(), None);
+        assert_eq!(backend.key_count(), 1);
+    }
+
+    #[test]
+    fn batch_backend_keeps_only_the_current_key() {
+        let mut backend = BatchExecutionKeyedStateBackend::default();
+        let count = ValueState::<i64>::new("count");
+        backend.set_current_key(b"a");
+        count.update(&mut backend, &3);
+        backend.set_current_key(b"a");
+        assert_eq!(count.value(&backend).unwrap(), Some(3));
+        backend.set_current_key(b"b");
+        assert_eq!(count.value(&backend).unwrap(), None, "state of the previous key must be dropped");
+        assert_eq!(backend.key_count(), 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "not sorted")]
+    fn batch_backend_rejects_unsorted_keys() {
+        let mut backend = BatchExecutionKeyedStateBackend::default();
+        backend.set_current_key(b"b");
+        backend.set_current_key(b"a");
+    }
+}

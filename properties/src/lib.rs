@@ -1,0 +1,1 @@
+//! Property suites live in `tests/`; this crate has no library code.
