@@ -24,6 +24,7 @@
 pub mod api;
 pub mod catalog;
 pub mod connectors;
+pub mod duration;
 pub mod failover;
 pub mod graph;
 pub mod prng;

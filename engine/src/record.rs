@@ -69,10 +69,7 @@ impl std::error::Error for DecodeError {}
 
 fn take<'a>(input: &mut &'a [u8], count: usize, what: &str) -> Result<&'a [u8], DecodeError> {
     if input.len() < count {
-        return Err(DecodeError::new(format!(
-            "need {count} bytes for {what}, have {}",
-            input.len()
-        )));
+        return Err(DecodeError::new(format!("need {count} bytes for {what}, have {}", input.len())));
     }
     let (head, tail) = input.split_at(count);
     *input = tail;
@@ -230,11 +227,7 @@ fn decode_erased<T: Record>(input: &mut &[u8]) -> Result<Element, DecodeError> {
 impl TypeInfo {
     /// The codec of `T`.
     pub fn of<T: Record>() -> TypeInfo {
-        TypeInfo {
-            name: std::any::type_name::<T>(),
-            encode: encode_erased::<T>,
-            decode: decode_erased::<T>,
-        }
+        TypeInfo { name: std::any::type_name::<T>(), encode: encode_erased::<T>, decode: decode_erased::<T> }
     }
     /// The Rust name of the type.
     pub fn name(&self) -> &'static str {
@@ -262,9 +255,9 @@ pub type KeySelector = Arc<dyn Fn(&dyn Any) -> Vec<u8> + Send + Sync>;
 /// Erases a typed key selector.
 pub fn erase_key_selector<T: Record, K: Key>(selector: impl Fn(&T) -> K + Send + Sync + 'static) -> KeySelector {
     Arc::new(move |element: &dyn Any| {
-        let value = element.downcast_ref::<T>().unwrap_or_else(|| {
-            panic!("internal: keyed element is not a {}", std::any::type_name::<T>())
-        });
+        let value = element
+            .downcast_ref::<T>()
+            .unwrap_or_else(|| panic!("internal: keyed element is not a {}", std::any::type_name::<T>()));
         selector(value).to_bytes()
     })
 }

@@ -11,8 +11,8 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-pub use madsim::net::rpc::Request;
 use madsim::net::Endpoint;
+pub use madsim::net::rpc::Request;
 
 /// A stable request id derived from the request type's path (FNV-1a, usable in `const`).
 pub const fn request_id(name: &str) -> u64 {
@@ -91,7 +91,12 @@ impl RpcClient {
     }
 
     /// Sends `request` and waits at most `timeout` for the response.
-    pub async fn call<R: Request>(&self, peer: SocketAddr, request: R, timeout: Duration) -> Result<R::Response, RpcError> {
+    pub async fn call<R: Request>(
+        &self,
+        peer: SocketAddr,
+        request: R,
+        timeout: Duration,
+    ) -> Result<R::Response, RpcError> {
         match self.endpoint.call_timeout(peer, request, timeout).await {
             Ok(response) => Ok(response),
             Err(error) if error.kind() == io::ErrorKind::TimedOut => {

@@ -1,1 +1,30 @@
-//! placeholder
+//! The Sluice simulation harness: builds a simulated cluster from a YAML scenario, runs a job in
+//! streaming and batch mode for many seeds, injects faults, and checks the committed output
+//! against the job's reference implementation.
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`scenario`] | the YAML format; errors that name file, line and field |
+//! | [`cluster`] | the madsim nodes: JobMaster, TaskManagers with disks, log, transactional store |
+//! | [`external`] | the simulated external systems (log server, transactional store server) |
+//! | [`faults`] | injects a scenario's faults at their simulated times |
+//! | [`runner`] | one seed in one mode, in a fresh thread: the [`runner::RunReport`] |
+//! | [`check`] | exactly-once, streaming == batch, determinism |
+//! | [`trace`] | the event trace and its hash |
+//! | [`cli`] | the `sluice` command |
+//!
+//! `sim` depends on the engine, never the reverse. It may read the wall clock (to report how
+//! long a simulation took) and spawn OS threads (one per simulation); the engine may do neither.
+
+pub mod check;
+pub mod cli;
+pub mod cluster;
+pub mod external;
+pub mod faults;
+pub mod runner;
+pub mod scenario;
+pub mod trace;
+
+/// Fails when the crate was built without `--cfg madsim`, e.g. because a `RUSTFLAGS` variable
+/// replaced `.cargo/config.toml`'s flags: the simulation would silently not be a simulation.
+pub const SIMULATION_MODE: bool = cfg!(madsim);

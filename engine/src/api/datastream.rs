@@ -6,14 +6,16 @@ use std::ops::Add;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use super::operators::{reduce_operator, FilterOperator, FlatMapOperator, MapOperator, ReduceFunctions};
-use super::source::{erase_source, Source};
 use super::JobConfig;
+use super::operators::{FilterOperator, FlatMapOperator, MapOperator, ReduceFunctions, reduce_operator};
+use super::source::{Source, erase_source};
 use crate::graph::operator::{OperatorFactory, StreamOperator};
 use crate::graph::partitioner::Partitioner;
-use crate::graph::{ChainingStrategy, ExecutionMode, NodeBody, StreamEdge, StreamGraph, StreamNode, StreamNodeId, TaskInfo};
-use crate::record::{erase_key_selector, Key, KeySelector, Record, TypeInfo};
-use crate::sink::{erase_sink, Sink};
+use crate::graph::{
+    ChainingStrategy, ExecutionMode, NodeBody, StreamEdge, StreamGraph, StreamNode, StreamNodeId, TaskInfo,
+};
+use crate::record::{Key, KeySelector, Record, TypeInfo, erase_key_selector};
+use crate::sink::{Sink, erase_sink};
 
 /// A stream of `T` produced by one node of the plan.
 pub struct DataStream<T> {
@@ -100,7 +102,9 @@ impl<T: Record> DataStream<T> {
         let function: Arc<dyn Fn(T) -> U + Send + Sync> = Arc::new(function);
         self.operator(
             "Map",
-            Arc::new(move |_: &TaskInfo| Box::new(MapOperator { function: Arc::clone(&function) }) as Box<dyn StreamOperator>),
+            Arc::new(move |_: &TaskInfo| {
+                Box::new(MapOperator { function: Arc::clone(&function) }) as Box<dyn StreamOperator>
+            }),
         )
     }
 
@@ -120,7 +124,8 @@ impl<T: Record> DataStream<T> {
         &self,
         function: impl Fn(T) -> I + Send + Sync + 'static,
     ) -> DataStream<U> {
-        let function: Arc<dyn Fn(T) -> Vec<U> + Send + Sync> = Arc::new(move |value| function(value).into_iter().collect());
+        let function: Arc<dyn Fn(T) -> Vec<U> + Send + Sync> =
+            Arc::new(move |value| function(value).into_iter().collect());
         self.operator(
             "FlatMap",
             Arc::new(move |_: &TaskInfo| {
@@ -187,7 +192,8 @@ impl<T: Record, K: Key> KeyedStream<T, K> {
             ExecutionMode::Batch => ChainingStrategy::Head,
             ExecutionMode::Streaming => ChainingStrategy::Always,
         };
-        let hashed = DataStream { partitioner: Some(Partitioner::Hash(Arc::clone(&erased_selector))), ..self.stream.clone() };
+        let hashed =
+            DataStream { partitioner: Some(Partitioner::Hash(Arc::clone(&erased_selector))), ..self.stream.clone() };
         hashed.then(NewNode {
             name: "Reduce",
             body: NodeBody::Operator(Arc::new(move |task: &TaskInfo| reduce_operator(functions.clone(), task))),
@@ -201,8 +207,7 @@ impl<T: Record, K: Key> KeyedStream<T, K> {
 impl<A: Record, N: Record + Add<Output = N>, K: Key> KeyedStream<(A, N), K> {
     /// Sums the second field per key, keeping the first field of the key's first element.
     pub fn sum(&self) -> DataStream<(A, N)> {
-        self.reduce(|accumulator: (A, N), value: (A, N)| (accumulator.0, accumulator.1 + value.1))
-            .name("Sum")
+        self.reduce(|accumulator: (A, N), value: (A, N)| (accumulator.0, accumulator.1 + value.1)).name("Sum")
     }
 }
 

@@ -28,7 +28,7 @@ mod operators;
 mod source;
 
 pub use datastream::{DataStream, DataStreamSink, KeyedStream};
-pub use source::{erase_source, Source, SourceReader};
+pub use source::{Source, SourceReader, erase_source};
 
 pub use crate::graph::operator::BoxFuture;
 pub use crate::graph::{ExecutionMode, OperatorError, TaskInfo};
@@ -38,8 +38,8 @@ pub use crate::sink::{Committer, Sink, SinkWriter};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::graph::partitioner::default_max_parallelism;
 use crate::graph::StreamGraph;
+use crate::graph::partitioner::default_max_parallelism;
 
 /// How a job instance is configured: the mode and its default parallelism.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::graph::operator::{Output, StreamOperator};
 use crate::graph::{ExecutionMode, OperatorError, TaskInfo};
 use crate::record::{Element, Key, Record};
-use crate::state::{backend_for, KeyedStateBackend, ValueState};
+use crate::state::{KeyedStateBackend, ValueState, backend_for};
 
 fn downcast<T: 'static>(element: Element, operator: &'static str) -> T {
     *element.downcast::<T>().unwrap_or_else(|_| {
@@ -67,11 +67,16 @@ impl<T, K> Clone for ReduceFunctions<T, K> {
 
 /// Creates the reduce operator of the task's mode: running results in streaming, one final
 /// result per key in batch.
-pub(crate) fn reduce_operator<T: Record, K: Key>(functions: ReduceFunctions<T, K>, task: &TaskInfo) -> Box<dyn StreamOperator> {
+pub(crate) fn reduce_operator<T: Record, K: Key>(
+    functions: ReduceFunctions<T, K>,
+    task: &TaskInfo,
+) -> Box<dyn StreamOperator> {
     let backend = backend_for(task.mode);
     let state = ValueState::new("reduce");
     match task.mode {
-        ExecutionMode::Streaming => Box::new(StreamGroupedReduceOperator { functions, backend, state, _key: PhantomData }),
+        ExecutionMode::Streaming => {
+            Box::new(StreamGroupedReduceOperator { functions, backend, state, _key: PhantomData })
+        }
         ExecutionMode::Batch => {
             Box::new(BatchGroupedReduceOperator { functions, backend, state, current_key: None, _key: PhantomData })
         }
@@ -122,10 +127,10 @@ struct BatchGroupedReduceOperator<T, K> {
 
 impl<T: Record, K: Key> BatchGroupedReduceOperator<T, K> {
     fn emit_current(&mut self, output: &mut dyn Output) -> Result<(), OperatorError> {
-        if self.current_key.is_some() {
-            if let Some(value) = self.state.value(self.backend.as_ref())? {
-                output.collect(Box::new(value));
-            }
+        if self.current_key.is_some()
+            && let Some(value) = self.state.value(self.backend.as_ref())?
+        {
+            output.collect(Box::new(value));
         }
         Ok(())
     }

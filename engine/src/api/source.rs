@@ -36,5 +36,7 @@ impl<T: Record> ErasedSourceReader for ReaderAdapter<T> {
 /// Erases a typed source into the factory a plan carries.
 pub fn erase_source<T: Record, S: Source<T>>(source: S) -> SourceFactory {
     let source = Arc::new(source);
-    Arc::new(move |task: &TaskInfo| Box::new(ReaderAdapter { reader: source.create_reader(task) }) as Box<dyn ErasedSourceReader>)
+    Arc::new(move |task: &TaskInfo| {
+        Box::new(ReaderAdapter { reader: source.create_reader(task) }) as Box<dyn ErasedSourceReader>
+    })
 }

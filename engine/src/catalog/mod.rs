@@ -108,11 +108,18 @@ impl CatalogJob {
         for name in given.keys() {
             if !self.params.iter().any(|spec| spec.name == name) {
                 let known: Vec<&str> = self.params.iter().map(|spec| spec.name).collect();
-                return Err(format!("job `{}` has no parameter `{name}`; its parameters: {}", self.name, known.join(", ")));
+                return Err(format!(
+                    "job `{}` has no parameter `{name}`; its parameters: {}",
+                    self.name,
+                    known.join(", ")
+                ));
             }
         }
         Ok(JobParams(
-            self.params.iter().map(|spec| (spec.name.to_string(), given.get(spec.name).copied().unwrap_or(spec.default))).collect(),
+            self.params
+                .iter()
+                .map(|spec| (spec.name.to_string(), given.get(spec.name).copied().unwrap_or(spec.default)))
+                .collect(),
         ))
     }
 

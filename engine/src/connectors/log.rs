@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 
-use super::{call_with_retries, LOG_SYSTEM};
+use super::{LOG_SYSTEM, call_with_retries};
 use crate::api::{BoxFuture, OperatorError, Record, Source, SourceReader, TaskInfo};
 use crate::rpc::RpcClient;
 use crate::rpc_request;
@@ -135,13 +135,10 @@ impl<T: Record> LogReader<T> {
         let index = state.next_split % state.splits.len();
         let (partition, offset, end) = state.splits[index];
         let remaining = u32::try_from(end - offset).unwrap_or(u32::MAX);
-        let request = FetchRecords {
-            topic: self.topic.clone(),
-            partition,
-            offset,
-            max_records: self.fetch_size.min(remaining),
-        };
-        let fetched = call_with_retries(&state.client, state.log, request, LOG_SYSTEM).await?.map_err(OperatorError::new)?;
+        let request =
+            FetchRecords { topic: self.topic.clone(), partition, offset, max_records: self.fetch_size.min(remaining) };
+        let fetched =
+            call_with_retries(&state.client, state.log, request, LOG_SYSTEM).await?.map_err(OperatorError::new)?;
         if fetched.records.is_empty() {
             return Err(OperatorError::new(format!(
                 "log returned no records for `{}` partition {partition} at offset {offset} before its end {end}",
@@ -151,7 +148,9 @@ impl<T: Record> LogReader<T> {
         let records = fetched
             .records
             .iter()
-            .map(|bytes| T::from_bytes(bytes).map_err(|error| OperatorError::new(format!("topic `{}`: {error}", self.topic))))
+            .map(|bytes| {
+                T::from_bytes(bytes).map_err(|error| OperatorError::new(format!("topic `{}`: {error}", self.topic)))
+            })
             .collect::<Result<Vec<T>, _>>()?;
         let next_offset = offset + records.len() as u64;
         if next_offset >= end {

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{call_with_retries, TXN_STORE_SYSTEM};
+use super::{TXN_STORE_SYSTEM, call_with_retries};
 use crate::api::{BoxFuture, Committer, DecodeError, OperatorError, Record, Sink, SinkWriter, TaskInfo};
 use crate::rpc::RpcClient;
 use crate::rpc_request;
@@ -293,7 +293,8 @@ impl<T: Record> TxnStoreWriter<T> {
             return Ok(vec![committable]);
         }
         let connection = self.connection.as_ref().expect("begun by stage");
-        let request = PrepareTransaction { txn_id: self.txn_id.clone(), epoch: self.epoch, batches: self.staged_batches };
+        let request =
+            PrepareTransaction { txn_id: self.txn_id.clone(), epoch: self.epoch, batches: self.staged_batches };
         call_with_retries(&connection.client, connection.store, request, TXN_STORE_SYSTEM)
             .await?
             .map_err(|error| refused("prepare", &self.txn_id, error))?;

@@ -30,7 +30,7 @@ pub enum RestartStrategy {
     /// Restart after a fixed delay, at most `attempts` times.
     FixedDelay {
         /// Delay before each restart.
-        #[serde(with = "duration_millis")]
+        #[serde(with = "crate::duration::text")]
         delay: Duration,
         /// Restarts allowed.
         attempts: u32,
@@ -100,30 +100,14 @@ impl RestartTracker {
     }
 }
 
-/// Serde for durations as integer milliseconds.
-pub mod duration_millis {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    /// Writes whole milliseconds.
-    pub fn serialize<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_u64(duration.as_millis() as u64)
-    }
-
-    /// Reads whole milliseconds.
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
-        Ok(Duration::from_millis(u64::deserialize(deserializer)?))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn fixed_delay_gives_up_after_its_attempts_with_a_reason() {
-        let mut tracker = RestartTracker::new(RestartStrategy::FixedDelay { delay: Duration::from_millis(5), attempts: 2 });
+        let mut tracker =
+            RestartTracker::new(RestartStrategy::FixedDelay { delay: Duration::from_millis(5), attempts: 2 });
         assert_eq!(tracker.on_failure("a"), RestartDecision::RestartAfter(Duration::from_millis(5)));
         assert_eq!(tracker.on_failure("b"), RestartDecision::RestartAfter(Duration::from_millis(5)));
         match tracker.on_failure("tm-1 lost") {

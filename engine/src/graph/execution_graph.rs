@@ -103,7 +103,9 @@ impl ExecutionGraph {
         self.job_graph
             .vertices
             .iter()
-            .flat_map(|vertex| (0..vertex.parallelism).map(move |subtask| ExecutionVertexId { vertex: vertex.id, subtask }))
+            .flat_map(|vertex| {
+                (0..vertex.parallelism).map(move |subtask| ExecutionVertexId { vertex: vertex.id, subtask })
+            })
             .collect()
     }
 

@@ -205,7 +205,14 @@ impl JobGraph {
                 vertices[target.0 as usize].inputs.push(id);
             }
         }
-        Ok(JobGraph { job_name: stream_graph.job_name.clone(), mode: stream_graph.mode, exchange_mode, vertices, edges, stream_graph })
+        Ok(JobGraph {
+            job_name: stream_graph.job_name.clone(),
+            mode: stream_graph.mode,
+            exchange_mode,
+            vertices,
+            edges,
+            stream_graph,
+        })
     }
 
     /// A vertex by id.
@@ -229,7 +236,11 @@ impl fmt::Display for JobGraph {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "JobGraph `{}` ({}, {:?})", self.job_name, self.mode, self.exchange_mode)?;
         for vertex in &self.vertices {
-            writeln!(f, "  v{} `{}` p={} maxp={}", vertex.id.0, vertex.name, vertex.parallelism, vertex.max_parallelism)?;
+            writeln!(
+                f,
+                "  v{} \"{}\" p={} maxp={}",
+                vertex.id.0, vertex.name, vertex.parallelism, vertex.max_parallelism
+            )?;
             for output in &vertex.outputs {
                 let edge = self.edge(*output);
                 writeln!(

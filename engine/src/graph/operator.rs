@@ -63,9 +63,10 @@ impl ExternalSystems {
 
     /// The address of the system called `name`.
     pub fn address(&self, name: &str) -> Result<SocketAddr, OperatorError> {
-        self.addresses.get(name).copied().ok_or_else(|| {
-            OperatorError::new(format!("no external system called `{name}` is configured"))
-        })
+        self.addresses
+            .get(name)
+            .copied()
+            .ok_or_else(|| OperatorError::new(format!("no external system called `{name}` is configured")))
     }
 }
 
@@ -165,11 +166,17 @@ pub trait ErasedCommitter: Send {
     fn commit(&mut self, committables: Vec<Vec<u8>>) -> BoxFuture<'_, Result<(), OperatorError>>;
 }
 
+/// Creates a sink writer for one subtask.
+pub type SinkWriterFactory = Arc<dyn Fn(&TaskInfo) -> Box<dyn ErasedSinkWriter> + Send + Sync>;
+
+/// Creates a committer for one subtask.
+pub type CommitterFactory = Arc<dyn Fn(&TaskInfo) -> Box<dyn ErasedCommitter> + Send + Sync>;
+
 /// Creates the writer and committer of a sink for one subtask.
 #[derive(Clone)]
 pub struct SinkFactory {
     /// Creates the writer.
-    pub writer: Arc<dyn Fn(&TaskInfo) -> Box<dyn ErasedSinkWriter> + Send + Sync>,
+    pub writer: SinkWriterFactory,
     /// Creates the committer.
-    pub committer: Arc<dyn Fn(&TaskInfo) -> Box<dyn ErasedCommitter> + Send + Sync>,
+    pub committer: CommitterFactory,
 }

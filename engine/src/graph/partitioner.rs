@@ -117,7 +117,7 @@ impl ChannelSelector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{erase_key_selector, Record};
+    use crate::record::{Record, erase_key_selector};
 
     #[test]
     fn default_max_parallelism_follows_flink() {
@@ -135,8 +135,11 @@ mod tests {
             seen[subtask_for_key_group(group, 4, max_parallelism) as usize] = true;
         }
         assert!(seen.iter().all(|hit| *hit), "hash partitioning left a subtask without keys");
-        // A changed hash function would silently move state between subtasks: pin it.
-        assert_eq!(key_group_of(&String::from("sluice").to_bytes(), 128), key_group_of(&String::from("sluice").to_bytes(), 128));
+        // A changed hash function would silently move keys (and, later, checkpointed state)
+        // between subtasks: pin it.
+        let pinned: Vec<u32> =
+            ["sluice", "flink", ""].iter().map(|key| key_group_of(&key.to_string().to_bytes(), 128)).collect();
+        assert_eq!(pinned, vec![71, 28, 7]);
         assert_eq!(subtask_for_key_group(127, 2, 128), 1);
         assert_eq!(subtask_for_key_group(63, 2, 128), 0);
     }
@@ -145,7 +148,15 @@ mod tests {
     fn rebalance_is_round_robin_from_the_producer_index() {
         let mut selector = ChannelSelector::new(Partitioner::Rebalance, 3, 128, 1);
         let picks: Vec<SelectedChannels> = (0..4).map(|_| selector.select(&0u32)).collect();
-        assert_eq!(picks, vec![SelectedChannels::One(1), SelectedChannels::One(2), SelectedChannels::One(0), SelectedChannels::One(1)]);
+        assert_eq!(
+            picks,
+            vec![
+                SelectedChannels::One(1),
+                SelectedChannels::One(2),
+                SelectedChannels::One(0),
+                SelectedChannels::One(1)
+            ]
+        );
     }
 
     #[test]

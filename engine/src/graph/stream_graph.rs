@@ -2,9 +2,9 @@
 
 use std::fmt;
 
+use petgraph::Direction;
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeRef;
-use petgraph::Direction;
 
 use super::operator::{ExecutionMode, OperatorFactory, SinkFactory, SourceFactory};
 use super::partitioner::Partitioner;
@@ -209,7 +209,7 @@ impl fmt::Display for StreamGraph {
         for node in self.nodes() {
             writeln!(
                 f,
-                "  #{} {} `{}` p={} -> {}",
+                "  #{} {} \"{}\" p={} -> {}",
                 node.id.0,
                 node.body.kind(),
                 node.name,

@@ -73,6 +73,22 @@ pub struct JobStatusReport {
     pub restarts: u32,
 }
 
+/// Client → JobMaster: what the cluster looks like (Flink's `/overview`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RequestClusterOverview;
+
+/// Answer to [`RequestClusterOverview`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterOverview {
+    /// Registered TaskManagers.
+    pub task_managers: u32,
+    /// Their slots.
+    pub total_slots: u32,
+    /// Slots not allocated.
+    pub free_slots: u32,
+}
+rpc_request!(RequestClusterOverview => ClusterOverview);
+
 /// TaskManager → JobMaster: offers a process's slots.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RegisterTaskManager {
@@ -147,8 +163,12 @@ pub enum TaskFailure {
 impl From<ShuffleError> for TaskFailure {
     fn from(error: ShuffleError) -> TaskFailure {
         match error {
-            ShuffleError::PartitionNotFound { partition, producer } => TaskFailure::PartitionNotFound { partition, producer },
-            ShuffleError::ProducerUnreachable { partition, producer } => TaskFailure::ProducerUnreachable { partition, producer },
+            ShuffleError::PartitionNotFound { partition, producer } => {
+                TaskFailure::PartitionNotFound { partition, producer }
+            }
+            ShuffleError::ProducerUnreachable { partition, producer } => {
+                TaskFailure::ProducerUnreachable { partition, producer }
+            }
             ShuffleError::Corrupt { partition, detail } => TaskFailure::CorruptInput { partition, detail },
         }
     }
@@ -157,7 +177,9 @@ impl From<ShuffleError> for TaskFailure {
 impl fmt::Display for TaskFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TaskFailure::PartitionNotFound { partition, producer } => write!(f, "partition {partition} not found on {producer}"),
+            TaskFailure::PartitionNotFound { partition, producer } => {
+                write!(f, "partition {partition} not found on {producer}")
+            }
             TaskFailure::ProducerUnreachable { partition, producer } => {
                 write!(f, "producer of {partition} at {producer} unreachable")
             }

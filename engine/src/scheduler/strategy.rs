@@ -42,7 +42,9 @@ impl SchedulingStrategy {
                 for vertex in &region.vertices {
                     for input in graph.consumed_inputs(*vertex) {
                         for channel in input.channels {
-                            if input.partition_type == ResultPartitionType::Blocking && !region.vertices.contains(&channel.producer) {
+                            if input.partition_type == ResultPartitionType::Blocking
+                                && !region.vertices.contains(&channel.producer)
+                            {
                                 producers.insert(channel.producer);
                             }
                         }
@@ -71,7 +73,9 @@ impl SchedulingStrategy {
             .regions()
             .iter()
             .filter(|region| self.states[region.id.0 as usize] == RegionState::Created)
-            .filter(|region| self.blocking_producers[region.id.0 as usize].iter().all(|producer| self.finished.contains(producer)))
+            .filter(|region| {
+                self.blocking_producers[region.id.0 as usize].iter().all(|producer| self.finished.contains(producer))
+            })
             .map(|region| region.id)
             .collect()
     }

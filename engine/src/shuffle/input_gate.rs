@@ -79,7 +79,11 @@ pub struct InputGateConfig {
 
 impl Default for InputGateConfig {
     fn default() -> Self {
-        InputGateConfig { request_timeout: Duration::from_secs(1), max_timeouts: 3, partition_wait: Duration::from_secs(2) }
+        InputGateConfig {
+            request_timeout: Duration::from_secs(1),
+            max_timeouts: 3,
+            partition_wait: Duration::from_secs(2),
+        }
     }
 }
 
@@ -117,7 +121,9 @@ impl InputGate {
         let fetchers = channels
             .into_iter()
             .enumerate()
-            .map(|(index, spec)| madsim::task::spawn(fetch_channel(index, spec, client.clone(), config, sender.clone())))
+            .map(|(index, spec)| {
+                madsim::task::spawn(fetch_channel(index, spec, client.clone(), config, sender.clone()))
+            })
             .collect();
         InputGate { receiver, fetchers, open_channels }
     }
@@ -187,7 +193,10 @@ async fn read_channel(
             Ok(Err(PartitionRequestError::NotFound)) => {
                 let since = *not_found_since.get_or_insert_with(madsim::time::Instant::now);
                 if since.elapsed() >= config.partition_wait {
-                    return Err(ShuffleError::PartitionNotFound { partition: spec.partition, producer: spec.producer_address });
+                    return Err(ShuffleError::PartitionNotFound {
+                        partition: spec.partition,
+                        producer: spec.producer_address,
+                    });
                 }
                 madsim::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_millis(200));
@@ -198,7 +207,10 @@ async fn read_channel(
             Err(RpcError::Timeout { .. }) => {
                 timeouts += 1;
                 if timeouts >= config.max_timeouts {
-                    return Err(ShuffleError::ProducerUnreachable { partition: spec.partition, producer: spec.producer_address });
+                    return Err(ShuffleError::ProducerUnreachable {
+                        partition: spec.partition,
+                        producer: spec.producer_address,
+                    });
                 }
             }
             Err(RpcError::Io(detail)) => return Err(ShuffleError::Corrupt { partition: spec.partition, detail }),

@@ -119,7 +119,12 @@ impl ResultPartitionManager {
     }
 
     /// Registers a partition a task is about to produce and returns its writer.
-    pub fn register(&self, id: ResultPartitionId, partition_type: ResultPartitionType, subpartitions: u32) -> ResultPartitionWriter {
+    pub fn register(
+        &self,
+        id: ResultPartitionId,
+        partition_type: ResultPartitionType,
+        subpartitions: u32,
+    ) -> ResultPartitionWriter {
         let data_path = format!("partitions/{id}/data");
         self.storage.delete(&data_path);
         let subpartitions = (0..subpartitions)
@@ -183,7 +188,11 @@ impl ResultPartitionManager {
         }
     }
 
-    fn try_answer(&self, partition: &mut Partition, request: &RequestSubpartition) -> Result<Option<SubpartitionData>, PartitionRequestError> {
+    fn try_answer(
+        &self,
+        partition: &mut Partition,
+        request: &RequestSubpartition,
+    ) -> Result<Option<SubpartitionData>, PartitionRequestError> {
         let finished = partition.finished;
         let subpartition = partition
             .subpartitions

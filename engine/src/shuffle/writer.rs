@@ -21,7 +21,13 @@ pub struct RecordWriter {
 
 impl RecordWriter {
     /// A writer for `partition`, choosing channels with `selector`.
-    pub fn new(selector: ChannelSelector, type_info: TypeInfo, partition: ResultPartitionWriter, subpartitions: u32, buffer_size: usize) -> RecordWriter {
+    pub fn new(
+        selector: ChannelSelector,
+        type_info: TypeInfo,
+        partition: ResultPartitionWriter,
+        subpartitions: u32,
+        buffer_size: usize,
+    ) -> RecordWriter {
         RecordWriter {
             selector,
             type_info,

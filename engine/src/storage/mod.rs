@@ -120,7 +120,12 @@ impl Storage for MemoryStorage {
 
     fn list(&self, prefix: &str) -> Vec<String> {
         let files = self.files.lock().expect("storage lock");
-        files.range(prefix.to_string()..).map(|(path, _)| path).take_while(|path| path.starts_with(prefix)).cloned().collect()
+        files
+            .range(prefix.to_string()..)
+            .map(|(path, _)| path)
+            .take_while(|path| path.starts_with(prefix))
+            .cloned()
+            .collect()
     }
 }
 

@@ -25,15 +25,16 @@ use madsim::net::Endpoint;
 use madsim::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 
+use super::JobSpec;
 use super::messages::{
-    CancelJobAttempts, ExecutionAttemptId, Heartbeat, JobStatus, JobStatusReport, RegisterTaskManager, RequestJobStatus,
-    SubmitJob, SubmitTask, TaskDeploymentDescriptor, TaskOutcome, UpdateTaskExecutionState,
+    CancelJobAttempts, ClusterOverview, ExecutionAttemptId, Heartbeat, JobStatus, JobStatusReport, RegisterTaskManager,
+    RequestClusterOverview, RequestJobStatus, SubmitJob, SubmitTask, TaskDeploymentDescriptor, TaskOutcome,
+    UpdateTaskExecutionState,
 };
 use super::trace::{TraceEvent, TracerHandle};
-use super::JobSpec;
 use crate::failover::{RestartDecision, RestartTracker};
 use crate::graph::{ExecutionGraph, ExecutionVertexId, ExternalSystems, RegionId};
-use crate::rpc::{serve, RpcClient};
+use crate::rpc::{RpcClient, serve};
 use crate::scheduler::{SchedulingStrategy, SlotId, SlotPool};
 use crate::shuffle::{InputChannelSpec, ResultPartitionId};
 
@@ -59,6 +60,7 @@ const CONTROL_TIMEOUT: Duration = Duration::from_millis(500);
 enum Event {
     Submit(JobSpec, oneshot::Sender<Result<(), String>>),
     Status(String, oneshot::Sender<Option<JobStatusReport>>),
+    Overview(oneshot::Sender<ClusterOverview>),
     Register(RegisterTaskManager),
     Heartbeat(Heartbeat, oneshot::Sender<bool>),
     TaskUpdate(UpdateTaskExecutionState),
@@ -131,6 +133,7 @@ pub async fn run_job_master(config: JobMasterConfig) {
     serve(&endpoint, forward(&events, |request: SubmitJob, reply| Event::Submit(request.spec, reply)));
     serve(&endpoint, forward(&events, |request: RequestJobStatus, reply| Event::Status(request.job_id, reply)));
     serve(&endpoint, forward(&events, |request: Heartbeat, reply| Event::Heartbeat(request, reply)));
+    serve(&endpoint, forward(&events, |_: RequestClusterOverview, reply| Event::Overview(reply)));
     let sender = events.clone();
     serve(&endpoint, move |request: RegisterTaskManager| {
         let _ = sender.send(Event::Register(request));
@@ -180,6 +183,13 @@ impl JobMaster {
                     restarts: job.restarts.restarts(),
                 });
                 let _ = reply.send(report);
+            }
+            Event::Overview(reply) => {
+                let _ = reply.send(ClusterOverview {
+                    task_managers: self.slot_pool.task_manager_count() as u32,
+                    total_slots: self.slot_pool.total_slots(),
+                    free_slots: self.slot_pool.free_slots(),
+                });
             }
             Event::Register(registration) => self.register(registration),
             Event::Heartbeat(heartbeat, reply) => {
@@ -247,7 +257,11 @@ impl JobMaster {
         self.slot_pool.add_task_manager(&registration.name, registration.slots);
         self.task_managers.insert(
             registration.name,
-            TaskManagerInfo { instance: registration.instance, address: registration.address, last_heartbeat: Instant::now() },
+            TaskManagerInfo {
+                instance: registration.instance,
+                address: registration.address,
+                last_heartbeat: Instant::now(),
+            },
         );
         self.try_schedule();
     }
@@ -257,7 +271,8 @@ impl JobMaster {
         self.slot_pool.remove_task_manager(name);
         self.trace(TraceEvent::TaskManagerLost { name: name.to_string(), reason: reason.to_string() });
         let affected = self.job.as_ref().is_some_and(|job| {
-            job.status == JobStatus::Running && job.executions.values().any(|execution| execution.slot.task_manager == name)
+            job.status == JobStatus::Running
+                && job.executions.values().any(|execution| execution.slot.task_manager == name)
         });
         if affected {
             self.on_failure(format!("TaskManager {name} lost: {reason}"));
@@ -276,11 +291,12 @@ impl JobMaster {
             let reason = format!("no heartbeat for {} ms", self.config.heartbeat_timeout.as_millis());
             self.lose_task_manager(&name, &reason);
         }
-        if let Some(job) = &mut self.job {
-            if job.status == JobStatus::Restarting && job.restart_at.is_some_and(|at| now >= at) {
-                job.status = JobStatus::Running;
-                job.restart_at = None;
-            }
+        if let Some(job) = &mut self.job
+            && job.status == JobStatus::Restarting
+            && job.restart_at.is_some_and(|at| now >= at)
+        {
+            job.status = JobStatus::Running;
+            job.restart_at = None;
         }
         self.try_schedule();
     }
@@ -288,7 +304,10 @@ impl JobMaster {
     fn on_task_update(&mut self, update: UpdateTaskExecutionState) {
         let Some(job) = &mut self.job else { return };
         let vertex = update.execution.vertex;
-        if update.job_id != job.spec.job_id || update.execution.attempt != job.attempt || job.status != JobStatus::Running {
+        if update.job_id != job.spec.job_id
+            || update.execution.attempt != job.attempt
+            || job.status != JobStatus::Running
+        {
             return; // about an older attempt, or the job is already restarting
         }
         let Some(execution) = job.executions.get_mut(&vertex) else { return };
@@ -411,7 +430,11 @@ impl JobMaster {
             }
         }
         let attempt = job.attempt;
-        self.trace(TraceEvent::RegionScheduled { attempt, region: region.0, slots: slots.iter().map(ToString::to_string).collect() });
+        self.trace(TraceEvent::RegionScheduled {
+            attempt,
+            region: region.0,
+            slots: slots.iter().map(ToString::to_string).collect(),
+        });
         for (slot, group) in slots.iter().zip(&sharing.groups) {
             for vertex in group {
                 self.deploy(*vertex, slot.clone());
@@ -426,9 +449,13 @@ impl JobMaster {
         let mut inputs = Vec::new();
         for input in graph.consumed_inputs(vertex) {
             for channel in input.channels {
-                let producer_slot = &job.executions.get(&channel.producer).unwrap_or_else(|| {
-                    panic!("internal: {vertex} deployed before its producer {} was placed", channel.producer)
-                }).slot;
+                let producer_slot = &job
+                    .executions
+                    .get(&channel.producer)
+                    .unwrap_or_else(|| {
+                        panic!("internal: {vertex} deployed before its producer {} was placed", channel.producer)
+                    })
+                    .slot;
                 inputs.push(InputChannelSpec {
                     partition: ResultPartitionId { partition: channel.partition, attempt: job.attempt },
                     producer_address: self.task_managers[&producer_slot.task_manager].address,

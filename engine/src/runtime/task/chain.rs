@@ -1,8 +1,8 @@
 //! [`OperatorChain`]: chained operators calling each other directly, ending in record writers
 //! or a sink writer.
 
-use crate::graph::operator::{ErasedSinkWriter, Output, StreamOperator};
 use crate::graph::OperatorError;
+use crate::graph::operator::{ErasedSinkWriter, Output, StreamOperator};
 use crate::record::Element;
 use crate::runtime::messages::TaskFailure;
 use crate::shuffle::RecordWriter;

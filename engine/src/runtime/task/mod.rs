@@ -137,27 +137,19 @@ pub async fn run_task(environment: TaskEnvironment) -> Result<TaskMetrics, TaskF
                 chain.flush(false).await?;
             }
         }
-        Head::Input { mut gate, channel_types, sort_by: None } => loop {
-            match gate.next().await? {
-                GateEvent::Buffer { channel, bytes } => {
-                    let elements = decode(&channel_types[channel], &bytes, &descriptor, channel)?;
-                    metrics.records_in += elements.len() as u64;
-                    chain.push_all(elements)?;
-                    chain.flush(false).await?;
-                }
-                GateEvent::EndOfInput => break,
+        Head::Input { mut gate, channel_types, sort_by: None } => {
+            while let GateEvent::Buffer { channel, bytes } = gate.next().await? {
+                let elements = decode(&channel_types[channel], &bytes, &descriptor, channel)?;
+                metrics.records_in += elements.len() as u64;
+                chain.push_all(elements)?;
+                chain.flush(false).await?;
             }
-        },
+        }
         Head::Input { mut gate, channel_types, sort_by: Some(key_selector) } => {
             let mut keyed: Vec<(Vec<u8>, Element)> = Vec::new();
-            loop {
-                match gate.next().await? {
-                    GateEvent::Buffer { channel, bytes } => {
-                        for element in decode(&channel_types[channel], &bytes, &descriptor, channel)? {
-                            keyed.push((key_selector(element.as_ref()), element));
-                        }
-                    }
-                    GateEvent::EndOfInput => break,
+            while let GateEvent::Buffer { channel, bytes } = gate.next().await? {
+                for element in decode(&channel_types[channel], &bytes, &descriptor, channel)? {
+                    keyed.push((key_selector(element.as_ref()), element));
                 }
             }
             metrics.records_in = keyed.len() as u64;
@@ -183,7 +175,12 @@ pub async fn run_task(environment: TaskEnvironment) -> Result<TaskMetrics, TaskF
     Ok(metrics)
 }
 
-fn decode(type_info: &TypeInfo, bytes: &[u8], descriptor: &TaskDeploymentDescriptor, channel: usize) -> Result<Vec<Element>, TaskFailure> {
+fn decode(
+    type_info: &TypeInfo,
+    bytes: &[u8],
+    descriptor: &TaskDeploymentDescriptor,
+    channel: usize,
+) -> Result<Vec<Element>, TaskFailure> {
     decode_buffer(bytes, type_info).map_err(|error| TaskFailure::CorruptInput {
         partition: descriptor.inputs[channel].partition,
         detail: error.message,

@@ -24,10 +24,10 @@ use super::messages::{
     CancelJobAttempts, ExecutionAttemptId, Heartbeat, RegisterTaskManager, SubmitTask, TaskDeploymentDescriptor,
     TaskFailure, TaskOutcome, UpdateTaskExecutionState,
 };
-use super::task::{run_task, TaskEnvironment};
+use super::task::{TaskEnvironment, run_task};
 use super::trace::{TraceEvent, TracerHandle};
 use crate::graph::ExecutionGraph;
-use crate::rpc::{serve, RpcClient};
+use crate::rpc::{RpcClient, serve};
 use crate::shuffle::partition::RequestSubpartition;
 use crate::shuffle::{ResultPartitionManager, ShuffleConfig};
 use crate::storage::Storage;
@@ -184,17 +184,15 @@ impl TaskManager {
                 return Ok(());
             }
         };
-        let environment = TaskEnvironment {
-            descriptor,
-            graph,
-            partitions: self.partitions.clone(),
-            client: self.client.clone(),
-        };
+        let environment =
+            TaskEnvironment { descriptor, graph, partitions: self.partitions.clone(), client: self.client.clone() };
         let this = Arc::clone(self);
         let key = (job_id.clone(), execution);
         let handle = madsim::task::spawn(async move {
             let outcome = match run_task(environment).await {
-                Ok(metrics) => TaskOutcome::Finished { records_in: metrics.records_in, records_out: metrics.records_out },
+                Ok(metrics) => {
+                    TaskOutcome::Finished { records_in: metrics.records_in, records_out: metrics.records_out }
+                }
                 Err(failure) => TaskOutcome::Failed(failure),
             };
             this.tasks.lock().expect("tasks lock").running.remove(&(job_id.clone(), execution));

@@ -1,0 +1,9 @@
+//! The external systems a job talks to, simulated as nodes: the replayable log it reads and the
+//! transactional store it commits to.
+//!
+//! Their state lives outside the node (in the cluster), like a durable service's disks: killing
+//! and restarting the node loses nothing. The harness reads the store's committed view directly
+//! to check the run.
+
+pub mod log;
+pub mod txn_store;

@@ -1,0 +1,259 @@
+//! The transactional store server: staged transactions, idempotent commits, fencing by epoch.
+//!
+//! Implements the protocol documented in `sluice_engine::connectors::txn_store`. Invariants it
+//! maintains (and the checks rely on): only committed transactions are visible in a table, a
+//! transaction is applied at most once, and a committed transaction is never rolled back.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use madsim::net::Endpoint;
+use sluice_engine::connectors::txn_store::{
+    BeginTransaction, CommitTransaction, PrepareTransaction, StageRows, TxnError, TxnOutcome,
+};
+use sluice_engine::connectors::{Row, SinkKind};
+use sluice_engine::rpc::serve;
+use sluice_engine::runtime::trace::{TraceEvent, TracerHandle};
+
+/// A table's committed contents.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableView {
+    /// How the table applies rows.
+    pub kind: SinkKind,
+    /// Every committed row, in commit order.
+    pub log: Vec<Row>,
+    /// The latest committed value per key (the upsert view).
+    pub latest: BTreeMap<String, String>,
+}
+
+/// What the store holds as committed, by table: what a reader of the store sees.
+pub type CommittedView = BTreeMap<String, TableView>;
+
+#[derive(Debug)]
+struct Transaction {
+    table: String,
+    kind: SinkKind,
+    epoch: u64,
+    staged: BTreeMap<u64, Vec<Row>>,
+    prepared: bool,
+    committed: bool,
+}
+
+/// The store's state; outlives the store node.
+#[derive(Debug, Default)]
+pub struct TxnStoreState {
+    transactions: BTreeMap<String, Transaction>,
+    tables: CommittedView,
+    /// Transaction ids in the order they were committed.
+    commit_order: Vec<String>,
+}
+
+impl TxnStoreState {
+    /// The committed view.
+    pub fn committed(&self) -> CommittedView {
+        self.tables.clone()
+    }
+
+    /// Transactions committed, in order.
+    pub fn commit_order(&self) -> &[String] {
+        &self.commit_order
+    }
+
+    fn begin(&mut self, request: BeginTransaction) -> Result<TxnOutcome, TxnError> {
+        match self.transactions.get_mut(&request.txn_id) {
+            None => {
+                self.transactions.insert(
+                    request.txn_id,
+                    Transaction {
+                        table: request.table,
+                        kind: request.kind,
+                        epoch: request.epoch,
+                        staged: BTreeMap::new(),
+                        prepared: false,
+                        committed: false,
+                    },
+                );
+                Ok(TxnOutcome::Done)
+            }
+            Some(transaction) if transaction.committed => Ok(TxnOutcome::AlreadyCommitted),
+            Some(transaction) if request.epoch < transaction.epoch => {
+                Err(TxnError::Fenced { current_epoch: transaction.epoch })
+            }
+            Some(transaction) => {
+                if request.epoch > transaction.epoch {
+                    // A newer attempt takes over: what older attempts staged is aborted.
+                    transaction.epoch = request.epoch;
+                    transaction.staged.clear();
+                    transaction.prepared = false;
+                }
+                Ok(TxnOutcome::Done)
+            }
+        }
+    }
+
+    fn owned(&mut self, txn_id: &str, epoch: u64) -> Result<&mut Transaction, Result<TxnOutcome, TxnError>> {
+        let transaction = self.transactions.get_mut(txn_id).ok_or(Err(TxnError::UnknownTransaction))?;
+        if transaction.committed {
+            return Err(Ok(TxnOutcome::AlreadyCommitted));
+        }
+        if epoch < transaction.epoch {
+            return Err(Err(TxnError::Fenced { current_epoch: transaction.epoch }));
+        }
+        if epoch > transaction.epoch {
+            return Err(Err(TxnError::UnknownTransaction)); // its begin never arrived
+        }
+        Ok(transaction)
+    }
+
+    fn stage(&mut self, request: StageRows) -> Result<TxnOutcome, TxnError> {
+        let transaction = match self.owned(&request.txn_id, request.epoch) {
+            Ok(transaction) => transaction,
+            Err(answer) => return answer,
+        };
+        if transaction.prepared {
+            // A stage retried after prepare: it must carry what prepare already counted.
+            return match transaction.staged.get(&request.batch) {
+                Some(rows) if *rows == request.rows => Ok(TxnOutcome::Done),
+                _ => Err(TxnError::NotPrepared),
+            };
+        }
+        transaction.staged.insert(request.batch, request.rows);
+        Ok(TxnOutcome::Done)
+    }
+
+    fn prepare(&mut self, request: PrepareTransaction) -> Result<TxnOutcome, TxnError> {
+        let transaction = match self.owned(&request.txn_id, request.epoch) {
+            Ok(transaction) => transaction,
+            Err(answer) => return answer,
+        };
+        let complete = transaction.staged.len() as u64 == request.batches
+            && transaction.staged.keys().copied().eq(0..request.batches);
+        if !complete {
+            return Err(TxnError::MissingBatches {
+                staged: transaction.staged.len() as u64,
+                expected: request.batches,
+            });
+        }
+        transaction.prepared = true;
+        Ok(TxnOutcome::Done)
+    }
+
+    fn commit(&mut self, request: CommitTransaction) -> Result<TxnOutcome, TxnError> {
+        let transaction = match self.owned(&request.txn_id, request.epoch) {
+            Ok(transaction) => transaction,
+            Err(answer) => return answer,
+        };
+        if !transaction.prepared {
+            return Err(TxnError::NotPrepared);
+        }
+        transaction.committed = true;
+        let rows: Vec<Row> = std::mem::take(&mut transaction.staged).into_values().flatten().collect();
+        let (name, kind) = (transaction.table.clone(), transaction.kind);
+        let table =
+            self.tables.entry(name).or_insert_with(|| TableView { kind, log: Vec::new(), latest: BTreeMap::new() });
+        for row in rows {
+            table.latest.insert(row.key.clone(), row.value.clone());
+            table.log.push(row);
+        }
+        self.commit_order.push(request.txn_id);
+        Ok(TxnOutcome::Done)
+    }
+}
+
+/// Serves the store at `address` until the node is killed.
+pub async fn run_txn_store(address: SocketAddr, state: Arc<Mutex<TxnStoreState>>, tracer: TracerHandle) {
+    let endpoint = Endpoint::bind(address)
+        .await
+        .unwrap_or_else(|error| panic!("internal: txn-store cannot bind {address}: {error}"));
+    let shared = Arc::clone(&state);
+    serve(&endpoint, move |request: BeginTransaction| {
+        let answer = shared.lock().expect("store lock").begin(request);
+        async move { answer }
+    });
+    let shared = Arc::clone(&state);
+    serve(&endpoint, move |request: StageRows| {
+        let answer = shared.lock().expect("store lock").stage(request);
+        async move { answer }
+    });
+    let shared = Arc::clone(&state);
+    serve(&endpoint, move |request: PrepareTransaction| {
+        let answer = shared.lock().expect("store lock").prepare(request);
+        async move { answer }
+    });
+    let shared = Arc::clone(&state);
+    serve(&endpoint, move |request: CommitTransaction| {
+        let txn_id = request.txn_id.clone();
+        let answer = shared.lock().expect("store lock").commit(request);
+        if answer == Ok(TxnOutcome::Done) {
+            tracer.record(TraceEvent::TransactionCommitted { txn_id });
+        }
+        async move { answer }
+    });
+    std::future::pending::<()>().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(key: &str, value: &str) -> Row {
+        Row { key: key.to_string(), value: value.to_string() }
+    }
+
+    fn begin(state: &mut TxnStoreState, epoch: u64) -> Result<TxnOutcome, TxnError> {
+        state.begin(BeginTransaction { table: "t".into(), kind: SinkKind::Upsert, txn_id: "x".into(), epoch })
+    }
+
+    fn stage(state: &mut TxnStoreState, epoch: u64, batch: u64, rows: Vec<Row>) -> Result<TxnOutcome, TxnError> {
+        state.stage(StageRows { txn_id: "x".into(), epoch, batch, rows })
+    }
+
+    #[test]
+    fn commit_is_idempotent_and_applies_once() {
+        let mut state = TxnStoreState::default();
+        assert_eq!(begin(&mut state, 0), Ok(TxnOutcome::Done));
+        assert_eq!(stage(&mut state, 0, 0, vec![row("a", "1")]), Ok(TxnOutcome::Done));
+        // A retried stage replaces its batch rather than adding to it.
+        assert_eq!(stage(&mut state, 0, 0, vec![row("a", "1")]), Ok(TxnOutcome::Done));
+        assert_eq!(
+            state.prepare(PrepareTransaction { txn_id: "x".into(), epoch: 0, batches: 1 }),
+            Ok(TxnOutcome::Done)
+        );
+        let commit = CommitTransaction { txn_id: "x".into(), epoch: 0 };
+        assert_eq!(state.commit(commit.clone()), Ok(TxnOutcome::Done));
+        assert_eq!(state.commit(commit), Ok(TxnOutcome::AlreadyCommitted));
+        assert_eq!(state.committed()["t"].log, vec![row("a", "1")]);
+        assert_eq!(begin(&mut state, 1), Ok(TxnOutcome::AlreadyCommitted));
+    }
+
+    #[test]
+    fn a_newer_epoch_aborts_older_staging_and_fences_the_zombie() {
+        let mut state = TxnStoreState::default();
+        begin(&mut state, 0).unwrap();
+        stage(&mut state, 0, 0, vec![row("zombie", "1")]).unwrap();
+        assert_eq!(begin(&mut state, 1), Ok(TxnOutcome::Done));
+        assert_eq!(stage(&mut state, 0, 1, vec![row("zombie", "2")]), Err(TxnError::Fenced { current_epoch: 1 }));
+        assert_eq!(
+            state.prepare(PrepareTransaction { txn_id: "x".into(), epoch: 1, batches: 1 }),
+            Err(TxnError::MissingBatches { staged: 0, expected: 1 })
+        );
+        stage(&mut state, 1, 0, vec![row("fresh", "1")]).unwrap();
+        state.prepare(PrepareTransaction { txn_id: "x".into(), epoch: 1, batches: 1 }).unwrap();
+        assert_eq!(
+            state.commit(CommitTransaction { txn_id: "x".into(), epoch: 0 }),
+            Err(TxnError::Fenced { current_epoch: 1 })
+        );
+        state.commit(CommitTransaction { txn_id: "x".into(), epoch: 1 }).unwrap();
+        assert_eq!(state.committed()["t"].log, vec![row("fresh", "1")]);
+    }
+
+    #[test]
+    fn nothing_is_visible_before_commit() {
+        let mut state = TxnStoreState::default();
+        begin(&mut state, 0).unwrap();
+        stage(&mut state, 0, 0, vec![row("a", "1")]).unwrap();
+        state.prepare(PrepareTransaction { txn_id: "x".into(), epoch: 0, batches: 1 }).unwrap();
+        assert!(state.committed().is_empty());
+    }
+}

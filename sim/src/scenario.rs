@@ -1,0 +1,376 @@
+//! The YAML scenario format: a job, its input size, a cluster, the modes and seeds to run, and the
+//! faults to inject. `docs/scenarios.md` documents every field with its default.
+//!
+//! Loading never panics on bad input: every error names the file, the line and the field.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize, Serializer};
+use std::sync::Arc;
+
+use sluice_engine::api::JobConfig;
+use sluice_engine::catalog::{self, JobParams};
+pub use sluice_engine::duration::{format_duration, parse_duration};
+use sluice_engine::failover::RestartStrategy;
+use sluice_engine::graph::ExecutionGraph;
+use sluice_engine::graph::ExecutionMode;
+use sluice_engine::scheduler::SchedulingStrategy;
+
+/// The largest parallelism a scenario may ask for (Flink's largest max parallelism).
+pub const MAX_PARALLELISM: u32 = 32_768;
+
+/// A scenario, as loaded and validated.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Its name, used in reports and replay files.
+    pub name: String,
+    /// The catalog job to run.
+    pub job: String,
+    /// The job's parameters; unset ones take the job's defaults.
+    #[serde(default)]
+    pub params: BTreeMap<String, u64>,
+    /// The simulated cluster.
+    #[serde(default)]
+    pub cluster: ClusterSpec,
+    /// Default parallelism of the job's operators.
+    #[serde(default = "default_parallelism")]
+    pub parallelism: u32,
+    /// The modes to run, each on the same input.
+    #[serde(default = "default_modes")]
+    pub modes: Vec<ExecutionMode>,
+    /// The seeds to run: `A..B` (B excluded), `A..=B`, or one number.
+    #[serde(default = "default_seeds", deserialize_with = "deserialize_seeds", serialize_with = "serialize_seeds")]
+    pub seeds: Range<u64>,
+    /// Faults to inject.
+    #[serde(default)]
+    pub faults: Vec<FaultSpec>,
+    /// When to restart after a failure and when to give up.
+    #[serde(default)]
+    pub restart_strategy: RestartStrategy,
+    /// Bytes per network buffer.
+    #[serde(default = "default_buffer_size")]
+    pub buffer_size: usize,
+    /// The job must finish within this much simulated time (the liveness bound).
+    #[serde(default = "default_time_limit", with = "sluice_engine::duration::text")]
+    pub time_limit: Duration,
+}
+
+/// The simulated cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    /// Number of TaskManagers, named `tm-0`, `tm-1`, ….
+    #[serde(default = "default_task_managers")]
+    pub task_managers: u32,
+    /// Slots each TaskManager offers.
+    #[serde(default = "default_slots")]
+    pub slots_per_task_manager: u32,
+}
+
+impl Default for ClusterSpec {
+    fn default() -> Self {
+        ClusterSpec { task_managers: default_task_managers(), slots_per_task_manager: default_slots() }
+    }
+}
+
+impl ClusterSpec {
+    /// Every node name, in a fixed order.
+    pub fn node_names(&self) -> Vec<String> {
+        let mut names = vec!["jm".to_string()];
+        names.extend((0..self.task_managers).map(|index| format!("tm-{index}")));
+        names.push("log".to_string());
+        names.push("txn-store".to_string());
+        names
+    }
+
+    /// Total slots.
+    pub fn total_slots(&self) -> u32 {
+        self.task_managers * self.slots_per_task_manager
+    }
+}
+
+/// One injected fault.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultSpec {
+    /// Simulated time after the job's submission (which happens once every TaskManager
+    /// registered).
+    #[serde(with = "sluice_engine::duration::text")]
+    pub at: Duration,
+    /// The node to kill.
+    pub kill: String,
+    /// Restart the node this long after killing it; never if unset.
+    #[serde(default, with = "optional_duration", skip_serializing_if = "Option::is_none")]
+    pub restart_after: Option<Duration>,
+}
+
+fn default_parallelism() -> u32 {
+    2
+}
+fn default_modes() -> Vec<ExecutionMode> {
+    ExecutionMode::ALL.to_vec()
+}
+fn default_seeds() -> Range<u64> {
+    1..2
+}
+fn default_buffer_size() -> usize {
+    32 * 1024
+}
+fn default_time_limit() -> Duration {
+    Duration::from_secs(120)
+}
+fn default_task_managers() -> u32 {
+    2
+}
+fn default_slots() -> u32 {
+    2
+}
+
+/// Parses `A..B`, `A..=B` or `A`.
+pub fn parse_seeds(text: &str) -> Result<Range<u64>, String> {
+    let number =
+        |part: &str| part.trim().parse::<u64>().map_err(|_| format!("`{text}` is not a seed range like 1..100"));
+    let range = if let Some((start, end)) = text.split_once("..=") {
+        number(start)?..number(end)?.checked_add(1).ok_or("seed range end too large")?
+    } else if let Some((start, end)) = text.split_once("..") {
+        number(start)?..number(end)?
+    } else {
+        let seed = number(text)?;
+        seed..seed.checked_add(1).ok_or("seed too large")?
+    };
+    if range.is_empty() {
+        return Err(format!("seed range `{text}` is empty"));
+    }
+    Ok(range)
+}
+
+/// Reads a value as text and parses it; a visitor, so that serde_yaml reports the field's path.
+struct ParsedText<T> {
+    parse: fn(&str) -> Result<T, String>,
+    expecting: &'static str,
+}
+
+impl<T> de::Visitor<'_> for ParsedText<T> {
+    type Value = T;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.expecting)
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<T, E> {
+        (self.parse)(text).map_err(E::custom)
+    }
+
+    fn visit_u64<E: de::Error>(self, number: u64) -> Result<T, E> {
+        (self.parse)(&number.to_string()).map_err(E::custom)
+    }
+
+    fn visit_i64<E: de::Error>(self, number: i64) -> Result<T, E> {
+        (self.parse)(&number.to_string()).map_err(E::custom)
+    }
+}
+
+/// Serde adapter for an optional duration (absent means none).
+mod optional_duration {
+    use std::time::Duration;
+
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(duration: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
+        match duration {
+            Some(duration) => sluice_engine::duration::text::serialize(duration, serializer),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
+        sluice_engine::duration::text::deserialize(deserializer).map(Some)
+    }
+}
+
+fn deserialize_seeds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Range<u64>, D::Error> {
+    deserializer.deserialize_any(ParsedText { parse: parse_seeds, expecting: "a seed or a seed range like 1..100" })
+}
+
+fn serialize_seeds<S: Serializer>(seeds: &Range<u64>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&format!("{}..{}", seeds.start, seeds.end))
+}
+
+/// A scenario that cannot be used, with where and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// The file.
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// The field, when known.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        write!(f, ": ")?;
+        if let Some(field) = &self.field {
+            write!(f, "field `{field}`: ")?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// The 1-based line of the first `key:` (after `after_line`) whose value contains `value`.
+fn locate(text: &str, key: &str, value: Option<&str>) -> Option<usize> {
+    text.lines().enumerate().find_map(|(index, line)| {
+        let line = line.split('#').next().unwrap_or("");
+        let position = line.find(&format!("{key}:"))?;
+        let boundary = position == 0
+            || !line.as_bytes()[position - 1].is_ascii_alphanumeric() && line.as_bytes()[position - 1] != b'_';
+        let matches_value = value.is_none_or(|value| line[position..].contains(value));
+        (boundary && matches_value).then_some(index + 1)
+    })
+}
+
+/// The field a serde_yaml message is about: the path it starts with (`faults[0]: …`), joined
+/// with the field an `unknown field` or `missing field` message names.
+fn field_of(message: &str) -> Option<String> {
+    let (path, rest) = match message.split_once(": ") {
+        Some((path, rest)) if !path.contains(' ') && !path.contains('`') => (Some(path), rest),
+        _ => (None, message),
+    };
+    let named = ["unknown field `", "missing field `"].iter().find_map(|marker| {
+        let start = rest.find(marker)? + marker.len();
+        rest[start..].find('`').map(|end| &rest[start..start + end])
+    });
+    match (path, named) {
+        (Some(path), Some(name)) => Some(format!("{path}.{name}")),
+        (Some(path), None) => Some(path.to_string()),
+        (None, Some(name)) => Some(name.to_string()),
+        (None, None) => None,
+    }
+}
+
+impl Scenario {
+    /// Reads and validates a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|error| ScenarioError {
+            file: file.clone(),
+            line: None,
+            field: None,
+            message: error.to_string(),
+        })?;
+        Scenario::parse(&file, &text)
+    }
+
+    /// Parses and validates scenario text; `file` names it in errors.
+    pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+        let scenario: Scenario = serde_yaml::from_str(text).map_err(|error| {
+            let message = error.to_string();
+            let message = message.split(" at line ").next().unwrap_or(&message).to_string();
+            let field = field_of(&message);
+            // The path is in the field already; keep the message to what is wrong.
+            let message = match message.split_once(": ") {
+                Some((path, rest)) if field.as_deref().is_some_and(|field| field.starts_with(path)) => rest.to_string(),
+                _ => message,
+            };
+            let line = error.location().map(|location| location.line()).or_else(|| {
+                let key = field.as_deref()?.rsplit('.').next()?;
+                locate(text, key.split('[').next()?, None)
+            });
+            ScenarioError { file: file.to_string(), line, field, message }
+        })?;
+        scenario.validate(file, text)?;
+        Ok(scenario)
+    }
+
+    fn validate(&self, file: &str, text: &str) -> Result<(), ScenarioError> {
+        let error = |field: &str, value: Option<&str>, message: String| ScenarioError {
+            file: file.to_string(),
+            line: locate(text, field.rsplit('.').next().unwrap_or(field), value),
+            field: Some(field.to_string()),
+            message,
+        };
+        let job = catalog::find(&self.job).map_err(|message| error("job", Some(&self.job), message))?;
+        if let Err(message) = job.resolve_params(&self.params) {
+            let unknown = self.params.keys().find(|name| !job.params.iter().any(|spec| spec.name == name.as_str()));
+            let field = unknown.map_or_else(|| "params".to_string(), |name| format!("params.{name}"));
+            return Err(error(&field, None, message));
+        }
+        if self.cluster.task_managers == 0 {
+            return Err(error("cluster.task_managers", None, "a cluster needs at least one TaskManager".into()));
+        }
+        if self.cluster.slots_per_task_manager == 0 {
+            return Err(error("cluster.slots_per_task_manager", None, "a TaskManager needs at least one slot".into()));
+        }
+        if !(1..=MAX_PARALLELISM).contains(&self.parallelism) {
+            return Err(error("parallelism", None, format!("parallelism must be in 1..={MAX_PARALLELISM}")));
+        }
+        if self.modes.is_empty() {
+            return Err(error("modes", None, "name at least one mode: streaming or batch".into()));
+        }
+        if self.buffer_size < 64 {
+            return Err(error(
+                "buffer_size",
+                None,
+                format!("{} bytes is too small; use at least 64", self.buffer_size),
+            ));
+        }
+        let params = job.resolve_params(&self.params).expect("checked above");
+        for mode in &self.modes {
+            let config = JobConfig::new(*mode, self.parallelism);
+            let plan = job.plan(&params, config).map_err(|message| error("job", Some(&self.job), message))?;
+            let needed = SchedulingStrategy::new(ExecutionGraph::new(Arc::new(plan))).max_slots_per_region();
+            if needed > self.cluster.total_slots() {
+                return Err(error(
+                    "parallelism",
+                    None,
+                    format!(
+                        "job `{}` in {mode} mode needs {needed} slots at once, but the cluster has {} \
+                         ({} TaskManagers × {} slots); lower the parallelism or add slots",
+                        self.job,
+                        self.cluster.total_slots(),
+                        self.cluster.task_managers,
+                        self.cluster.slots_per_task_manager
+                    ),
+                ));
+            }
+        }
+        let nodes = self.cluster.node_names();
+        for (index, fault) in self.faults.iter().enumerate() {
+            if !nodes.contains(&fault.kill) {
+                return Err(error(
+                    &format!("faults[{index}].kill"),
+                    Some(&fault.kill),
+                    format!("no node `{}` in this cluster; nodes: {}", fault.kill, nodes.join(", ")),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The scenario as YAML that [`Scenario::parse`] reads back to an equal scenario: what a
+    /// replay file holds.
+    pub fn to_yaml(&self) -> String {
+        serde_yaml::to_string(self).expect("a scenario always serializes")
+    }
+
+    /// The job's parameters with defaults filled in.
+    pub fn job_params(&self) -> JobParams {
+        catalog::find(&self.job)
+            .and_then(|job| job.resolve_params(&self.params))
+            .expect("validated when the scenario was loaded")
+    }
+}

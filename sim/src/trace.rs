@@ -1,0 +1,94 @@
+//! The structured event trace of one run: simulated time, node, event; and its canonical hash.
+//!
+//! Every process gets a [`Tracer`] bound to its node name; events are stamped with the simulated
+//! time since the run started. Two runs of the same seed must produce the same trace, so its hash
+//! is the determinism check, and the first differing line is what to look at when it fails.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sluice_engine::prng::fnv1a64;
+use sluice_engine::runtime::trace::{TraceEvent, Tracer, TracerHandle};
+
+/// One line of a trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceRecord {
+    /// Simulated time since the run started.
+    pub time: Duration,
+    /// The node that reported it.
+    pub node: String,
+    /// What happened.
+    pub event: TraceEvent,
+}
+
+impl fmt::Display for TraceRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{:>12.6}s] {:<10} {}", self.time.as_secs_f64(), self.node, self.event)
+    }
+}
+
+/// Collects the events of one run; clones share the log.
+#[derive(Clone)]
+pub struct TraceLog {
+    records: Arc<Mutex<Vec<TraceRecord>>>,
+    start: madsim::time::Instant,
+}
+
+struct NodeTracer {
+    log: TraceLog,
+    node: String,
+}
+
+impl Tracer for NodeTracer {
+    fn record(&self, event: TraceEvent) {
+        self.log.record(&self.node, event);
+    }
+}
+
+impl TraceLog {
+    /// A log whose time zero is now; call inside the simulation.
+    pub fn start() -> TraceLog {
+        TraceLog { records: Arc::default(), start: madsim::time::Instant::now() }
+    }
+
+    /// Records an event of `node`.
+    pub fn record(&self, node: &str, event: TraceEvent) {
+        let time = madsim::time::Instant::now().duration_since(self.start);
+        self.records.lock().expect("trace lock").push(TraceRecord { time, node: node.to_string(), event });
+    }
+
+    /// A tracer for the processes of one node.
+    pub fn tracer_for(&self, node: &str) -> TracerHandle {
+        Arc::new(NodeTracer { log: self.clone(), node: node.to_string() })
+    }
+
+    /// Simulated time since the run started.
+    pub fn elapsed(&self) -> Duration {
+        madsim::time::Instant::now().duration_since(self.start)
+    }
+
+    /// The records so far.
+    pub fn records(&self) -> Vec<TraceRecord> {
+        self.records.lock().expect("trace lock").clone()
+    }
+}
+
+/// The canonical hash of a trace: FNV-1a over its rendered lines (times in nanoseconds).
+pub fn trace_hash(records: &[TraceRecord]) -> u64 {
+    let mut canonical = String::new();
+    for record in records {
+        canonical.push_str(&format!("{} {} {:?}\n", record.time.as_nanos(), record.node, record.event));
+    }
+    fnv1a64(canonical.as_bytes())
+}
+
+/// The first line at which two traces differ, for a determinism failure report.
+pub fn first_difference(left: &[TraceRecord], right: &[TraceRecord]) -> Option<(usize, String, String)> {
+    let length = left.len().max(right.len());
+    (0..length).find_map(|index| {
+        let a = left.get(index).map_or_else(|| "<end of trace>".to_string(), ToString::to_string);
+        let b = right.get(index).map_or_else(|| "<end of trace>".to_string(), ToString::to_string);
+        (left.get(index) != right.get(index)).then_some((index, a, b))
+    })
+}

@@ -1,0 +1,53 @@
+//! Canaries: runs that must fail, proving the checks can see a failure at all.
+
+use std::time::Duration;
+
+use sluice_engine::failover::RestartStrategy;
+use sluice_engine::graph::ExecutionMode;
+use sluice_sim::check::{check_run, modes_agree};
+use sluice_sim::runner::{RunOutcome, run};
+use sluice_sim::scenario::FaultSpec;
+
+use super::support::load;
+
+#[test]
+fn a_crash_without_restarts_fails_the_job_and_the_completed_check() {
+    let mut scenario = load("scenarios/wordcount-tm-crash.yaml");
+    scenario.restart_strategy = RestartStrategy::None;
+    let report = run(&scenario, ExecutionMode::Batch, 1);
+    match &report.outcome {
+        RunOutcome::JobFailed(reason) => assert!(reason.contains("no-restart"), "{reason}"),
+        other => panic!("expected the job to fail, got {other}"),
+    }
+    let failures = check_run(&report);
+    assert_eq!(failures.len(), 1);
+    assert_eq!(failures[0].check, "completed");
+}
+
+#[test]
+fn a_lost_task_manager_that_never_returns_is_detected_by_heartbeat() {
+    let mut scenario = load("scenarios/wordcount-tm-crash.yaml");
+    scenario.faults = vec![FaultSpec { at: Duration::from_millis(100), kill: "tm-0".to_string(), restart_after: None }];
+    let report = run(&scenario, ExecutionMode::Streaming, 3);
+    assert_eq!(check_run(&report), vec![]);
+    let lost = report.trace.iter().any(|record| record.event.to_string().starts_with("lost tm-0: no heartbeat"));
+    assert!(lost, "the JobMaster must notice the silent TaskManager");
+}
+
+#[test]
+fn different_inputs_make_the_modes_disagree() {
+    let scenario = load("scenarios/wordcount.yaml");
+    let streaming = run(&scenario, ExecutionMode::Streaming, 1);
+    let batch = run(&scenario, ExecutionMode::Batch, 2);
+    let failure = modes_agree(&streaming, &batch).unwrap_err();
+    assert_eq!(failure.check, "streaming == batch");
+}
+
+#[test]
+fn a_job_that_outlives_its_time_limit_fails_the_liveness_check() {
+    let mut scenario = load("scenarios/wordcount.yaml");
+    scenario.time_limit = Duration::from_millis(100);
+    let report = run(&scenario, ExecutionMode::Batch, 1);
+    assert_eq!(report.outcome, RunOutcome::TimedOut(Duration::from_millis(100)));
+    assert_eq!(check_run(&report)[0].check, "completed");
+}

@@ -1,0 +1,68 @@
+//! The `sluice` command as a user runs it: the process, its exit status and its output.
+
+use std::process::Command;
+
+use super::support::workspace;
+
+fn sluice(arguments: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(arguments)
+        .current_dir(workspace())
+        .output()
+        .expect("the sluice binary runs");
+    (
+        output.status.code().expect("sluice exits normally"),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn run_reports_both_modes_exactly_once_and_in_agreement() {
+    let (status, stdout, stderr) = sluice(&["run", "scenarios/wordcount-tm-crash.yaml", "--seeds", "1..3"]);
+    assert_eq!(status, 0, "{stdout}{stderr}");
+    for line in ["seed 1", "seed 2", "streaming PASS", "batch PASS", "streaming == batch: agree", "restarts 1"] {
+        assert!(stdout.contains(line), "missing `{line}` in:\n{stdout}");
+    }
+    assert!(
+        stdout.contains("summary: 2 seeds × 2 modes: 4 passed, 0 failed; streaming == batch on 2/2 seeds"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn rerunning_a_seed_prints_the_same_trace_hash() {
+    let hash = |stdout: &str| -> Vec<String> {
+        stdout.lines().filter_map(|line| line.split("trace ").nth(1).map(str::to_string)).collect()
+    };
+    let (_, first, _) = sluice(&["run", "scenarios/wordcount.yaml", "--seed", "5"]);
+    let (_, second, _) = sluice(&["run", "scenarios/wordcount.yaml", "--seed", "5", "--check-determinism"]);
+    assert_eq!(hash(&first).len(), 2, "{first}");
+    assert_eq!(hash(&first), hash(&second));
+}
+
+#[test]
+fn a_misspelled_field_exits_non_zero_naming_line_and_field() {
+    let directory = std::env::temp_dir().join(format!("sluice-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let path = directory.join("misspelled.yaml");
+    let text = std::fs::read_to_string(workspace().join("scenarios/wordcount-tm-crash.yaml")).unwrap();
+    std::fs::write(&path, text.replace("restart_after:", "restart_afterr:")).unwrap();
+    let line = 1 + text
+        .lines()
+        .position(|line| line.contains("restart_after:"))
+        .expect("the scenario restarts its TaskManager");
+    let (status, stdout, stderr) = sluice(&["run", path.to_str().unwrap()]);
+    assert_eq!(status, 2, "{stdout}{stderr}");
+    let expected = format!("misspelled.yaml:{line}: field `faults[0].restart_afterr`: unknown field");
+    assert!(stderr.contains(&expected), "{stderr}");
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
+#[test]
+fn usage_errors_exit_with_two() {
+    assert_eq!(sluice(&[]).0, 2);
+    assert_eq!(sluice(&["run"]).0, 2);
+    assert_eq!(sluice(&["run", "scenarios/wordcount.yaml", "--mode", "sideways"]).0, 2);
+    assert_eq!(sluice(&["run", "scenarios/does-not-exist.yaml"]).0, 2);
+}

@@ -1,0 +1,14 @@
+//! The simulation suite: scenarios, scenario errors, the CLI, determinism, plans, and canaries.
+//!
+//! One integration-test binary (modules below) so that the suite builds once. Every scenario
+//! test runs its seeds in both modes with real checks; `SLUICE_SEEDS=N` runs seeds `1..=N`
+//! instead of each scenario's own range, for a deeper sweep with the same tests.
+
+mod canary;
+mod cli;
+mod determinism;
+mod plans;
+mod scenario_errors;
+mod scenarios;
+mod support;
+mod tidy;

@@ -1,0 +1,42 @@
+//! Every shipped scenario, every seed of its range, both modes: exactly-once against the
+//! reference, streaming == batch, and determinism on a sample of seeds.
+
+use super::support::{load, run_and_check, seeds, workspace};
+
+#[test]
+fn wordcount_is_exactly_once_and_modes_agree() {
+    let scenario = load("scenarios/wordcount.yaml");
+    let seeds = seeds(&scenario);
+    assert!(
+        seeds.end - seeds.start >= 100 || std::env::var("SLUICE_SEEDS").is_ok(),
+        "the suite runs at least 100 seeds"
+    );
+    let runs = run_and_check("scenarios/wordcount.yaml", &scenario, seeds);
+    assert!(runs >= 200);
+}
+
+#[test]
+fn wordcount_survives_a_task_manager_crash_exactly_once() {
+    let scenario = load("scenarios/wordcount-tm-crash.yaml");
+    assert!(!scenario.faults.is_empty(), "this scenario exists to inject a crash");
+    let runs = run_and_check("scenarios/wordcount-tm-crash.yaml", &scenario, seeds(&scenario));
+    assert!(runs >= 200 || std::env::var("SLUICE_SEEDS").is_ok());
+}
+
+/// Every failing seed once fixed is kept in `scenarios/regressions/` and replayed here.
+#[test]
+fn regressions_stay_fixed() {
+    let directory = workspace().join("scenarios/regressions");
+    let mut files: Vec<_> = std::fs::read_dir(&directory)
+        .expect("scenarios/regressions exists")
+        .map(|entry| entry.expect("readable directory").path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "yaml"))
+        .collect();
+    files.sort();
+    for path in files {
+        let relative = path.strip_prefix(workspace()).expect("inside the workspace").display().to_string();
+        let scenario = load(&relative);
+        let seeds = scenario.seeds.clone();
+        run_and_check(&relative, &scenario, seeds);
+    }
+}

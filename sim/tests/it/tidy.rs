@@ -1,0 +1,139 @@
+//! Tidy: the rules of the codebase that a compiler does not check, checked on every `cargo test`.
+//!
+//! - every source file opens with a `//!` doc saying what it is;
+//! - the engine uses none of the APIs that would break determinism (wall clock, OS threads,
+//!   unseeded randomness, real files, hash sets and maps whose order could leak);
+//! - no test is skipped with an ignore attribute;
+//! - ARCHITECTURE.md names every engine module, so the code map stays current.
+
+use std::path::{Path, PathBuf};
+
+use super::support::workspace;
+
+fn rust_files(directory: &Path, files: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(directory) else { return };
+    let mut entries: Vec<PathBuf> = entries.map(|entry| entry.expect("readable").path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rust_files(&path, files);
+        } else if path.extension().is_some_and(|extension| extension == "rs") {
+            files.push(path);
+        }
+    }
+}
+
+fn sources(folders: &[&str]) -> Vec<(String, String)> {
+    let root = workspace();
+    let mut files = Vec::new();
+    for folder in folders {
+        rust_files(&root.join(folder), &mut files);
+    }
+    assert!(!files.is_empty(), "tidy found no sources: wrong workspace path?");
+    files
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("readable source");
+            (path.strip_prefix(&root).expect("inside the workspace").display().to_string(), text)
+        })
+        .collect()
+}
+
+const ALL: &[&str] = &[
+    "engine/src",
+    "engine/tests",
+    "sim/src",
+    "sim/tests",
+    "properties/src",
+    "properties/tests",
+    "benches/src",
+    "benches/benches",
+];
+
+#[test]
+fn every_source_file_opens_with_a_module_doc() {
+    let undocumented: Vec<String> = sources(ALL)
+        .into_iter()
+        .filter(|(_, text)| !text.trim_start().starts_with("//!"))
+        .map(|(path, _)| path)
+        .collect();
+    assert!(undocumented.is_empty(), "files without a `//!` module doc: {undocumented:#?}");
+}
+
+/// True if `code` names `pattern` as a whole path, not through madsim (whose `rand` and `time`
+/// are simulated) and not as part of a longer identifier.
+fn uses(code: &str, pattern: &str) -> bool {
+    let identifier = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices(pattern).any(|(start, _)| {
+        let before = &code[..start];
+        let after = &code[start + pattern.len()..];
+        !before.ends_with(identifier) && !before.ends_with("madsim::") && !after.starts_with(identifier)
+    })
+}
+
+#[test]
+fn the_engine_uses_no_nondeterministic_api() {
+    // (pattern, why, files allowed to use it)
+    let banned: &[(&str, &str, &[&str])] = &[
+        ("std::thread", "the engine never spawns OS threads: madsim cannot schedule them", &[]),
+        ("SystemTime", "the engine never reads the wall clock", &[]),
+        ("std::time::Instant", "time comes from madsim::time", &[]),
+        ("thread_rng", "randomness comes from madsim::rand or a seeded Prng", &[]),
+        ("rand::random", "randomness comes from madsim::rand or a seeded Prng", &[]),
+        ("OsRng", "randomness comes from madsim::rand or a seeded Prng", &[]),
+        ("std::fs", "the engine writes through the Storage trait", &[]),
+        ("HashSet", "iteration order could leak; use BTreeSet", &[]),
+        ("HashMap", "iteration order could leak; use BTreeMap", &["engine/src/state/hash.rs"]),
+        ("block_on", "the engine never blocks a simulated task", &[]),
+    ];
+    let mut violations = Vec::new();
+    for (path, text) in sources(&["engine/src"]) {
+        for (pattern, why, allowed) in banned {
+            if allowed.contains(&path.as_str()) {
+                continue;
+            }
+            for (number, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                if uses(code, pattern) {
+                    violations.push(format!("{path}:{}: `{pattern}`: {why}", number + 1));
+                }
+            }
+        }
+    }
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
+
+#[test]
+fn no_test_is_ignored() {
+    let attribute = concat!("#[", "ignore");
+    let ignored: Vec<String> =
+        sources(ALL).into_iter().filter(|(_, text)| text.contains(attribute)).map(|(path, _)| path).collect();
+    assert!(
+        ignored.is_empty(),
+        "a known bug is an assertion of today's behaviour with a FIXME, not an ignored test: {ignored:?}"
+    );
+}
+
+#[test]
+fn the_code_map_names_every_engine_module() {
+    let architecture = std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md exists");
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(workspace().join("engine/src")).expect("engine/src exists") {
+        let name = entry.expect("readable").file_name().to_string_lossy().into_owned();
+        if name == "lib.rs" {
+            continue;
+        }
+        let folder = if name.ends_with(".rs") { name.clone() } else { format!("{name}/") };
+        if !architecture.contains(&format!("engine/src/{folder}")) && !architecture.contains(&format!("`{name}`")) {
+            missing.push(name);
+        }
+    }
+    for entry in std::fs::read_dir(workspace().join("sim/src")).expect("sim/src exists") {
+        let name = entry.expect("readable").file_name().to_string_lossy().into_owned();
+        if name != "lib.rs" && !architecture.contains(&format!("`{name}")) {
+            missing.push(format!("sim/src/{name}"));
+        }
+    }
+    missing.sort();
+    assert!(missing.is_empty(), "ARCHITECTURE.md does not mention: {missing:?}");
+}
