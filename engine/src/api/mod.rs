@@ -95,3 +95,67 @@ impl StreamEnv {
         Ok(graph)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connectors::{LogSource, TxnStoreSink};
+    use crate::graph::{DistributionPattern, ExchangeMode, JobGraph, ResultPartitionType};
+
+    fn plan(mode: ExecutionMode, build: impl FnOnce(&StreamEnv)) -> JobGraph {
+        let env = StreamEnv::new("test", JobConfig::new(mode, 2));
+        build(&env);
+        JobGraph::from_stream_graph(env.into_stream_graph().unwrap(), ExchangeMode::default_for(mode)).unwrap()
+    }
+
+    fn sink() -> TxnStoreSink<u64> {
+        TxnStoreSink::append("t", |value: &u64| (value.to_string(), String::new()))
+    }
+
+    #[test]
+    fn forward_edges_of_equal_parallelism_chain_into_one_vertex() {
+        let graph = plan(ExecutionMode::Streaming, |env| {
+            env.from_source(LogSource::<u64>::new("numbers")).map(|value| value + 1).filter(|value| *value > 1).sink_to(sink());
+        });
+        assert_eq!(graph.vertices.len(), 1);
+        assert_eq!(graph.vertices[0].name, "Source: log `numbers` -> Map -> Filter -> Sink");
+        assert!(graph.edges.is_empty());
+    }
+
+    #[test]
+    fn a_parallelism_change_rebalances_and_breaks_the_chain() {
+        let graph = plan(ExecutionMode::Batch, |env| {
+            env.from_source(LogSource::<u64>::new("numbers")).map(|value| value * 2).set_parallelism(3).sink_to(sink());
+        });
+        // The sink takes the default parallelism again: a second rebalance.
+        let parallelism: Vec<u32> = graph.vertices.iter().map(|vertex| vertex.parallelism).collect();
+        assert_eq!(parallelism, vec![2, 3, 2]);
+        for edge in &graph.edges {
+            assert_eq!(edge.partitioner.name(), "REBALANCE");
+            assert_eq!(edge.distribution, DistributionPattern::AllToAll);
+            assert_eq!(edge.partition_type, ResultPartitionType::Blocking);
+        }
+    }
+
+    #[test]
+    fn broadcast_and_key_by_make_all_to_all_edges_typed_by_mode() {
+        let graph = plan(ExecutionMode::Streaming, |env| {
+            let numbers = env.from_source(LogSource::<u64>::new("numbers"));
+            numbers.broadcast().map(|value| value).sink_to(sink());
+            numbers.key_by(|value| value % 7).reduce(|left, right| left.max(right)).sink_to(sink());
+        });
+        let names: Vec<&str> = graph.edges.iter().map(|edge| edge.partitioner.name()).collect();
+        assert_eq!(names, vec!["BROADCAST", "HASH"]);
+        assert!(graph.edges.iter().all(|edge| edge.partition_type == ResultPartitionType::Pipelined));
+        assert_eq!(graph.vertices.len(), 3, "a source with two outputs does not chain");
+    }
+
+    #[test]
+    fn a_plan_without_a_source_is_rejected() {
+        let env = StreamEnv::new("empty", JobConfig::new(ExecutionMode::Batch, 1));
+        match env.into_stream_graph() {
+            Err(message) => assert!(message.contains("defines no operators"), "{message}"),
+            Ok(_) => panic!("an empty plan must be rejected"),
+        }
+    }
+}

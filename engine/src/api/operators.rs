@@ -153,3 +153,89 @@ impl<T: Record, K: Key> StreamOperator for BatchGroupedReduceOperator<T, K> {
         self.emit_current(output)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::ExternalSystems;
+
+    #[derive(Default)]
+    struct Collected(Vec<Element>);
+
+    impl Output for Collected {
+        fn collect(&mut self, element: Element) {
+            self.0.push(element);
+        }
+    }
+
+    impl Collected {
+        fn take<T: 'static>(&mut self) -> Vec<T> {
+            std::mem::take(&mut self.0).into_iter().map(|element| *element.downcast::<T>().unwrap()).collect()
+        }
+    }
+
+    fn task(mode: ExecutionMode) -> TaskInfo {
+        TaskInfo {
+            job_id: "test".into(),
+            name: "op".into(),
+            operator_id: 0,
+            mode,
+            subtask_index: 0,
+            parallelism: 1,
+            max_parallelism: 128,
+            attempt: 0,
+            external: ExternalSystems::default(),
+        }
+    }
+
+    fn feed<T: Record>(operator: &mut dyn StreamOperator, inputs: Vec<T>, output: &mut Collected) {
+        for input in inputs {
+            operator.process_element(Box::new(input), output).unwrap();
+        }
+        operator.end_input(output).unwrap();
+    }
+
+    #[test]
+    fn map_filter_and_flat_map_transform_each_element() {
+        let mut output = Collected::default();
+        let mut map = MapOperator::<i64, i64> { function: Arc::new(|value| value * 10) };
+        feed(&mut map, vec![1i64, 2], &mut output);
+        assert_eq!(output.take::<i64>(), vec![10, 20]);
+        let mut filter = FilterOperator::<i64> { predicate: Arc::new(|value| value % 2 == 0) };
+        feed(&mut filter, vec![1i64, 2, 3, 4], &mut output);
+        assert_eq!(output.take::<i64>(), vec![2, 4]);
+        let mut flat_map = FlatMapOperator::<i64, i64> { function: Arc::new(|value| (0..value).collect()) };
+        feed(&mut flat_map, vec![0i64, 3], &mut output);
+        assert_eq!(output.take::<i64>(), vec![0, 1, 2]);
+    }
+
+    fn summing() -> ReduceFunctions<(String, i64), String> {
+        ReduceFunctions {
+            key_selector: Arc::new(|pair: &(String, i64)| pair.0.clone()),
+            reduce: Arc::new(|left: (String, i64), right: (String, i64)| (left.0, left.1 + right.1)),
+        }
+    }
+
+    fn pairs(keys: &[&str]) -> Vec<(String, i64)> {
+        keys.iter().map(|key| (key.to_string(), 1)).collect()
+    }
+
+    #[test]
+    fn streaming_reduce_emits_a_running_value_per_element() {
+        let mut output = Collected::default();
+        let mut reduce = reduce_operator(summing(), &task(ExecutionMode::Streaming));
+        feed(reduce.as_mut(), pairs(&["a", "b", "a"]), &mut output);
+        let emitted = output.take::<(String, i64)>();
+        assert_eq!(emitted, vec![("a".into(), 1), ("b".into(), 1), ("a".into(), 2)]);
+    }
+
+    #[test]
+    fn batch_reduce_emits_one_final_value_per_key_of_sorted_input() {
+        let mut output = Collected::default();
+        let mut reduce = reduce_operator(summing(), &task(ExecutionMode::Batch));
+        let mut sorted = pairs(&["b", "a", "b", "a", "a"]);
+        sorted.sort_by_key(|pair| pair.0.to_bytes());
+        feed(reduce.as_mut(), sorted, &mut output);
+        assert_eq!(output.take::<(String, i64)>(), vec![("a".into(), 3), ("b".into(), 2)]);
+    }
+}
