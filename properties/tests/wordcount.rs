@@ -1,6 +1,9 @@
-//! Property: for any seed, input size, parallelism and TaskManager crash (time, victim, and
-//! whether and when it restarts), WordCount commits exactly the reference output in streaming
-//! and in batch mode, and the two modes agree.
+//! Property: for any seed, input size, cluster shape, parallelism, buffer size and TaskManager
+//! crash (time, victim, and whether and when it restarts), WordCount commits exactly the
+//! reference output in streaming and in batch mode, and the two modes agree.
+//!
+//! Only recoverable cases are generated: the job must fit the cluster, and a TaskManager that
+//! never comes back must leave enough slots for the job to run again.
 //!
 //! Shrinking the seed means nothing, so the structural inputs are what proptest shrinks: fewer
 //! words, lower parallelism, an earlier crash. A failure prints the scenario as YAML: save it
@@ -15,10 +18,22 @@ use sluice_sim::check::{check_run, modes_agree};
 use sluice_sim::runner::run;
 use sluice_sim::scenario::{FaultSpec, Scenario};
 
-fn scenario(words: u64, parallelism: u32, crash: Option<(u64, u32, Option<u64>)>) -> Scenario {
+/// The cluster and job shape of one case.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    words: u64,
+    task_managers: u32,
+    slots: u32,
+    parallelism: u32,
+    buffer_size: usize,
+}
+
+fn scenario(shape: Shape, crash: Option<(u64, u32, Option<u64>)>) -> Scenario {
+    let Shape { words, task_managers, slots, parallelism, buffer_size } = shape;
     let mut text = format!(
         "name: wordcount-property\njob: wordcount\nparams: {{ words: {words}, distinct_words: 50 }}\n\
-         cluster: {{ task_managers: 3, slots_per_task_manager: 2 }}\nparallelism: {parallelism}\n"
+         cluster: {{ task_managers: {task_managers}, slots_per_task_manager: {slots} }}\n\
+         parallelism: {parallelism}\nbuffer_size: {buffer_size}\n"
     );
     if let Some((at_ms, victim, restart_after_ms)) = crash {
         text.push_str(&format!("faults:\n  - at: {at_ms}ms\n    kill: tm-{victim}\n"));
@@ -30,7 +45,7 @@ fn scenario(words: u64, parallelism: u32, crash: Option<(u64, u32, Option<u64>)>
 }
 
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(24)
+    std::env::var("PROPTEST_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(64)
 }
 
 /// Case generation is seeded too, so that `cargo test` is repeatable; `PROPTEST_RNG_SEED=N`
@@ -51,10 +66,18 @@ proptest! {
     fn wordcount_is_exactly_once_in_both_modes_under_a_crash(
         seed in any::<u64>(),
         words in 1u64..4000,
+        task_managers in 1u32..=4,
+        slots in 1u32..=3,
         parallelism in 1u32..=4,
-        crash in proptest::option::weighted(0.8, (0u64..1500, 0u32..3, proptest::option::of(50u64..1000))),
+        buffer_size in proptest::sample::select(vec![64usize, 512, 4096, 32768]),
+        crash in proptest::option::weighted(0.8, (0u64..1500, 0u32..4, proptest::option::of(50u64..1000))),
     ) {
-        let scenario = scenario(words, parallelism, crash);
+        prop_assume!(parallelism <= task_managers * slots, "the job must fit");
+        let crash = crash.map(|(at, victim, restart)| (at, victim % task_managers, restart));
+        if let Some((_, _, None)) = crash {
+            prop_assume!((task_managers - 1) * slots >= parallelism, "a lost TaskManager must leave room");
+        }
+        let scenario = scenario(Shape { words, task_managers, slots, parallelism, buffer_size }, crash);
         let streaming = run(&scenario, ExecutionMode::Streaming, seed);
         let batch = run(&scenario, ExecutionMode::Batch, seed);
         let replay = format!("seed {seed}; scenario:\n{}", scenario.to_yaml());
@@ -67,12 +90,15 @@ proptest! {
 #[test]
 fn the_property_can_crash_every_task_manager_and_not_restart_it() {
     // Guards the generator: the faults it builds are the ones the property claims to cover.
-    let built = scenario(10, 1, Some((5, 2, None)));
+    let shape = Shape { words: 10, task_managers: 3, slots: 2, parallelism: 1, buffer_size: 64 };
+    let built = scenario(shape, Some((5, 2, None)));
     assert_eq!(
         built.faults,
         vec![FaultSpec { at: Duration::from_millis(5), kill: "tm-2".to_string(), restart_after: None }]
     );
-    assert!(scenario(10, 4, None).faults.is_empty());
+    assert_eq!(built.buffer_size, 64);
+    assert_eq!(built.cluster.total_slots(), 6);
+    assert!(scenario(shape, None).faults.is_empty());
 }
 
 #[test]

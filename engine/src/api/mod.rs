@@ -115,7 +115,10 @@ mod tests {
     #[test]
     fn forward_edges_of_equal_parallelism_chain_into_one_vertex() {
         let graph = plan(ExecutionMode::Streaming, |env| {
-            env.from_source(LogSource::<u64>::new("numbers")).map(|value| value + 1).filter(|value| *value > 1).sink_to(sink());
+            env.from_source(LogSource::<u64>::new("numbers"))
+                .map(|value| value + 1)
+                .filter(|value| *value > 1)
+                .sink_to(sink());
         });
         assert_eq!(graph.vertices.len(), 1);
         assert_eq!(graph.vertices[0].name, "Source: log `numbers` -> Map -> Filter -> Sink");
