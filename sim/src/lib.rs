@@ -23,6 +23,7 @@ pub mod external;
 pub mod faults;
 pub mod runner;
 pub mod scenario;
+pub mod timeline;
 pub mod trace;
 
 /// Fails when the crate was built without `--cfg madsim`, e.g. because a `RUSTFLAGS` variable

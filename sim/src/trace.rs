@@ -8,6 +8,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use sluice_engine::prng::fnv1a64;
 use sluice_engine::runtime::trace::{TraceEvent, Tracer, TracerHandle};
 
@@ -74,6 +76,42 @@ impl TraceLog {
     }
 }
 
+#[derive(Serialize, Deserialize)]
+struct JsonRecord {
+    time_ns: u64,
+    node: String,
+    #[serde(flatten)]
+    event: TraceEvent,
+}
+
+/// A trace as JSON lines: `{"time_ns": …, "node": "jm", "event": "task_deployed", …fields}`.
+pub fn to_json_lines(records: &[TraceRecord]) -> String {
+    let mut text = String::new();
+    for record in records {
+        let json = JsonRecord {
+            time_ns: u64::try_from(record.time.as_nanos()).expect("simulated time fits in u64 nanoseconds"),
+            node: record.node.clone(),
+            event: record.event.clone(),
+        };
+        text.push_str(&serde_json::to_string(&json).expect("trace events serialize"));
+        text.push('\n');
+    }
+    text
+}
+
+/// Reads a JSON lines trace; an error names the line.
+pub fn from_json_lines(text: &str) -> Result<Vec<TraceRecord>, String> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(index, line)| {
+            let json: JsonRecord =
+                serde_json::from_str(line).map_err(|error| format!("line {}: {error}", index + 1))?;
+            Ok(TraceRecord { time: Duration::from_nanos(json.time_ns), node: json.node, event: json.event })
+        })
+        .collect()
+}
+
 /// The canonical hash of a trace: FNV-1a over its rendered lines (times in nanoseconds).
 pub fn trace_hash(records: &[TraceRecord]) -> u64 {
     let mut canonical = String::new();
@@ -91,4 +129,25 @@ pub fn first_difference(left: &[TraceRecord], right: &[TraceRecord]) -> Option<(
         let b = right.get(index).map_or_else(|| "<end of trace>".to_string(), ToString::to_string);
         (left.get(index) != right.get(index)).then_some((index, a, b))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_lines_round_trip() {
+        let records = vec![
+            TraceRecord { time: Duration::from_nanos(5), node: "jm".into(), event: TraceEvent::JobMasterStarted },
+            TraceRecord {
+                time: Duration::from_millis(3),
+                node: "jm".into(),
+                event: TraceEvent::TaskDeployed { attempt: 1, vertex: 0, subtask: 2, slot: "tm-0/s1".into() },
+            },
+        ];
+        let text = to_json_lines(&records);
+        assert!(text.starts_with("{\"time_ns\":5,\"node\":\"jm\",\"event\":\"job_master_started\"}"), "{text}");
+        assert_eq!(from_json_lines(&text).unwrap(), records);
+        assert!(from_json_lines("{}\n").unwrap_err().starts_with("line 1"));
+    }
 }

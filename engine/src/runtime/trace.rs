@@ -10,14 +10,19 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-/// One thing that happened; see the module doc.
+/// One thing that happened; see the module doc. Serialized with an `event` tag, so a trace is
+/// JSON lines of `{"event": "task_deployed", "attempt": 0, "vertex": 1, ...}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum TraceEvent {
+    /// A JobMaster process started.
+    JobMasterStarted,
     /// A TaskManager process started.
     TaskManagerStarted {
         /// Its incarnation (new after every restart).
         instance: u64,
+        /// Its slots.
+        slots: u32,
     },
     /// The JobMaster accepted a TaskManager's registration.
     TaskManagerRegistered {
@@ -41,6 +46,15 @@ pub enum TraceEvent {
         job_id: String,
         /// Streaming or batch.
         mode: String,
+        /// The names of its job vertices, by index.
+        vertices: Vec<String>,
+    },
+    /// A restarted JobMaster found a job in its durable storage and runs it again.
+    JobRecovered {
+        /// The job instance.
+        job_id: String,
+        /// The attempt it resumes with.
+        attempt: u32,
     },
     /// A pipelined region got its slots and was deployed.
     RegionScheduled {
@@ -55,17 +69,30 @@ pub enum TraceEvent {
     TaskDeployed {
         /// Job attempt.
         attempt: u32,
-        /// The subtask, as `v<vertex>[<subtask>]`.
-        task: String,
-        /// The slot.
+        /// The job vertex.
+        vertex: u32,
+        /// The subtask.
+        subtask: u32,
+        /// The slot, as `tm-N/sM`.
         slot: String,
+    },
+    /// A TaskManager started running a subtask.
+    TaskRunning {
+        /// Job attempt.
+        attempt: u32,
+        /// The job vertex.
+        vertex: u32,
+        /// The subtask.
+        subtask: u32,
     },
     /// A subtask finished.
     TaskFinished {
         /// Job attempt.
         attempt: u32,
+        /// The job vertex.
+        vertex: u32,
         /// The subtask.
-        task: String,
+        subtask: u32,
         /// Elements it read.
         records_in: u64,
         /// Elements it wrote to the network or its sink.
@@ -75,8 +102,10 @@ pub enum TraceEvent {
     TaskFailed {
         /// Job attempt.
         attempt: u32,
+        /// The job vertex.
+        vertex: u32,
         /// The subtask.
-        task: String,
+        subtask: u32,
         /// Why.
         reason: String,
     },
@@ -103,37 +132,96 @@ pub enum TraceEvent {
     TransactionCommitted {
         /// The transaction.
         txn_id: String,
+        /// Rows it made visible.
+        rows: u64,
     },
-    /// Something the harness did or observed, e.g. a fault it injected.
+    /// The harness injected a fault.
+    FaultInjected {
+        /// Position in the scenario's fault schedule.
+        index: usize,
+        /// The fault kind, e.g. `kill`.
+        kind: String,
+        /// What exactly, e.g. `kill tm-1 (restart after 500ms)`.
+        detail: String,
+    },
+    /// A fault's effect ended (a node restarted, a partition healed, …).
+    FaultHealed {
+        /// Position in the scenario's fault schedule.
+        index: usize,
+        /// The fault kind.
+        kind: String,
+        /// What exactly.
+        detail: String,
+    },
+    /// Something else the harness did or observed.
     Harness {
         /// What.
         detail: String,
     },
 }
 
+impl TraceEvent {
+    /// The event's name as it appears in JSON traces.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TraceEvent::JobMasterStarted => "job_master_started",
+            TraceEvent::TaskManagerStarted { .. } => "task_manager_started",
+            TraceEvent::TaskManagerRegistered { .. } => "task_manager_registered",
+            TraceEvent::TaskManagerLost { .. } => "task_manager_lost",
+            TraceEvent::JobSubmitted { .. } => "job_submitted",
+            TraceEvent::JobRecovered { .. } => "job_recovered",
+            TraceEvent::RegionScheduled { .. } => "region_scheduled",
+            TraceEvent::TaskDeployed { .. } => "task_deployed",
+            TraceEvent::TaskRunning { .. } => "task_running",
+            TraceEvent::TaskFinished { .. } => "task_finished",
+            TraceEvent::TaskFailed { .. } => "task_failed",
+            TraceEvent::JobRestarting { .. } => "job_restarting",
+            TraceEvent::JobFinished { .. } => "job_finished",
+            TraceEvent::JobFailed { .. } => "job_failed",
+            TraceEvent::TransactionCommitted { .. } => "transaction_committed",
+            TraceEvent::FaultInjected { .. } => "fault_injected",
+            TraceEvent::FaultHealed { .. } => "fault_healed",
+            TraceEvent::Harness { .. } => "harness",
+        }
+    }
+}
+
 impl fmt::Display for TraceEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TraceEvent::TaskManagerStarted { instance } => write!(f, "task manager started (instance {instance:016x})"),
+            TraceEvent::JobMasterStarted => write!(f, "job master started"),
+            TraceEvent::TaskManagerStarted { instance, slots } => {
+                write!(f, "task manager started (instance {instance:016x}, {slots} slots)")
+            }
             TraceEvent::TaskManagerRegistered { name, instance, slots } => {
                 write!(f, "registered {name} (instance {instance:016x}, {slots} slots)")
             }
             TraceEvent::TaskManagerLost { name, reason } => write!(f, "lost {name}: {reason}"),
-            TraceEvent::JobSubmitted { job_id, mode } => write!(f, "job {job_id} submitted ({mode})"),
+            TraceEvent::JobSubmitted { job_id, mode, vertices } => {
+                write!(f, "job {job_id} submitted ({mode}): {}", vertices.join(" | "))
+            }
+            TraceEvent::JobRecovered { job_id, attempt } => write!(f, "job {job_id} recovered as a{attempt}"),
             TraceEvent::RegionScheduled { attempt, region, slots } => {
                 write!(f, "a{attempt} region r{region} scheduled on [{}]", slots.join(", "))
             }
-            TraceEvent::TaskDeployed { attempt, task, slot } => write!(f, "a{attempt} deploy {task} -> {slot}"),
-            TraceEvent::TaskFinished { attempt, task, records_in, records_out } => {
-                write!(f, "a{attempt} {task} finished (in {records_in}, out {records_out})")
+            TraceEvent::TaskDeployed { attempt, vertex, subtask, slot } => {
+                write!(f, "a{attempt} deploy v{vertex}[{subtask}] -> {slot}")
             }
-            TraceEvent::TaskFailed { attempt, task, reason } => write!(f, "a{attempt} {task} failed: {reason}"),
+            TraceEvent::TaskRunning { attempt, vertex, subtask } => write!(f, "a{attempt} v{vertex}[{subtask}] running"),
+            TraceEvent::TaskFinished { attempt, vertex, subtask, records_in, records_out } => {
+                write!(f, "a{attempt} v{vertex}[{subtask}] finished (in {records_in}, out {records_out})")
+            }
+            TraceEvent::TaskFailed { attempt, vertex, subtask, reason } => {
+                write!(f, "a{attempt} v{vertex}[{subtask}] failed: {reason}")
+            }
             TraceEvent::JobRestarting { attempt, delay_ms, cause } => {
                 write!(f, "restart as a{attempt} in {delay_ms} ms: {cause}")
             }
             TraceEvent::JobFinished { restarts } => write!(f, "job finished after {restarts} restarts"),
             TraceEvent::JobFailed { reason } => write!(f, "job failed: {reason}"),
-            TraceEvent::TransactionCommitted { txn_id } => write!(f, "committed {txn_id}"),
+            TraceEvent::TransactionCommitted { txn_id, rows } => write!(f, "committed {txn_id} ({rows} rows)"),
+            TraceEvent::FaultInjected { index, detail, .. } => write!(f, "fault #{index}: {detail}"),
+            TraceEvent::FaultHealed { index, detail, .. } => write!(f, "healed #{index}: {detail}"),
             TraceEvent::Harness { detail } => write!(f, "harness: {detail}"),
         }
     }

@@ -139,10 +139,16 @@ impl TxnStoreState {
         Ok(TxnOutcome::Done)
     }
 
+    #[cfg(test)]
     fn commit(&mut self, request: CommitTransaction) -> Result<TxnOutcome, TxnError> {
+        self.commit_rows(request).map(|(outcome, _)| outcome)
+    }
+
+    /// Commits and says how many rows became visible.
+    fn commit_rows(&mut self, request: CommitTransaction) -> Result<(TxnOutcome, u64), TxnError> {
         let transaction = match self.owned(&request.txn_id, request.epoch) {
             Ok(transaction) => transaction,
-            Err(answer) => return answer,
+            Err(answer) => return answer.map(|outcome| (outcome, 0)),
         };
         if !transaction.prepared {
             return Err(TxnError::NotPrepared);
@@ -152,12 +158,13 @@ impl TxnStoreState {
         let (name, kind) = (transaction.table.clone(), transaction.kind);
         let table =
             self.tables.entry(name).or_insert_with(|| TableView { kind, log: Vec::new(), latest: BTreeMap::new() });
+        let count = rows.len() as u64;
         for row in rows {
             table.latest.insert(row.key.clone(), row.value.clone());
             table.log.push(row);
         }
         self.commit_order.push(request.txn_id);
-        Ok(TxnOutcome::Done)
+        Ok((TxnOutcome::Done, count))
     }
 }
 
@@ -184,11 +191,11 @@ pub async fn run_txn_store(address: SocketAddr, state: Arc<Mutex<TxnStoreState>>
     let shared = Arc::clone(&state);
     serve(&endpoint, move |request: CommitTransaction| {
         let txn_id = request.txn_id.clone();
-        let answer = shared.lock().expect("store lock").commit(request);
-        if answer == Ok(TxnOutcome::Done) {
-            tracer.record(TraceEvent::TransactionCommitted { txn_id });
+        let answer = shared.lock().expect("store lock").commit_rows(request);
+        if let Ok((TxnOutcome::Done, rows)) = answer {
+            tracer.record(TraceEvent::TransactionCommitted { txn_id, rows });
         }
-        async move { answer }
+        async move { answer.map(|(outcome, _)| outcome) }
     });
     std::future::pending::<()>().await;
 }

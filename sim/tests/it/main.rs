@@ -12,3 +12,4 @@ mod scenario_errors;
 mod scenarios;
 mod support;
 mod tidy;
+mod timeline;

@@ -129,6 +129,7 @@ pub async fn run_job_master(config: JobMasterConfig) {
     let endpoint = Endpoint::bind(config.address)
         .await
         .unwrap_or_else(|error| panic!("internal: job master cannot bind {}: {error}", config.address));
+    config.tracer.record(TraceEvent::JobMasterStarted);
     let (events, mut receiver) = mpsc::unbounded_channel();
     serve(&endpoint, forward(&events, |request: SubmitJob, reply| Event::Submit(request.spec, reply)));
     serve(&endpoint, forward(&events, |request: RequestJobStatus, reply| Event::Status(request.job_id, reply)));
@@ -224,7 +225,11 @@ impl JobMaster {
         let job_graph = spec.plan()?;
         let plan_fingerprint = job_graph.fingerprint();
         let strategy = SchedulingStrategy::new(ExecutionGraph::new(Arc::new(job_graph)));
-        self.trace(TraceEvent::JobSubmitted { job_id: spec.job_id.clone(), mode: spec.mode.to_string() });
+        self.trace(TraceEvent::JobSubmitted {
+            job_id: spec.job_id.clone(),
+            mode: spec.mode.to_string(),
+            vertices: strategy.graph().job_graph().vertices.iter().map(|vertex| vertex.name.clone()).collect(),
+        });
         self.job = Some(JobRun {
             restarts: RestartTracker::new(spec.restart_strategy),
             spec,
@@ -331,7 +336,13 @@ impl JobMaster {
                 if all_finished {
                     job.status = JobStatus::Finished;
                 }
-                self.trace(TraceEvent::TaskFinished { attempt, task: vertex.to_string(), records_in, records_out });
+                self.trace(TraceEvent::TaskFinished {
+                    attempt,
+                    vertex: vertex.vertex.0,
+                    subtask: vertex.subtask,
+                    records_in,
+                    records_out,
+                });
                 if all_finished {
                     self.trace(TraceEvent::JobFinished { restarts });
                 }
@@ -339,7 +350,12 @@ impl JobMaster {
             }
             TaskOutcome::Failed(failure) => {
                 let attempt = job.attempt;
-                self.trace(TraceEvent::TaskFailed { attempt, task: vertex.to_string(), reason: failure.to_string() });
+                self.trace(TraceEvent::TaskFailed {
+                    attempt,
+                    vertex: vertex.vertex.0,
+                    subtask: vertex.subtask,
+                    reason: failure.to_string(),
+                });
                 self.on_failure(format!("{vertex} failed: {failure}"));
             }
         }
@@ -471,7 +487,12 @@ impl JobMaster {
             inputs,
             external: self.config.external.clone(),
         };
-        self.trace(TraceEvent::TaskDeployed { attempt: job.attempt, task: vertex.to_string(), slot: slot.to_string() });
+        self.trace(TraceEvent::TaskDeployed {
+            attempt: job.attempt,
+            vertex: vertex.vertex.0,
+            subtask: vertex.subtask,
+            slot: slot.to_string(),
+        });
         let address = self.task_managers[&slot.task_manager].address;
         let client = self.client.clone();
         let events = self.events.clone();

@@ -79,7 +79,7 @@ struct TaskManager {
 /// Runs a TaskManager process until it is killed.
 pub async fn run_task_manager(config: TaskManagerConfig) {
     let instance: u64 = madsim::rand::random();
-    config.tracer.record(TraceEvent::TaskManagerStarted { instance });
+    config.tracer.record(TraceEvent::TaskManagerStarted { instance, slots: config.slots });
     for path in config.storage.list("partitions/") {
         config.storage.delete(&path);
     }
@@ -189,6 +189,11 @@ impl TaskManager {
         let this = Arc::clone(self);
         let key = (job_id.clone(), execution);
         let handle = madsim::task::spawn(async move {
+            this.config.tracer.record(TraceEvent::TaskRunning {
+                attempt: execution.attempt,
+                vertex: execution.vertex.vertex.0,
+                subtask: execution.vertex.subtask,
+            });
             let outcome = match run_task(environment).await {
                 Ok(metrics) => {
                     TaskOutcome::Finished { records_in: metrics.records_in, records_out: metrics.records_out }

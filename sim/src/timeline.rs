@@ -1,0 +1,1 @@
+//! Timelines of a run (being written).

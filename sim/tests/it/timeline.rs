@@ -1,0 +1,1 @@
+//! Timeline snapshots (being written).
