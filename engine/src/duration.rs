@@ -67,9 +67,30 @@ pub mod text {
         }
     }
 
-    /// Reads `150ms`-style text.
+    /// Reads `150ms`-style text. (`deserialize_str`, not `deserialize_any`, so that binary
+    /// formats such as bincode read it too.)
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
-        deserializer.deserialize_any(DurationVisitor)
+        deserializer.deserialize_str(DurationVisitor)
+    }
+}
+
+/// Serde adapter for an optional duration: `#[serde(default, with = "crate::duration::optional_text")]`.
+pub mod optional_text {
+    use std::time::Duration;
+
+    use serde::{Deserializer, Serializer};
+
+    /// Writes `150ms`-style text, or nothing.
+    pub fn serialize<S: Serializer>(duration: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
+        match duration {
+            Some(duration) => super::text::serialize(duration, serializer),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    /// Reads `150ms`-style text (absent fields are `None` through `#[serde(default)]`).
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
+        super::text::deserialize(deserializer).map(Some)
     }
 }
 

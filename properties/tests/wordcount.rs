@@ -15,8 +15,9 @@ use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use sluice_engine::graph::ExecutionMode;
 use sluice_sim::check::{check_run, modes_agree};
+use sluice_sim::faults::{Fault, FaultKind, Trigger};
 use sluice_sim::runner::run;
-use sluice_sim::scenario::{FaultSpec, Scenario};
+use sluice_sim::scenario::Scenario;
 
 /// The cluster and job shape of one case.
 #[derive(Clone, Copy, Debug)]
@@ -94,7 +95,10 @@ fn the_property_can_crash_every_task_manager_and_not_restart_it() {
     let built = scenario(shape, Some((5, 2, None)));
     assert_eq!(
         built.faults,
-        vec![FaultSpec { at: Duration::from_millis(5), kill: "tm-2".to_string(), restart_after: None }]
+        vec![Fault {
+            trigger: Trigger::At(Duration::from_millis(5)),
+            kind: FaultKind::Kill { node: "tm-2".to_string(), restart_after: None }
+        }]
     );
     assert_eq!(built.buffer_size, 64);
     assert_eq!(built.cluster.total_slots(), 6);

@@ -1,23 +1,37 @@
 //! The oracles: what a run must satisfy.
 //!
-//! - `completed`: the job finished (within the liveness bound, without a panic).
+//! - `completed`: the job finished, without a panic.
+//! - `liveness`: it finished within the scenario's liveness bound after the last fault healed.
 //! - `exactly-once`: every table holds exactly the rows the reference implementation says, as a
 //!   multiset: nothing lost, nothing duplicated, nothing uncommitted visible. For an upsert table
-//!   in streaming mode this compares every committed update, not just the final values.
+//!   in streaming mode this compares every committed update, not just the final values. Its
+//!   safety half (nothing beyond the reference) holds for every run, even one that did not
+//!   finish; its completeness half only for runs that finished.
+//! - `expectation`: the scenario's own `expect:` holds (canaries set deliberately wrong ones).
 //! - `streaming == batch`: the final value per key (upsert) or the multiset of rows (append) is
 //!   the same in both modes for the same seed.
 //! - `determinism`: the same seed gives the same trace hash.
 //!
 //! Every failure names its check and shows a few witnesses.
+//!
+//! A run that did not finish is *expected-unrecoverable*, not failed, when its schedule exceeded
+//! what the engine promises to survive: it killed for good the JobMaster, an external system,
+//! or so many TaskManagers that the job no longer fits; or the restart strategy gave up while
+//! the faults (plus the time it takes to notice them) were still going on. A job that keeps
+//! failing on a healed cluster is a failure.
 
-use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 use sluice_engine::catalog::ExpectedOutput;
 use sluice_engine::connectors::{Row, SinkKind};
 
+use sluice_engine::duration::format_duration;
+use sluice_engine::runtime::trace::TraceEvent;
+
 use crate::external::txn_store::CommittedView;
 use crate::runner::{RunOutcome, RunReport};
+use crate::scenario::Scenario;
 use crate::trace::first_difference;
 
 /// A check that failed, with details.
@@ -37,12 +51,46 @@ impl fmt::Display for CheckFailure {
 
 const WITNESSES: usize = 5;
 
-fn multiset(rows: &[Row]) -> BTreeMap<&Row, i64> {
-    let mut counts = BTreeMap::new();
-    for row in rows {
-        *counts.entry(row).or_insert(0) += 1;
+/// Rows with how many times they occur.
+type Counted<'a> = Vec<(&'a Row, i64)>;
+
+/// Rows of `want` missing from `have`, and rows of `have` beyond `want`, with their counts:
+/// a merge of the two sorted multisets.
+fn multiset_difference<'a>(want: &[&'a Row], have: &[&'a Row]) -> (Counted<'a>, Counted<'a>) {
+    let (mut missing, mut extra) = (Vec::new(), Vec::new());
+    let (mut left, mut right) = (0, 0);
+    let note = |list: &mut Vec<(&'a Row, i64)>, row: &'a Row| match list.last_mut() {
+        Some((last, count)) if *last == row => *count += 1,
+        _ => list.push((row, 1)),
+    };
+    while left < want.len() || right < have.len() {
+        match (want.get(left), have.get(right)) {
+            (Some(wanted), Some(got)) if wanted == got => {
+                left += 1;
+                right += 1;
+            }
+            (Some(wanted), Some(got)) if wanted < got => {
+                note(&mut missing, wanted);
+                left += 1;
+            }
+            (Some(wanted), None) => {
+                note(&mut missing, wanted);
+                left += 1;
+            }
+            (_, Some(got)) => {
+                note(&mut extra, got);
+                right += 1;
+            }
+            (None, None) => unreachable!("the loop condition"),
+        }
     }
-    counts
+    (missing, extra)
+}
+
+fn sorted(rows: &[Row]) -> Vec<&Row> {
+    let mut sorted: Vec<&Row> = rows.iter().collect();
+    sorted.sort_unstable();
+    sorted
 }
 
 fn describe(rows: &[(&Row, i64)]) -> String {
@@ -52,8 +100,17 @@ fn describe(rows: &[(&Row, i64)]) -> String {
     if more > 0 { format!("{} and {more} more", shown.join(", ")) } else { shown.join(", ") }
 }
 
-/// Compares committed rows with the reference, table by table.
+/// Compares committed rows with the reference, table by table: both halves.
 pub fn exactly_once(committed: &CommittedView, expected: &ExpectedOutput) -> Result<(), CheckFailure> {
+    compare(committed, expected, true)
+}
+
+/// The safety half: nothing committed beyond the reference (no duplicate, no stray row).
+pub fn nothing_beyond_reference(committed: &CommittedView, expected: &ExpectedOutput) -> Result<(), CheckFailure> {
+    compare(committed, expected, false)
+}
+
+fn compare(committed: &CommittedView, expected: &ExpectedOutput, complete: bool) -> Result<(), CheckFailure> {
     let failure = |detail: String| Err(CheckFailure { check: "exactly-once", detail });
     if let Some(table) = committed.keys().find(|table| !expected.contains_key(*table)) {
         return failure(format!("table `{table}` was written but the job has no such sink"));
@@ -64,21 +121,9 @@ pub fn exactly_once(committed: &CommittedView, expected: &ExpectedOutput) -> Res
         if kind != expectation.kind {
             return failure(format!("table `{table}` is {kind:?} but the job writes it as {:?}", expectation.kind));
         }
-        let want = multiset(&expectation.rows);
-        let have = multiset(log);
-        let mut missing = Vec::new();
-        let mut extra = Vec::new();
-        for (row, count) in &want {
-            let got = have.get(row).copied().unwrap_or(0);
-            if got < *count {
-                missing.push((*row, count - got));
-            }
-        }
-        for (row, count) in &have {
-            let wanted = want.get(row).copied().unwrap_or(0);
-            if *count > wanted {
-                extra.push((*row, count - wanted));
-            }
+        let (mut missing, extra) = multiset_difference(&sorted(&expectation.rows), &sorted(log));
+        if !complete {
+            missing.clear();
         }
         if !missing.is_empty() || !extra.is_empty() {
             let mut detail =
@@ -95,7 +140,115 @@ pub fn exactly_once(committed: &CommittedView, expected: &ExpectedOutput) -> Res
     Ok(())
 }
 
-/// Every check of a single run: completion and exactly-once.
+/// How a run is judged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every check held.
+    Pass,
+    /// Some checks failed.
+    Fail(Vec<CheckFailure>),
+    /// The schedule exceeded what the engine promises to survive; why.
+    ExpectedUnrecoverable(String),
+}
+
+impl Verdict {
+    /// The failures, if any.
+    pub fn failures(&self) -> &[CheckFailure] {
+        match self {
+            Verdict::Fail(failures) => failures,
+            _ => &[],
+        }
+    }
+}
+
+/// How long after the last fault healed a failure may still be the fault's doing: the slowest
+/// detection (a store call retried through its whole budget) plus a restart.
+pub const RECOVERY_GRACE: Duration = Duration::from_secs(20);
+
+/// When the run's last fault healed (or fired, for faults that do not heal), if any fired.
+pub fn healed_at(report: &RunReport) -> Option<Duration> {
+    report
+        .trace
+        .iter()
+        .filter(|record| matches!(record.event, TraceEvent::FaultInjected { .. } | TraceEvent::FaultHealed { .. }))
+        .map(|record| record.time)
+        .max()
+}
+
+fn job_end(report: &RunReport) -> Option<Duration> {
+    report
+        .trace
+        .iter()
+        .rev()
+        .find(|record| matches!(record.event, TraceEvent::JobFinished { .. } | TraceEvent::JobFailed { .. }))
+        .map(|record| record.time)
+}
+
+fn submitted_at(report: &RunReport) -> Duration {
+    report
+        .trace
+        .iter()
+        .find(|record| matches!(record.event, TraceEvent::JobSubmitted { .. }))
+        .map_or(Duration::ZERO, |record| record.time)
+}
+
+/// Judges one run; see the module doc.
+pub fn judge(report: &RunReport, scenario: &Scenario) -> Verdict {
+    let mut failures = Vec::new();
+    if let RunOutcome::Panicked(message) = &report.outcome {
+        return Verdict::Fail(vec![CheckFailure { check: "completed", detail: format!("panicked: {message}") }]);
+    }
+    let finished = report.outcome == RunOutcome::Finished;
+    let exactly = if finished { exactly_once } else { nothing_beyond_reference };
+    if let Err(failure) = exactly(&report.committed, &report.expected) {
+        failures.push(failure);
+    }
+    if let Some(max_restarts) = scenario.expect.max_restarts
+        && report.restarts > max_restarts
+    {
+        failures.push(CheckFailure {
+            check: "expectation",
+            detail: format!("{} restarts, the scenario expects at most {max_restarts}", report.restarts),
+        });
+    }
+    let healed = healed_at(report).unwrap_or_else(|| submitted_at(report));
+    match &report.outcome {
+        RunOutcome::Finished => {
+            let end = job_end(report).unwrap_or(report.makespan);
+            if end > healed + scenario.liveness_bound {
+                failures.push(CheckFailure {
+                    check: "liveness",
+                    detail: format!(
+                        "finished {:.3}s after the last fault healed (at {:.3}s); the bound is {}",
+                        (end - healed).as_secs_f64(),
+                        healed.as_secs_f64(),
+                        format_duration(scenario.liveness_bound)
+                    ),
+                });
+            }
+        }
+        outcome if failures.is_empty() => {
+            if let Some(reason) = unrecoverable(report, scenario, healed) {
+                return Verdict::ExpectedUnrecoverable(reason);
+            }
+            failures.push(CheckFailure { check: "completed", detail: outcome.to_string() });
+        }
+        outcome => failures.push(CheckFailure { check: "completed", detail: outcome.to_string() }),
+    }
+    if failures.is_empty() { Verdict::Pass } else { Verdict::Fail(failures) }
+}
+
+fn unrecoverable(report: &RunReport, scenario: &Scenario, healed: Duration) -> Option<String> {
+    if let Some(reason) = scenario.schedule_is_unsurvivable(&report.schedule) {
+        return Some(reason);
+    }
+    let RunOutcome::JobFailed(reason) = &report.outcome else { return None };
+    let gave_up = reason.contains("gave up");
+    let end = job_end(report)?;
+    (gave_up && end <= healed + RECOVERY_GRACE).then(|| format!("the faults exhausted the restart strategy: {reason}"))
+}
+
+/// Every check of a single run that needs no scenario: completion and exactly-once.
 pub fn check_run(report: &RunReport) -> Vec<CheckFailure> {
     let mut failures = Vec::new();
     if report.outcome != RunOutcome::Finished {
@@ -171,6 +324,8 @@ pub fn deterministic(first: &RunReport, second: &RunReport) -> Result<(), CheckF
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use sluice_engine::catalog::ExpectedTable;
 

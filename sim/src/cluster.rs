@@ -11,7 +11,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use madsim::net::NetSim;
 use madsim::runtime::Handle;
+use madsim::task::NodeId;
 use sluice_engine::catalog::ExternalInput;
 use sluice_engine::connectors::{LOG_SYSTEM, TXN_STORE_SYSTEM};
 use sluice_engine::graph::ExternalSystems;
@@ -61,9 +63,11 @@ impl Default for ClusterTiming {
 /// A running simulated cluster.
 pub struct Cluster {
     handle: Handle,
+    nodes: BTreeMap<String, NodeId>,
     disks: BTreeMap<String, MemoryStorage>,
     store: Arc<Mutex<TxnStoreState>>,
     trace: TraceLog,
+    network: madsim::net::Config,
 }
 
 impl Cluster {
@@ -73,22 +77,29 @@ impl Cluster {
         let timing = ClusterTiming::default();
         let external =
             ExternalSystems::default().with(LOG_SYSTEM, LOG_ADDRESS).with(TXN_STORE_SYSTEM, TXN_STORE_ADDRESS);
+        let mut nodes = BTreeMap::new();
+        let mut disks = BTreeMap::new();
 
+        // The JobMaster's durable (HA) storage: where it keeps submitted jobs and their
+        // attempts, so that a restarted JobMaster resumes them.
+        let ha_storage = MemoryStorage::new();
+        disks.insert("jm".to_string(), ha_storage.clone());
         let jm_config = JobMasterConfig {
             address: JOB_MASTER_ADDRESS,
             heartbeat_timeout: timing.heartbeat_timeout,
             slot_request_timeout: timing.slot_request_timeout,
             external,
+            storage: Arc::new(ha_storage) as Arc<dyn Storage>,
             tracer: trace.tracer_for("jm"),
         };
-        handle
+        let jm = handle
             .create_node()
             .name("jm")
             .ip(JOB_MASTER_ADDRESS.ip())
             .init(move || run_job_master(jm_config.clone()))
             .build();
+        nodes.insert("jm".to_string(), jm.id());
 
-        let mut disks = BTreeMap::new();
         for index in 0..spec.task_managers {
             let name = format!("tm-{index}");
             let disk = MemoryStorage::new();
@@ -103,41 +114,107 @@ impl Cluster {
                 shuffle,
                 tracer: trace.tracer_for(&name),
             };
-            handle.create_node().name(&name).ip(address.ip()).init(move || run_task_manager(config.clone())).build();
+            let node = handle
+                .create_node()
+                .name(&name)
+                .ip(address.ip())
+                .init(move || run_task_manager(config.clone()))
+                .build();
+            nodes.insert(name.clone(), node.id());
             disks.insert(name, disk);
         }
 
-        handle
+        let log = handle
             .create_node()
             .name(LOG_SYSTEM)
             .ip(LOG_ADDRESS.ip())
             .init(move || run_log_server(LOG_ADDRESS, Arc::clone(&input)))
             .build();
+        nodes.insert(LOG_SYSTEM.to_string(), log.id());
 
         let store = Arc::new(Mutex::new(TxnStoreState::default()));
         let shared = Arc::clone(&store);
         let store_tracer = trace.tracer_for(TXN_STORE_SYSTEM);
-        handle
+        let store_node = handle
             .create_node()
             .name(TXN_STORE_SYSTEM)
             .ip(TXN_STORE_ADDRESS.ip())
             .init(move || run_txn_store(TXN_STORE_ADDRESS, Arc::clone(&shared), Arc::clone(&store_tracer)))
             .build();
+        nodes.insert(TXN_STORE_SYSTEM.to_string(), store_node.id());
 
-        Cluster { handle, disks, store, trace: trace.clone() }
+        let network = madsim::net::Config::default();
+        Cluster { handle, nodes, disks, store, trace: trace.clone(), network }
     }
 
-    /// Kills a node: its processes stop at once; a TaskManager's disk loses unsynced bytes.
+    fn node(&self, name: &str) -> NodeId {
+        *self.nodes.get(name).unwrap_or_else(|| panic!("internal: no node `{name}` (scenarios are validated)"))
+    }
+
+    /// Kills a node: its processes stop at once; its disk loses unsynced bytes.
     pub fn kill(&self, node: &str) {
-        self.handle.kill(node);
+        self.handle.kill(self.node(node));
         if let Some(disk) = self.disks.get(node) {
             disk.crash();
         }
     }
 
-    /// Restarts a killed node's process.
+    /// Restarts a node's process. A node that is still running (two kill faults overlapped,
+    /// and the first restarted it) is killed first: madsim's `restart` alone would leave the old
+    /// process's sockets bound.
     pub fn restart(&self, node: &str) {
-        self.handle.restart(node);
+        self.kill(node);
+        self.handle.restart(self.node(node));
+    }
+
+    /// Pauses a node: its tasks stop being scheduled until resumed.
+    pub fn pause(&self, node: &str) {
+        self.handle.pause(self.node(node));
+    }
+
+    /// Resumes a paused node.
+    pub fn resume(&self, node: &str) {
+        self.handle.resume(self.node(node));
+    }
+
+    /// Drops (`cut`) or lets through again every message from `left` to `right`, and back unless
+    /// `one_way`.
+    pub fn partition(&self, left: &[String], right: &[String], one_way: bool, cut: bool) {
+        let network = NetSim::current();
+        for from in left {
+            for to in right {
+                let (from, to) = (self.node(from), self.node(to));
+                let mut links = vec![(from, to)];
+                if !one_way {
+                    links.push((to, from));
+                }
+                for (source, destination) in links {
+                    if cut {
+                        network.clog_link(source, destination);
+                    } else {
+                        network.unclog_link(source, destination);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Drops this fraction of all messages until [`Cluster::restore_network`].
+    pub fn set_packet_loss(&self, rate: f64) {
+        NetSim::current().update_config(|config| config.packet_loss_rate = rate);
+    }
+
+    /// Delays every message by `min..max` until [`Cluster::restore_network`].
+    pub fn set_latency(&self, min: Duration, max: Duration) {
+        // madsim draws from a half-open range, which must not be empty.
+        let max = max.max(min + Duration::from_micros(1));
+        NetSim::current().update_config(|config| config.send_latency = min..max);
+    }
+
+    /// Restores the network's loss and latency to the cluster's baseline.
+    pub fn restore_network(&self) {
+        let baseline = self.network.clone();
+        NetSim::current().update_config(|config| *config = baseline);
     }
 
     /// The transactional store's state.

@@ -21,8 +21,11 @@ pub mod cli;
 pub mod cluster;
 pub mod external;
 pub mod faults;
+pub mod replay;
 pub mod runner;
 pub mod scenario;
+pub mod seed;
+pub mod shrink;
 pub mod timeline;
 pub mod trace;
 

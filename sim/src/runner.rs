@@ -20,7 +20,7 @@ use sluice_engine::shuffle::ShuffleConfig;
 
 use crate::cluster::{CLIENT_IP, Cluster, JOB_MASTER_ADDRESS};
 use crate::external::txn_store::CommittedView;
-use crate::faults;
+use crate::faults::{self, Fault};
 use crate::scenario::Scenario;
 use crate::trace::{TraceLog, TraceRecord, trace_hash};
 
@@ -65,6 +65,8 @@ pub struct RunReport {
     pub committed: CommittedView,
     /// What the reference implementation says must be committed.
     pub expected: ExpectedOutput,
+    /// The fault schedule it ran with (explicit and random faults).
+    pub schedule: Vec<Fault>,
     /// Restarts the job took.
     pub restarts: u32,
     /// Simulated time from start to the job's end.
@@ -101,11 +103,13 @@ pub fn run(scenario: &Scenario, mode: ExecutionMode, seed: u64) -> RunReport {
     let input = Arc::new(generate_input(scenario, seed));
     let job = catalog::find(&scenario.job).expect("validated when the scenario was loaded");
     let expected = (job.reference)(&scenario.job_params(), &input, mode);
+    let schedule = scenario.schedule(seed);
     let thread_scenario = scenario.clone();
+    let thread_schedule = schedule.clone();
     let started = std::time::Instant::now();
     let joined = std::thread::Builder::new()
         .name(format!("sim-{}-{mode}-{seed}", scenario.name))
-        .spawn(move || simulate(&thread_scenario, mode, seed, input))
+        .spawn(move || simulate(&thread_scenario, &thread_schedule, mode, seed, input))
         .expect("cannot spawn a simulation thread")
         .join();
     let wall_time = started.elapsed();
@@ -122,8 +126,11 @@ pub fn run(scenario: &Scenario, mode: ExecutionMode, seed: u64) -> RunReport {
         .iter()
         .rev()
         .find(|record| matches!(record.event, TraceEvent::JobFinished { .. } | TraceEvent::JobFailed { .. }));
-    let restarts =
-        simulated.trace.iter().filter(|record| matches!(record.event, TraceEvent::JobRestarting { .. })).count();
+    let restarts = simulated
+        .trace
+        .iter()
+        .filter(|record| matches!(record.event, TraceEvent::JobRestarting { .. } | TraceEvent::JobRecovered { .. }))
+        .count();
     RunReport {
         scenario: scenario.name.clone(),
         mode,
@@ -133,13 +140,20 @@ pub fn run(scenario: &Scenario, mode: ExecutionMode, seed: u64) -> RunReport {
         outcome: simulated.outcome,
         committed: simulated.committed,
         expected,
+        schedule,
         wall_time,
         trace_hash: trace_hash(&simulated.trace),
         trace: simulated.trace,
     }
 }
 
-fn simulate(scenario: &Scenario, mode: ExecutionMode, seed: u64, input: Arc<ExternalInput>) -> Simulated {
+fn simulate(
+    scenario: &Scenario,
+    schedule: &[Fault],
+    mode: ExecutionMode,
+    seed: u64,
+    input: Arc<ExternalInput>,
+) -> Simulated {
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async move {
         let trace = TraceLog::start();
@@ -162,7 +176,7 @@ fn simulate(scenario: &Scenario, mode: ExecutionMode, seed: u64, input: Arc<Exte
         let client_task = client.spawn(async move { submit_and_wait(spec, task_managers, limit, submitted).await });
         // Fault times count from the job's submission, once the cluster is up.
         if on_submitted.await.is_ok() {
-            faults::inject(&cluster, &scenario.faults);
+            faults::inject::inject(&cluster, schedule);
         }
         let outcome = client_task.await.expect("internal: the client node is never killed");
         let committed = cluster.store().lock().expect("store lock").committed();

@@ -21,6 +21,9 @@ use sluice_engine::graph::ExecutionGraph;
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::scheduler::SchedulingStrategy;
 
+use crate::faults::random::Topology;
+use crate::faults::{Fault, FaultKind, RandomFaults, Trigger};
+
 /// The largest parallelism a scenario may ask for (Flink's largest max parallelism).
 pub const MAX_PARALLELISM: u32 = 32_768;
 
@@ -47,18 +50,64 @@ pub struct Scenario {
     /// The seeds to run: `A..B` (B excluded), `A..=B`, or one number.
     #[serde(default = "default_seeds", deserialize_with = "deserialize_seeds", serialize_with = "serialize_seeds")]
     pub seeds: Range<u64>,
-    /// Faults to inject.
-    #[serde(default)]
-    pub faults: Vec<FaultSpec>,
+    /// Faults to inject, in addition to random ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<Fault>,
+    /// Random faults drawn from each seed, swarm style.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random_faults: Option<RandomFaults>,
     /// When to restart after a failure and when to give up.
     #[serde(default)]
     pub restart_strategy: RestartStrategy,
     /// Bytes per network buffer.
     #[serde(default = "default_buffer_size")]
     pub buffer_size: usize,
-    /// The job must finish within this much simulated time (the liveness bound).
+    /// After the last fault healed, the job must finish within this much simulated time.
+    #[serde(default = "default_liveness_bound", with = "sluice_engine::duration::text")]
+    pub liveness_bound: Duration,
+    /// The simulation stops waiting for the job after this much simulated time.
     #[serde(default = "default_time_limit", with = "sluice_engine::duration::text")]
     pub time_limit: Duration,
+    /// Extra expectations about the run (canaries use deliberately wrong ones).
+    #[serde(default, skip_serializing_if = "Expectations::is_empty")]
+    pub expect: Expectations,
+    /// Present in replay files: how the run failed when it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayInfo>,
+}
+
+/// Expectations a scenario adds to the standard checks.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expectations {
+    /// The job restarts at most this often.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_restarts: Option<u32>,
+}
+
+impl Expectations {
+    fn is_empty(&self) -> bool {
+        self.max_restarts.is_none()
+    }
+}
+
+/// What a replay file records about the failure it reproduces.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayInfo {
+    /// The failing seed (also the file's only seed).
+    pub seed: u64,
+    /// The check that failed.
+    pub check: String,
+    /// Its message.
+    pub detail: String,
+    /// The trace hash of each failing mode, in hex.
+    pub trace_hashes: BTreeMap<String, String>,
+    /// The build that recorded it; a seed replays exactly only on the same build.
+    pub git_revision: String,
+    /// The faults that fired, with their simulated times.
+    #[serde(default)]
+    pub realized: Vec<String>,
 }
 
 /// The simulated cluster.
@@ -95,21 +144,6 @@ impl ClusterSpec {
     }
 }
 
-/// One injected fault.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct FaultSpec {
-    /// Simulated time after the job's submission (which happens once every TaskManager
-    /// registered).
-    #[serde(with = "sluice_engine::duration::text")]
-    pub at: Duration,
-    /// The node to kill.
-    pub kill: String,
-    /// Restart the node this long after killing it; never if unset.
-    #[serde(default, with = "optional_duration", skip_serializing_if = "Option::is_none")]
-    pub restart_after: Option<Duration>,
-}
-
 fn default_parallelism() -> u32 {
     2
 }
@@ -124,6 +158,9 @@ fn default_buffer_size() -> usize {
 }
 fn default_time_limit() -> Duration {
     Duration::from_secs(120)
+}
+fn default_liveness_bound() -> Duration {
+    Duration::from_secs(60)
 }
 fn default_task_managers() -> u32 {
     2
@@ -173,24 +210,6 @@ impl<T> de::Visitor<'_> for ParsedText<T> {
 
     fn visit_i64<E: de::Error>(self, number: i64) -> Result<T, E> {
         (self.parse)(&number.to_string()).map_err(E::custom)
-    }
-}
-
-/// Serde adapter for an optional duration (absent means none).
-mod optional_duration {
-    use std::time::Duration;
-
-    use serde::{Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(duration: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
-        match duration {
-            Some(duration) => sluice_engine::duration::text::serialize(duration, serializer),
-            None => serializer.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
-        sluice_engine::duration::text::deserialize(deserializer).map(Some)
     }
 }
 
@@ -348,17 +367,101 @@ impl Scenario {
                 ));
             }
         }
+        let vertices =
+            job.plan(&params, JobConfig::new(self.modes[0], self.parallelism)).map(|plan| plan.vertices.len());
+        let vertices = vertices.map_err(|message| error("job", Some(&self.job), message))? as u32;
         let nodes = self.cluster.node_names();
         for (index, fault) in self.faults.iter().enumerate() {
-            if !nodes.contains(&fault.kill) {
+            if let Some(node) = fault.kind.nodes().into_iter().find(|node| !nodes.iter().any(|known| known == node)) {
+                let field = match fault.kind {
+                    FaultKind::Kill { .. } => "kill",
+                    FaultKind::Slow { .. } => "slow.node",
+                    _ => "partition.between",
+                };
+                let mut unknown = error(
+                    &format!("faults[{index}].{field}"),
+                    Some(node),
+                    format!("no node `{node}` in this cluster; nodes: {}", nodes.join(", ")),
+                );
+                // A node in a flow-style list is not on its key's line: find the value itself.
+                unknown.line =
+                    unknown.line.or_else(|| text.lines().position(|line| line.contains(node)).map(|at| at + 1));
+                return Err(unknown);
+            }
+            if let Trigger::Task { vertex, .. } = fault.trigger
+                && vertex >= vertices
+            {
                 return Err(error(
-                    &format!("faults[{index}].kill"),
-                    Some(&fault.kill),
-                    format!("no node `{}` in this cluster; nodes: {}", fault.kill, nodes.join(", ")),
+                    &format!("faults[{index}].when.vertex"),
+                    None,
+                    format!("job `{}` has vertices 0..{vertices}, not {vertex}", self.job),
                 ));
             }
         }
+        if let Some(random) = &self.random_faults {
+            random.validate().map_err(|message| error("random_faults.kinds", None, message))?;
+        }
+        if self.time_limit <= self.liveness_bound {
+            return Err(error(
+                "time_limit",
+                None,
+                format!(
+                    "the time limit ({}) must exceed the liveness bound ({}) so that a slow recovery can be told from a hang",
+                    format_duration(self.time_limit),
+                    format_duration(self.liveness_bound)
+                ),
+            ));
+        }
         Ok(())
+    }
+
+    /// What the random fault generator needs to know.
+    pub fn topology(&self) -> Topology {
+        let job = catalog::find(&self.job).expect("validated when the scenario was loaded");
+        let plan = job
+            .plan(&self.job_params(), JobConfig::new(ExecutionMode::Streaming, self.parallelism))
+            .expect("validated when the scenario was loaded");
+        let vertices = plan.vertices.len() as u32;
+        let slots_needed = SchedulingStrategy::new(ExecutionGraph::new(Arc::new(plan))).max_slots_per_region();
+        Topology {
+            task_managers: self.cluster.task_managers,
+            slots_per_task_manager: self.cluster.slots_per_task_manager,
+            slots_needed,
+            vertices,
+        }
+    }
+
+    /// The fault schedule of a seed: the explicit faults, then the random ones.
+    pub fn schedule(&self, seed: u64) -> Vec<Fault> {
+        let mut schedule = self.faults.clone();
+        if let Some(random) = &self.random_faults {
+            schedule.extend(random.generate(seed, &self.topology()));
+        }
+        schedule
+    }
+
+    /// True if the schedule kills, for good, something the job cannot run without: the
+    /// JobMaster, an external system, or so many TaskManagers that the job no longer fits.
+    pub fn schedule_is_unsurvivable(&self, schedule: &[Fault]) -> Option<String> {
+        let mut dead_task_managers = std::collections::BTreeSet::new();
+        for fault in schedule {
+            if let FaultKind::Kill { node, restart_after: None } = &fault.kind {
+                if !node.starts_with("tm-") {
+                    return Some(format!("{node} is killed and never restarted"));
+                }
+                dead_task_managers.insert(node.clone());
+            }
+        }
+        let alive = self.cluster.task_managers - dead_task_managers.len() as u32;
+        let needed = self.topology().slots_needed;
+        (alive * self.cluster.slots_per_task_manager < needed).then(|| {
+            format!(
+                "{} TaskManagers are killed for good; the {} left have {} slots, the job needs {needed}",
+                dead_task_managers.len(),
+                alive,
+                alive * self.cluster.slots_per_task_manager
+            )
+        })
     }
 
     /// The scenario as YAML that [`Scenario::parse`] reads back to an equal scenario: what a

@@ -35,6 +35,7 @@ impl fmt::Display for TraceRecord {
 pub struct TraceLog {
     records: Arc<Mutex<Vec<TraceRecord>>>,
     start: madsim::time::Instant,
+    appended: Arc<tokio::sync::Notify>,
 }
 
 struct NodeTracer {
@@ -51,13 +52,35 @@ impl Tracer for NodeTracer {
 impl TraceLog {
     /// A log whose time zero is now; call inside the simulation.
     pub fn start() -> TraceLog {
-        TraceLog { records: Arc::default(), start: madsim::time::Instant::now() }
+        TraceLog { records: Arc::default(), start: madsim::time::Instant::now(), appended: Arc::default() }
     }
 
     /// Records an event of `node`.
     pub fn record(&self, node: &str, event: TraceEvent) {
         let time = madsim::time::Instant::now().duration_since(self.start);
         self.records.lock().expect("trace lock").push(TraceRecord { time, node: node.to_string(), event });
+        self.appended.notify_waiters();
+    }
+
+    /// Waits until `found` accepts a record (one already recorded, or a future one). `found`
+    /// sees every record once, in order, and may keep state (e.g. a running count).
+    pub async fn wait_for(&self, mut found: impl FnMut(&TraceRecord) -> bool) {
+        let mut seen = 0;
+        loop {
+            let appended = self.appended.notified();
+            tokio::pin!(appended);
+            appended.as_mut().enable();
+            {
+                let records = self.records.lock().expect("trace lock");
+                for record in &records[seen..] {
+                    if found(record) {
+                        return;
+                    }
+                }
+                seen = records.len();
+            }
+            appended.await;
+        }
     }
 
     /// A tracer for the processes of one node.

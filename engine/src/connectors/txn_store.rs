@@ -64,8 +64,17 @@ pub enum TxnError {
     },
     /// Commit of a transaction that was not prepared.
     NotPrepared,
-    /// The store refused the request (an injected failure or an outage).
+    /// The store refused the request (an outage); retry later.
     Unavailable,
+    /// The store failed the commit and applied nothing; retry.
+    CommitFailed,
+}
+
+impl TxnError {
+    /// True for errors that a later retry of the same request may not get.
+    pub fn is_retriable(&self) -> bool {
+        matches!(self, TxnError::Unavailable | TxnError::CommitFailed)
+    }
 }
 
 impl fmt::Display for TxnError {
@@ -76,6 +85,7 @@ impl fmt::Display for TxnError {
             TxnError::MissingBatches { staged, expected } => write!(f, "{staged} of {expected} batches staged"),
             TxnError::NotPrepared => f.write_str("transaction not prepared"),
             TxnError::Unavailable => f.write_str("store unavailable"),
+            TxnError::CommitFailed => f.write_str("commit failed"),
         }
     }
 }
@@ -230,6 +240,32 @@ fn refused(request: &str, txn_id: &str, error: TxnError) -> OperatorError {
     OperatorError::new(format!("txn-store refused {request} of `{txn_id}`: {error}"))
 }
 
+/// Attempts at one store request that keeps failing with retriable errors before the task
+/// fails: with [`STORE_BACKOFF`] between them, about four seconds of outage are ridden out.
+const STORE_ATTEMPTS: u32 = 20;
+const STORE_BACKOFF: std::time::Duration = std::time::Duration::from_millis(200);
+
+impl Connection {
+    /// Sends an idempotent request, retrying on timeouts and on retriable refusals.
+    async fn call<R>(&self, request: R, what: &str, txn_id: &str) -> Result<TxnOutcome, OperatorError>
+    where
+        R: crate::rpc::Request<Response = Result<TxnOutcome, TxnError>> + Clone,
+    {
+        let mut last = None;
+        for _ in 0..STORE_ATTEMPTS {
+            match call_with_retries(&self.client, self.store, request.clone(), TXN_STORE_SYSTEM).await? {
+                Ok(outcome) => return Ok(outcome),
+                Err(error) if error.is_retriable() => {
+                    last = Some(error);
+                    madsim::time::sleep(STORE_BACKOFF).await;
+                }
+                Err(error) => return Err(refused(what, txn_id, error)),
+            }
+        }
+        Err(refused(what, txn_id, last.expect("at least one attempt")))
+    }
+}
+
 struct TxnStoreWriter<T> {
     table: String,
     kind: SinkKind,
@@ -256,9 +292,7 @@ impl<T: Record> TxnStoreWriter<T> {
             txn_id: self.txn_id.clone(),
             epoch: self.epoch,
         };
-        let outcome = call_with_retries(&connection.client, connection.store, request, TXN_STORE_SYSTEM)
-            .await?
-            .map_err(|error| refused("begin", &self.txn_id, error))?;
+        let outcome = connection.call(request, "begin", &self.txn_id).await?;
         self.already_committed = outcome == TxnOutcome::AlreadyCommitted;
         self.connection = Some(connection);
         Ok(())
@@ -278,9 +312,7 @@ impl<T: Record> TxnStoreWriter<T> {
             let connection = self.connection.as_ref().expect("begun above");
             let request =
                 StageRows { txn_id: self.txn_id.clone(), epoch: self.epoch, batch: self.staged_batches, rows };
-            call_with_retries(&connection.client, connection.store, request, TXN_STORE_SYSTEM)
-                .await?
-                .map_err(|error| refused("stage", &self.txn_id, error))?;
+            connection.call(request, "stage", &self.txn_id).await?;
             self.staged_batches += 1;
         }
         Ok(())
@@ -295,9 +327,7 @@ impl<T: Record> TxnStoreWriter<T> {
         let connection = self.connection.as_ref().expect("begun by stage");
         let request =
             PrepareTransaction { txn_id: self.txn_id.clone(), epoch: self.epoch, batches: self.staged_batches };
-        call_with_retries(&connection.client, connection.store, request, TXN_STORE_SYSTEM)
-            .await?
-            .map_err(|error| refused("prepare", &self.txn_id, error))?;
+        connection.call(request, "prepare", &self.txn_id).await?;
         Ok(vec![committable])
     }
 }
@@ -338,9 +368,7 @@ impl TxnStoreCommitter {
             let request = CommitTransaction { txn_id: committable.txn_id.clone(), epoch: committable.epoch };
             // Commit is idempotent, so a lost reply is retried safely: the retry answers
             // AlreadyCommitted.
-            call_with_retries(&connection.client, connection.store, request, TXN_STORE_SYSTEM)
-                .await?
-                .map_err(|error| refused("commit", &committable.txn_id, error))?;
+            connection.call(request, "commit", &committable.txn_id).await?;
         }
         Ok(())
     }

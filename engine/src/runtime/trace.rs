@@ -207,7 +207,9 @@ impl fmt::Display for TraceEvent {
             TraceEvent::TaskDeployed { attempt, vertex, subtask, slot } => {
                 write!(f, "a{attempt} deploy v{vertex}[{subtask}] -> {slot}")
             }
-            TraceEvent::TaskRunning { attempt, vertex, subtask } => write!(f, "a{attempt} v{vertex}[{subtask}] running"),
+            TraceEvent::TaskRunning { attempt, vertex, subtask } => {
+                write!(f, "a{attempt} v{vertex}[{subtask}] running")
+            }
             TraceEvent::TaskFinished { attempt, vertex, subtask, records_in, records_out } => {
                 write!(f, "a{attempt} v{vertex}[{subtask}] finished (in {records_in}, out {records_out})")
             }

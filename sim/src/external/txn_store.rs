@@ -40,6 +40,17 @@ struct Transaction {
     committed: bool,
 }
 
+/// Faults the harness injects into the store.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreFaults {
+    /// Every request is refused with `Unavailable`.
+    pub unavailable: bool,
+    /// The next this many commits fail without applying.
+    pub failing_commits: u32,
+    /// The next this many commits apply but their replies are never sent.
+    pub lost_commit_replies: u32,
+}
+
 /// The store's state; outlives the store node.
 #[derive(Debug, Default)]
 pub struct TxnStoreState {
@@ -47,6 +58,8 @@ pub struct TxnStoreState {
     tables: CommittedView,
     /// Transaction ids in the order they were committed.
     commit_order: Vec<String>,
+    /// Injected faults.
+    pub faults: StoreFaults,
 }
 
 impl TxnStoreState {

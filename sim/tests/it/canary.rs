@@ -4,15 +4,17 @@ use std::time::Duration;
 
 use sluice_engine::failover::RestartStrategy;
 use sluice_engine::graph::ExecutionMode;
-use sluice_sim::check::{check_run, modes_agree};
+use sluice_sim::check::{Verdict, check_run, judge, modes_agree};
+use sluice_sim::faults::{Fault, FaultKind, Trigger};
 use sluice_sim::runner::{RunOutcome, run};
-use sluice_sim::scenario::FaultSpec;
+use sluice_sim::seed::{DeterminismCheck, SeedOutcome, run_seed};
 
 use super::support::load;
 
 #[test]
 fn a_crash_without_restarts_fails_the_job_and_the_completed_check() {
     let mut scenario = load("scenarios/wordcount-tm-crash.yaml");
+    scenario.random_faults = None;
     scenario.restart_strategy = RestartStrategy::None;
     let report = run(&scenario, ExecutionMode::Batch, 1);
     match &report.outcome {
@@ -27,7 +29,11 @@ fn a_crash_without_restarts_fails_the_job_and_the_completed_check() {
 #[test]
 fn a_lost_task_manager_that_never_returns_is_detected_by_heartbeat() {
     let mut scenario = load("scenarios/wordcount-tm-crash.yaml");
-    scenario.faults = vec![FaultSpec { at: Duration::from_millis(100), kill: "tm-0".to_string(), restart_after: None }];
+    scenario.random_faults = None;
+    scenario.faults = vec![Fault {
+        trigger: Trigger::At(Duration::from_millis(100)),
+        kind: FaultKind::Kill { node: "tm-0".to_string(), restart_after: None },
+    }];
     let report = run(&scenario, ExecutionMode::Streaming, 3);
     assert_eq!(check_run(&report), vec![]);
     let lost = report.trace.iter().any(|record| record.event.to_string().starts_with("lost tm-0: no heartbeat"));
@@ -50,4 +56,35 @@ fn a_job_that_outlives_its_time_limit_fails_the_liveness_check() {
     let report = run(&scenario, ExecutionMode::Batch, 1);
     assert_eq!(report.outcome, RunOutcome::TimedOut(Duration::from_millis(100)));
     assert_eq!(check_run(&report)[0].check, "completed");
+}
+
+/// The canary scenario's expectation is deliberately wrong (a crash, yet no restart expected):
+/// the harness must report it as failed, in every mode, through the same path a real failure
+/// takes.
+#[test]
+fn the_canary_scenario_is_reported_as_failed() {
+    let scenario = load("scenarios/canary/wordcount-expects-no-restart.yaml");
+    let result = run_seed(&scenario, scenario.seeds.start, &scenario.modes, DeterminismCheck::Off);
+    assert_eq!(result.outcome(), SeedOutcome::Failed);
+    for (report, verdict) in &result.runs {
+        let checks: Vec<&str> = verdict.failures().iter().map(|failure| failure.check).collect();
+        assert_eq!(checks, vec!["expectation"], "{} must fail only its expectation", report.mode);
+    }
+}
+
+#[test]
+fn a_job_master_killed_for_good_is_expected_unrecoverable_not_failed() {
+    let mut scenario = load("scenarios/wordcount.yaml");
+    scenario.faults = vec![Fault {
+        trigger: Trigger::At(Duration::from_millis(50)),
+        kind: FaultKind::Kill { node: "jm".to_string(), restart_after: None },
+    }];
+    scenario.time_limit = Duration::from_secs(70);
+    let report = run(&scenario, ExecutionMode::Streaming, 1);
+    match judge(&report, &scenario) {
+        Verdict::ExpectedUnrecoverable(reason) => {
+            assert!(reason.contains("jm is killed and never restarted"), "{reason}")
+        }
+        other => panic!("expected unrecoverable, got {other:?}"),
+    }
 }

@@ -7,6 +7,7 @@
 mod canary;
 mod cli;
 mod determinism;
+mod harness;
 mod plans;
 mod scenario_errors;
 mod scenarios;

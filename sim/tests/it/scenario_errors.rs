@@ -42,7 +42,7 @@ fn the_good_scenario_round_trips_through_yaml() {
 #[test]
 fn misspelled_fields_are_named_with_their_line() {
     assert_error(&error_for("faults:", "fautls:"), 8, "fautls", "unknown field");
-    assert_error(&error_for("    kill: tm-1", "    kil: tm-1"), 10, "faults[0].kil", "expected one of `at`, `kill`");
+    assert_error(&error_for("    kill: tm-1", "    kil: tm-1"), 10, "faults[0].kil", "expected one of `at`, `when`");
     assert_error(&error_for("task_managers: 2", "task_manager: 2"), 4, "cluster.task_manager", "unknown field");
 }
 
@@ -52,6 +52,12 @@ fn bad_values_are_named_with_their_line() {
     assert_error(&error_for("batch]", "batsh]"), 6, "modes[1]", "unknown variant `batsh`");
     assert_error(&error_for("seeds: 1..3", "seeds: 3..1"), 7, "seeds", "empty");
     assert_error(&error_for("kill: tm-1", "kill: tm-9"), 10, "faults[0].kill", "no node `tm-9`");
+    assert_error(
+        &error_for("at: 150ms", "when: { vertex: 7, state: running }"),
+        9,
+        "faults[0].when.vertex",
+        "has vertices 0..2, not 7",
+    );
     assert_error(&error_for("job: wordcount", "job: wordcont"), 2, "job", "no job `wordcont`");
     assert_error(&error_for("distinct_words", "distinct_wrods"), 3, "params.distinct_wrods", "has no parameter");
     assert_error(&error_for("parallelism: 2", "parallelism: 0"), 5, "parallelism", "must be in 1..=32768");

@@ -3,14 +3,24 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use sluice_engine::graph::ExecutionMode;
-use sluice_sim::check::{check_run, deterministic, modes_agree};
-use sluice_sim::runner::run;
+use sluice_sim::replay::write_failure;
 use sluice_sim::scenario::Scenario;
+use sluice_sim::seed::{DeterminismCheck, SeedOutcome, run_seed};
 
 /// The workspace root.
 pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("sim lives in the workspace").to_path_buf()
+}
+
+/// Runs the `sluice` binary in the workspace: exit status, standard output, standard error.
+pub fn sluice(arguments: &[&str]) -> (i32, String, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(arguments)
+        .current_dir(workspace())
+        .output()
+        .expect("the sluice binary runs");
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (output.status.code().expect("sluice exits normally"), text(&output.stdout), text(&output.stderr))
 }
 
 /// Loads a scenario by its path relative to the workspace.
@@ -27,39 +37,44 @@ pub fn seeds(scenario: &Scenario) -> Range<u64> {
     }
 }
 
-/// Runs every seed in every mode of a scenario and checks each run, the agreement of the modes,
-/// and (for every tenth seed) determinism. Panics with every failure and its replay command.
-pub fn run_and_check(file: &str, scenario: &Scenario, seeds: Range<u64>) -> usize {
+/// What a scenario's seeds came to.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Simulations run (determinism double-runs included).
+    pub runs: usize,
+    /// Seeds where every run passed.
+    pub passed: usize,
+    /// Seeds whose schedule exceeded what the engine promises to survive.
+    pub unrecoverable: usize,
+}
+
+/// Runs every seed in every mode of a scenario and judges each run, the agreement of the modes,
+/// and (for every tenth seed) determinism. Every failed seed gets a replay file in `failures/`;
+/// the test panics listing each failure with the command that replays it.
+pub fn run_and_check(file: &str, scenario: &Scenario, seeds: Range<u64>) -> Tally {
     let mut failures = Vec::new();
-    let mut runs = 0;
+    let mut tally = Tally::default();
     for seed in seeds {
-        let mut reports = Vec::new();
-        for mode in &scenario.modes {
-            let report = run(scenario, *mode, seed);
-            runs += 1;
-            let mut problems: Vec<String> = check_run(&report).iter().map(ToString::to_string).collect();
-            if seed % 10 == 0
-                && let Err(failure) = deterministic(&report, &run(scenario, *mode, seed))
-            {
-                problems.push(failure.to_string());
+        let determinism = if seed % 10 == 0 { DeterminismCheck::On } else { DeterminismCheck::Off };
+        let result = run_seed(scenario, seed, &scenario.modes, determinism);
+        tally.runs += result.runs.len() * if determinism == DeterminismCheck::On { 2 } else { 1 };
+        match result.outcome() {
+            SeedOutcome::Passed => tally.passed += 1,
+            SeedOutcome::ExpectedUnrecoverable => tally.unrecoverable += 1,
+            SeedOutcome::Failed => {
+                let path = write_failure(&workspace().join("failures"), scenario, &result).map_or_else(
+                    |error| format!("(cannot write a replay file: {error})"),
+                    |path| path.display().to_string(),
+                );
+                for (mode, failure) in result.failures() {
+                    let mode = mode.map_or_else(String::new, |mode| format!(" {mode}"));
+                    failures.push(format!(
+                        "seed {seed}{mode}: {failure}\n    replay: cargo run --release -p sluice-sim -- replay {path}"
+                    ));
+                }
             }
-            for problem in problems {
-                failures.push(format!(
-                    "seed {seed} {mode}: {problem}\n    replay: cargo run --release -p sluice-sim -- run {file} --seed {seed} --mode {mode} --trace"
-                ));
-            }
-            reports.push(report);
-        }
-        let streaming = reports.iter().find(|report| report.mode == ExecutionMode::Streaming);
-        let batch = reports.iter().find(|report| report.mode == ExecutionMode::Batch);
-        if let (Some(streaming), Some(batch)) = (streaming, batch)
-            && let Err(failure) = modes_agree(streaming, batch)
-        {
-            failures.push(format!(
-                "seed {seed}: {failure}\n    replay: cargo run --release -p sluice-sim -- run {file} --seed {seed}"
-            ));
         }
     }
     assert!(failures.is_empty(), "{} failures in {file}:\n{}", failures.len(), failures.join("\n"));
-    runs
+    tally
 }

@@ -15,6 +15,12 @@
 //!
 //! A restart cancels every task of the old attempt, frees all slots, and schedules the job
 //! again under a new attempt number; messages about older attempts are ignored.
+//!
+//! The JobMaster keeps each submitted job, every attempt number it starts, and the job's final
+//! status in its durable (HA) storage, synced before it acts on them. A restarted JobMaster
+//! finds an unfinished job there and runs it again from the start under the next attempt number
+//! (Flink's HA job recovery without progress recovery): attempt numbers never repeat, so sink
+//! transactions of the lost attempts stay fenced.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -37,6 +43,7 @@ use crate::graph::{ExecutionGraph, ExecutionVertexId, ExternalSystems, RegionId}
 use crate::rpc::{RpcClient, serve};
 use crate::scheduler::{SchedulingStrategy, SlotId, SlotPool};
 use crate::shuffle::{InputChannelSpec, ResultPartitionId};
+use crate::storage::Storage;
 
 /// How the JobMaster is set up.
 #[derive(Clone)]
@@ -49,6 +56,8 @@ pub struct JobMasterConfig {
     pub slot_request_timeout: Duration,
     /// Where external systems are, passed to every task.
     pub external: ExternalSystems,
+    /// Durable storage that outlives the process: submitted jobs and their attempts.
+    pub storage: Arc<dyn Storage>,
     /// Where its events go.
     pub tracer: TracerHandle,
 }
@@ -91,6 +100,29 @@ struct JobRun {
     /// Unfinished subtasks per allocated slot; the slot is freed when it empties.
     slot_users: BTreeMap<SlotId, BTreeSet<ExecutionVertexId>>,
     waiting_for_slots_since: Option<Instant>,
+}
+
+impl JobRun {
+    fn new(spec: JobSpec, attempt: u32) -> Result<JobRun, String> {
+        let job_graph = spec.plan()?;
+        let plan_fingerprint = job_graph.fingerprint();
+        Ok(JobRun {
+            restarts: RestartTracker::new(spec.restart_strategy),
+            strategy: SchedulingStrategy::new(ExecutionGraph::new(Arc::new(job_graph))),
+            spec,
+            plan_fingerprint,
+            attempt,
+            status: JobStatus::Running,
+            restart_at: None,
+            executions: BTreeMap::new(),
+            slot_users: BTreeMap::new(),
+            waiting_for_slots_since: None,
+        })
+    }
+}
+
+fn ha_path(job_id: &str, file: &str) -> String {
+    format!("jobs/{job_id}/{file}")
 }
 
 struct JobMaster {
@@ -162,6 +194,7 @@ pub async fn run_job_master(config: JobMasterConfig) {
         slot_pool: SlotPool::default(),
         job: None,
     };
+    job_master.recover();
     while let Some(event) = receiver.recv().await {
         job_master.handle(event);
     }
@@ -216,34 +249,79 @@ impl JobMaster {
     fn submit(&mut self, spec: JobSpec) -> Result<(), String> {
         if let Some(job) = &self.job {
             if job.spec == spec {
-                return Ok(()); // a resubmission after a lost reply
+                return Ok(()); // a resubmission after a lost reply, or after a JobMaster restart
+            }
+            if job.spec.job_id == spec.job_id {
+                return Err(format!("job id {} was already used for another job", spec.job_id));
             }
             if !job.status.is_terminal() {
                 return Err(format!("job {} is still running; this JobMaster runs one job at a time", job.spec.job_id));
             }
         }
-        let job_graph = spec.plan()?;
-        let plan_fingerprint = job_graph.fingerprint();
-        let strategy = SchedulingStrategy::new(ExecutionGraph::new(Arc::new(job_graph)));
+        let job = JobRun::new(spec, 0)?;
         self.trace(TraceEvent::JobSubmitted {
-            job_id: spec.job_id.clone(),
-            mode: spec.mode.to_string(),
-            vertices: strategy.graph().job_graph().vertices.iter().map(|vertex| vertex.name.clone()).collect(),
+            job_id: job.spec.job_id.clone(),
+            mode: job.spec.mode.to_string(),
+            vertices: job.strategy.graph().job_graph().vertices.iter().map(|vertex| vertex.name.clone()).collect(),
         });
-        self.job = Some(JobRun {
-            restarts: RestartTracker::new(spec.restart_strategy),
-            spec,
-            plan_fingerprint,
-            strategy,
-            attempt: 0,
-            status: JobStatus::Running,
-            restart_at: None,
-            executions: BTreeMap::new(),
-            slot_users: BTreeMap::new(),
-            waiting_for_slots_since: None,
-        });
+        let encoded = serde_json::to_vec(&job.spec).expect("a job spec serializes");
+        let spec_path = ha_path(&job.spec.job_id, "spec");
+        self.config.storage.append(&spec_path, &encoded);
+        self.config.storage.sync(&spec_path).expect("internal: a file just written exists");
+        self.persist_attempt(&job.spec.job_id, 0);
+        self.job = Some(job);
         self.try_schedule();
         Ok(())
+    }
+
+    /// Makes an attempt number durable before any task of it is deployed.
+    fn persist_attempt(&self, job_id: &str, attempt: u32) {
+        let path = ha_path(job_id, "attempts");
+        self.config.storage.append(&path, &attempt.to_be_bytes());
+        self.config.storage.sync(&path).expect("internal: a file just written exists");
+    }
+
+    /// Makes a job's final status durable, so a restarted JobMaster does not run it again.
+    fn persist_result(&self, job_id: &str, status: &JobStatus) {
+        let path = ha_path(job_id, "result");
+        self.config.storage.append(&path, &serde_json::to_vec(status).expect("a status serializes"));
+        self.config.storage.sync(&path).expect("internal: a file just written exists");
+    }
+
+    /// Finds the jobs a previous JobMaster process accepted; runs an unfinished one again under
+    /// its next attempt number.
+    fn recover(&mut self) {
+        let storage = Arc::clone(&self.config.storage);
+        let read = |path: &str| -> Option<Vec<u8>> {
+            let length = storage.length(path).ok()?;
+            Some(storage.read(path, 0, length).expect("internal: reading a whole file"))
+        };
+        let mut recovered: Vec<JobRun> = Vec::new();
+        for spec_path in storage.list("jobs/").into_iter().filter(|path| path.ends_with("/spec")) {
+            let spec: JobSpec = serde_json::from_slice(&read(&spec_path).expect("listed"))
+                .unwrap_or_else(|error| panic!("internal: HA storage holds an unreadable job spec: {error}"));
+            let attempts = read(&ha_path(&spec.job_id, "attempts")).unwrap_or_default();
+            let last_attempt = attempts
+                .chunks_exact(4)
+                .last()
+                .map(|bytes| u32::from_be_bytes(bytes.try_into().expect("4 bytes")))
+                .unwrap_or(0);
+            let result: Option<JobStatus> = read(&ha_path(&spec.job_id, "result")).map(|bytes| {
+                serde_json::from_slice(&bytes).expect("internal: HA storage holds an unreadable job status")
+            });
+            let Ok(mut job) = JobRun::new(spec, last_attempt + 1) else { continue };
+            match result {
+                Some(status) => job.status = status,
+                None => {
+                    self.persist_attempt(&job.spec.job_id, job.attempt);
+                    self.trace(TraceEvent::JobRecovered { job_id: job.spec.job_id.clone(), attempt: job.attempt });
+                }
+            }
+            recovered.push(job);
+        }
+        // One job at a time: prefer the unfinished one.
+        recovered.sort_by_key(|job| !job.status.is_terminal());
+        self.job = recovered.pop();
     }
 
     fn register(&mut self, registration: RegisterTaskManager) {
@@ -333,9 +411,6 @@ impl JobMaster {
                 job.strategy.on_vertex_finished(vertex);
                 let all_finished = job.strategy.all_finished();
                 let restarts = job.restarts.restarts();
-                if all_finished {
-                    job.status = JobStatus::Finished;
-                }
                 self.trace(TraceEvent::TaskFinished {
                     attempt,
                     vertex: vertex.vertex.0,
@@ -344,6 +419,7 @@ impl JobMaster {
                     records_out,
                 });
                 if all_finished {
+                    self.end_job(JobStatus::Finished);
                     self.trace(TraceEvent::JobFinished { restarts });
                 }
                 self.try_schedule();
@@ -368,8 +444,8 @@ impl JobMaster {
         }
         match job.restarts.on_failure(&cause) {
             RestartDecision::GiveUp(reason) => {
-                job.status = JobStatus::Failed(reason.clone());
                 let next_attempt = job.attempt + 1;
+                self.end_job(JobStatus::Failed(reason.clone()));
                 self.trace(TraceEvent::JobFailed { reason });
                 self.cancel_attempts_before(next_attempt);
             }
@@ -381,7 +457,8 @@ impl JobMaster {
                 job.executions.clear();
                 job.slot_users.clear();
                 job.waiting_for_slots_since = None;
-                let attempt = job.attempt;
+                let (attempt, job_id) = (job.attempt, job.spec.job_id.clone());
+                self.persist_attempt(&job_id, attempt);
                 self.slot_pool.release_all();
                 self.trace(TraceEvent::JobRestarting { attempt, delay_ms: delay.as_millis() as u64, cause });
                 self.cancel_attempts_before(attempt);
@@ -430,9 +507,17 @@ impl JobMaster {
                 "not enough slots: a pipelined region of job {} needs {needed} slots at once, but the cluster has {total_slots} ({task_managers} TaskManagers)",
                 job.spec.job_id
             );
-            job.status = JobStatus::Failed(reason.clone());
+            self.end_job(JobStatus::Failed(reason.clone()));
             self.trace(TraceEvent::JobFailed { reason });
         }
+    }
+
+    /// Records a job's final status, durably first.
+    fn end_job(&mut self, status: JobStatus) {
+        let job = self.job.as_ref().expect("ending needs a job");
+        assert!(status.is_terminal(), "internal: {status:?} is not a final status");
+        self.persist_result(&job.spec.job_id, &status);
+        self.job.as_mut().expect("checked").status = status;
     }
 
     fn deploy_region(&mut self, region: RegionId, slots: Vec<SlotId>) {

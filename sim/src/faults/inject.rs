@@ -1,0 +1,120 @@
+//! Carries out a fault schedule against a running cluster.
+//!
+//! One harness task per fault waits for its trigger, records `FaultInjected`, applies the fault,
+//! and, when the fault has a duration, undoes it and records `FaultHealed`. The trace is thus the
+//! realized schedule: which faults fired, and when. A fault whose trigger never comes (the vertex
+//! never reached that state, say) never fires.
+//!
+//! Overlapping network faults of the same kind share one setting: the first to heal restores
+//! the baseline for both.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_engine::runtime::trace::TraceEvent;
+
+use super::model::{Fault, FaultKind, TaskStateTrigger, Trigger};
+use crate::cluster::Cluster;
+use crate::trace::TraceRecord;
+
+/// How long a slow node runs between pauses.
+const SLOW_SLICE: Duration = Duration::from_millis(5);
+
+/// Starts one harness task per fault; trigger times count from now.
+pub fn inject(cluster: &Arc<Cluster>, schedule: &[Fault]) {
+    for (index, fault) in schedule.iter().cloned().enumerate() {
+        let cluster = Arc::clone(cluster);
+        madsim::task::spawn(async move {
+            wait_for_trigger(&cluster, &fault.trigger).await;
+            let kind = fault.kind.name().to_string();
+            let detail = fault.kind.to_string();
+            cluster
+                .trace()
+                .record("harness", TraceEvent::FaultInjected { index, kind: kind.clone(), detail: detail.clone() });
+            if apply(&cluster, &fault.kind).await {
+                cluster.trace().record("harness", TraceEvent::FaultHealed { index, kind, detail });
+            }
+        });
+    }
+}
+
+fn task_event_matches(record: &TraceRecord, vertex: u32, subtask: Option<u32>, state: TaskStateTrigger) -> bool {
+    let (event_vertex, event_subtask) = match (&record.event, state) {
+        (TraceEvent::TaskDeployed { vertex, subtask, .. }, TaskStateTrigger::Deployed)
+        | (TraceEvent::TaskRunning { vertex, subtask, .. }, TaskStateTrigger::Running)
+        | (TraceEvent::TaskFinished { vertex, subtask, .. }, TaskStateTrigger::Finished) => (*vertex, *subtask),
+        _ => return false,
+    };
+    event_vertex == vertex && subtask.is_none_or(|wanted| wanted == event_subtask)
+}
+
+async fn wait_for_trigger(cluster: &Cluster, trigger: &Trigger) {
+    match trigger {
+        Trigger::At(time) => madsim::time::sleep(*time).await,
+        Trigger::Task { vertex, subtask, state } => {
+            cluster.trace().wait_for(|record| task_event_matches(record, *vertex, *subtask, *state)).await
+        }
+        Trigger::RecordsCommitted(threshold) => {
+            let mut committed = 0;
+            cluster
+                .trace()
+                .wait_for(|record| {
+                    if let TraceEvent::TransactionCommitted { rows, .. } = record.event {
+                        committed += rows;
+                    }
+                    committed >= *threshold
+                })
+                .await
+        }
+    }
+}
+
+/// Applies a fault; returns true once a fault with a duration has healed.
+async fn apply(cluster: &Cluster, kind: &FaultKind) -> bool {
+    match kind {
+        FaultKind::Kill { node, restart_after } => {
+            cluster.kill(node);
+            let Some(delay) = restart_after else { return false };
+            madsim::time::sleep(*delay).await;
+            cluster.restart(node);
+        }
+        FaultKind::Partition { sides, one_way, duration } => {
+            cluster.partition(&sides[0], &sides[1], *one_way, true);
+            madsim::time::sleep(*duration).await;
+            cluster.partition(&sides[0], &sides[1], *one_way, false);
+        }
+        FaultKind::PacketLoss { percent, duration } => {
+            cluster.set_packet_loss(f64::from(*percent) / 100.0);
+            madsim::time::sleep(*duration).await;
+            cluster.restore_network();
+        }
+        FaultKind::Latency { min, max, duration } => {
+            cluster.set_latency(*min, *max);
+            madsim::time::sleep(*duration).await;
+            cluster.restore_network();
+        }
+        FaultKind::Slow { node, factor, duration } => {
+            let end = madsim::time::Instant::now() + *duration;
+            while madsim::time::Instant::now() < end {
+                cluster.pause(node);
+                madsim::time::sleep(SLOW_SLICE * (factor - 1)).await;
+                cluster.resume(node);
+                madsim::time::sleep(SLOW_SLICE).await;
+            }
+        }
+        FaultKind::StoreUnavailable { duration } => {
+            cluster.store().lock().expect("store lock").faults.unavailable = true;
+            madsim::time::sleep(*duration).await;
+            cluster.store().lock().expect("store lock").faults.unavailable = false;
+        }
+        FaultKind::CommitFails { count } => {
+            cluster.store().lock().expect("store lock").faults.failing_commits += count;
+            return false;
+        }
+        FaultKind::CommitReplyLost { count } => {
+            cluster.store().lock().expect("store lock").faults.lost_commit_replies += count;
+            return false;
+        }
+    }
+    true
+}

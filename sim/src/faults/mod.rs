@@ -1,0 +1,21 @@
+//! Fault schedules: faults as data, decided before the run, each a trigger and a kind.
+//!
+//! - [`model`]: [`Fault`], [`Trigger`], [`FaultKind`] and their YAML form. `FaultKind` is the
+//!   one place to add a kind of fault.
+//! - [`random`]: swarm-style random schedules from a seed: each seed first picks which kinds
+//!   are enabled, then draws the faults, each from its own stream.
+//! - [`inject`]: carries a schedule out against a running cluster and records in the trace
+//!   what fired and when (the realized schedule), and when each fault healed.
+//!
+//! Every fault is within the contract the engine claims to survive, provided the cluster can
+//! still hold the job and the restart strategy allows the restarts: crashes of processes
+//! (memory lost, synced disk kept), lost and delayed messages, partitions, slow nodes, and an
+//! external store that is unavailable or fails or loses commit replies. What the engine does
+//! not promise to survive is classified as expected-unrecoverable by [`crate::check`].
+
+pub mod inject;
+pub mod model;
+pub mod random;
+
+pub use model::{Fault, FaultKind, TaskStateTrigger, Trigger};
+pub use random::RandomFaults;

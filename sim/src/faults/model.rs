@@ -1,0 +1,479 @@
+//! [`Fault`] = [`Trigger`] + [`FaultKind`], and their YAML form.
+//!
+//! ```yaml
+//! faults:
+//!   - at: 150ms                       # trigger: simulated time after submission
+//!     kill: tm-1                      # kind
+//!     restart_after: 500ms
+//!   - when: { vertex: 1, state: finished }     # trigger: any subtask of v1 (or `subtask: N`)
+//!     partition: { between: [[jm], [tm-0, tm-2]], for: 800ms, one_way: false }
+//!   - after_committed: 5000           # trigger: rows committed so far
+//!     commit_reply_lost: 2
+//! ```
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sluice_engine::duration::format_duration;
+
+/// One fault: when it fires and what it does.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "FaultSpec", into = "FaultSpec")]
+pub struct Fault {
+    /// When it fires.
+    pub trigger: Trigger,
+    /// What it does.
+    pub kind: FaultKind,
+}
+
+/// When a fault fires.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// At a simulated time after the job's submission.
+    At(Duration),
+    /// When a subtask of a vertex (a given one, or any) first reaches a state.
+    Task {
+        /// The job vertex, by index.
+        vertex: u32,
+        /// The subtask, or any.
+        subtask: Option<u32>,
+        /// The state.
+        state: TaskStateTrigger,
+    },
+    /// Once the store has committed at least this many rows.
+    RecordsCommitted(u64),
+}
+
+/// A task state a trigger waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskStateTrigger {
+    /// The JobMaster sent it to a slot.
+    Deployed,
+    /// Its TaskManager started it.
+    Running,
+    /// It finished.
+    Finished,
+}
+
+/// What a fault does. The one place to add a kind: give it a name, a YAML form, an effect
+/// duration, an injector arm and (if random schedules should draw it) a generator arm.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// Kill a node's process (a TaskManager's disk loses unsynced bytes), maybe restart it.
+    Kill {
+        /// `jm`, `tm-N`, `log` or `txn-store`.
+        node: String,
+        /// Restart after this long; never if `None`.
+        restart_after: Option<Duration>,
+    },
+    /// Drop every message between two sets of nodes for a while.
+    Partition {
+        /// The two sides.
+        sides: [Vec<String>; 2],
+        /// Only messages from the first side to the second are dropped.
+        one_way: bool,
+        /// How long.
+        duration: Duration,
+    },
+    /// Drop this percentage of all messages for a while.
+    PacketLoss {
+        /// 1 to 100.
+        percent: u32,
+        /// How long.
+        duration: Duration,
+    },
+    /// Every message takes between `min` and `max` for a while.
+    Latency {
+        /// Least latency.
+        min: Duration,
+        /// Most latency.
+        max: Duration,
+        /// How long.
+        duration: Duration,
+    },
+    /// A node gets only `1/factor` of the time for a while: it is paused the rest.
+    Slow {
+        /// The node.
+        node: String,
+        /// At least 2.
+        factor: u32,
+        /// How long.
+        duration: Duration,
+    },
+    /// The transactional store refuses every request for a while.
+    StoreUnavailable {
+        /// How long.
+        duration: Duration,
+    },
+    /// The store fails the next `count` commit requests without applying them.
+    CommitFails {
+        /// How many.
+        count: u32,
+    },
+    /// The store applies the next `count` commits but never answers them (an ambiguous commit).
+    CommitReplyLost {
+        /// How many.
+        count: u32,
+    },
+}
+
+/// The names of the kinds, as random schedules and sweep summaries use them.
+pub const KIND_NAMES: &[&str] = &[
+    "tm-crash",
+    "jm-crash",
+    "external-crash",
+    "partition",
+    "packet-loss",
+    "latency",
+    "slow-node",
+    "store-unavailable",
+    "commit-fails",
+    "commit-reply-lost",
+];
+
+impl FaultKind {
+    /// The kind's name (see [`KIND_NAMES`]).
+    pub fn name(&self) -> &'static str {
+        match self {
+            FaultKind::Kill { node, .. } if node.starts_with("tm-") => "tm-crash",
+            FaultKind::Kill { node, .. } if node == "jm" => "jm-crash",
+            FaultKind::Kill { .. } => "external-crash",
+            FaultKind::Partition { .. } => "partition",
+            FaultKind::PacketLoss { .. } => "packet-loss",
+            FaultKind::Latency { .. } => "latency",
+            FaultKind::Slow { .. } => "slow-node",
+            FaultKind::StoreUnavailable { .. } => "store-unavailable",
+            FaultKind::CommitFails { .. } => "commit-fails",
+            FaultKind::CommitReplyLost { .. } => "commit-reply-lost",
+        }
+    }
+
+    /// How long after it fires the fault heals; `None` for instant faults, and for a kill
+    /// without restart (which never heals).
+    pub fn effect_duration(&self) -> Option<Duration> {
+        match self {
+            FaultKind::Kill { restart_after, .. } => *restart_after,
+            FaultKind::Partition { duration, .. }
+            | FaultKind::PacketLoss { duration, .. }
+            | FaultKind::Latency { duration, .. }
+            | FaultKind::Slow { duration, .. }
+            | FaultKind::StoreUnavailable { duration } => Some(*duration),
+            FaultKind::CommitFails { .. } | FaultKind::CommitReplyLost { .. } => None,
+        }
+    }
+
+    /// The nodes it names.
+    pub fn nodes(&self) -> Vec<&str> {
+        match self {
+            FaultKind::Kill { node, .. } | FaultKind::Slow { node, .. } => vec![node.as_str()],
+            FaultKind::Partition { sides, .. } => sides.iter().flatten().map(String::as_str).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let duration = |duration: &Duration| format_duration(*duration);
+        match self {
+            FaultKind::Kill { node, restart_after: Some(delay) } => {
+                write!(f, "kill {node} (restart after {})", duration(delay))
+            }
+            FaultKind::Kill { node, restart_after: None } => write!(f, "kill {node} (no restart)"),
+            FaultKind::Partition { sides, one_way, duration: length } => write!(
+                f,
+                "partition [{}] {} [{}] for {}",
+                sides[0].join(", "),
+                if *one_way { "-/->" } else { "<-/->" },
+                sides[1].join(", "),
+                duration(length)
+            ),
+            FaultKind::PacketLoss { percent, duration: length } => {
+                write!(f, "lose {percent}% of messages for {}", duration(length))
+            }
+            FaultKind::Latency { min, max, duration: length } => {
+                write!(f, "latency {}..{} for {}", duration(min), duration(max), duration(length))
+            }
+            FaultKind::Slow { node, factor, duration: length } => {
+                write!(f, "slow {node} {factor}x for {}", duration(length))
+            }
+            FaultKind::StoreUnavailable { duration: length } => {
+                write!(f, "txn-store unavailable for {}", duration(length))
+            }
+            FaultKind::CommitFails { count } => write!(f, "fail the next {count} commits"),
+            FaultKind::CommitReplyLost { count } => write!(f, "lose the replies of the next {count} commits"),
+        }
+    }
+}
+
+impl fmt::Display for Trigger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Trigger::At(time) => write!(f, "at {}", format_duration(*time)),
+            Trigger::Task { vertex, subtask: Some(subtask), state } => {
+                write!(f, "when v{vertex}[{subtask}] is {state:?}")
+            }
+            Trigger::Task { vertex, subtask: None, state } => write!(f, "when a subtask of v{vertex} is {state:?}"),
+            Trigger::RecordsCommitted(rows) => write!(f, "after {rows} rows committed"),
+        }
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.trigger, self.kind)
+    }
+}
+
+/// The YAML form: one trigger key and one kind key per fault.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FaultSpec {
+    #[serde(default, with = "sluice_engine::duration::optional_text", skip_serializing_if = "Option::is_none")]
+    at: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    when: Option<TaskTriggerSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    after_committed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kill: Option<String>,
+    #[serde(default, with = "sluice_engine::duration::optional_text", skip_serializing_if = "Option::is_none")]
+    restart_after: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    partition: Option<PartitionSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    packet_loss: Option<PacketLossSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    latency: Option<LatencySpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    slow: Option<SlowSpec>,
+    #[serde(default, with = "sluice_engine::duration::optional_text", skip_serializing_if = "Option::is_none")]
+    store_unavailable: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    commit_fails: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    commit_reply_lost: Option<u32>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskTriggerSpec {
+    vertex: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    subtask: Option<u32>,
+    state: TaskStateTrigger,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PartitionSpec {
+    between: Vec<Vec<String>>,
+    #[serde(default)]
+    one_way: bool,
+    #[serde(rename = "for", with = "sluice_engine::duration::text")]
+    duration: Duration,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PacketLossSpec {
+    percent: u32,
+    #[serde(rename = "for", with = "sluice_engine::duration::text")]
+    duration: Duration,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LatencySpec {
+    #[serde(with = "sluice_engine::duration::text")]
+    min: Duration,
+    #[serde(with = "sluice_engine::duration::text")]
+    max: Duration,
+    #[serde(rename = "for", with = "sluice_engine::duration::text")]
+    duration: Duration,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SlowSpec {
+    node: String,
+    factor: u32,
+    #[serde(rename = "for", with = "sluice_engine::duration::text")]
+    duration: Duration,
+}
+
+const TRIGGER_KEYS: &str = "`at`, `when` or `after_committed`";
+const KIND_KEYS: &str =
+    "`kill`, `partition`, `packet_loss`, `latency`, `slow`, `store_unavailable`, `commit_fails` or `commit_reply_lost`";
+
+fn trigger_of(spec: &FaultSpec) -> Result<Trigger, String> {
+    let mut triggers = Vec::new();
+    if let Some(at) = spec.at {
+        triggers.push(Trigger::At(at));
+    }
+    if let Some(when) = &spec.when {
+        triggers.push(Trigger::Task { vertex: when.vertex, subtask: when.subtask, state: when.state });
+    }
+    if let Some(rows) = spec.after_committed {
+        triggers.push(Trigger::RecordsCommitted(rows));
+    }
+    match triggers.len() {
+        1 => Ok(triggers.remove(0)),
+        0 => Err(format!("a fault needs a trigger: {TRIGGER_KEYS}")),
+        _ => Err(format!("a fault has exactly one trigger, this one has {}: {TRIGGER_KEYS}", triggers.len())),
+    }
+}
+
+fn positive(value: u32, what: &str) -> Result<u32, String> {
+    if value == 0 { Err(format!("`{what}` must be at least 1")) } else { Ok(value) }
+}
+
+fn kind_of(spec: FaultSpec) -> Result<FaultKind, String> {
+    let mut kinds = Vec::new();
+    if let Some(node) = spec.kill {
+        kinds.push(FaultKind::Kill { node, restart_after: spec.restart_after });
+    } else if spec.restart_after.is_some() {
+        return Err("`restart_after` belongs to a `kill` fault".to_string());
+    }
+    if let Some(partition) = spec.partition {
+        let sides: [Vec<String>; 2] = partition
+            .between
+            .try_into()
+            .map_err(|_| "`partition.between` lists exactly two sets of nodes".to_string())?;
+        if sides.iter().any(Vec::is_empty) {
+            return Err("each side of `partition.between` names at least one node".to_string());
+        }
+        kinds.push(FaultKind::Partition { sides, one_way: partition.one_way, duration: partition.duration });
+    }
+    if let Some(loss) = spec.packet_loss {
+        if !(1..=100).contains(&loss.percent) {
+            return Err(format!("`packet_loss.percent` is 1 to 100, not {}", loss.percent));
+        }
+        kinds.push(FaultKind::PacketLoss { percent: loss.percent, duration: loss.duration });
+    }
+    if let Some(latency) = spec.latency {
+        if latency.min > latency.max || latency.min.is_zero() {
+            return Err("`latency` needs 0 < min <= max".to_string());
+        }
+        kinds.push(FaultKind::Latency { min: latency.min, max: latency.max, duration: latency.duration });
+    }
+    if let Some(slow) = spec.slow {
+        if slow.factor < 2 {
+            return Err(format!("`slow.factor` is at least 2, not {}", slow.factor));
+        }
+        kinds.push(FaultKind::Slow { node: slow.node, factor: slow.factor, duration: slow.duration });
+    }
+    if let Some(duration) = spec.store_unavailable {
+        kinds.push(FaultKind::StoreUnavailable { duration });
+    }
+    if let Some(count) = spec.commit_fails {
+        kinds.push(FaultKind::CommitFails { count: positive(count, "commit_fails")? });
+    }
+    if let Some(count) = spec.commit_reply_lost {
+        kinds.push(FaultKind::CommitReplyLost { count: positive(count, "commit_reply_lost")? });
+    }
+    match kinds.len() {
+        1 => Ok(kinds.remove(0)),
+        0 => Err(format!("a fault needs a kind: {KIND_KEYS}")),
+        _ => Err(format!("a fault has exactly one kind, this one has {}: {KIND_KEYS}", kinds.len())),
+    }
+}
+
+impl TryFrom<FaultSpec> for Fault {
+    type Error = String;
+
+    fn try_from(spec: FaultSpec) -> Result<Fault, String> {
+        let trigger = trigger_of(&spec)?;
+        Ok(Fault { trigger, kind: kind_of(spec)? })
+    }
+}
+
+impl From<Fault> for FaultSpec {
+    fn from(fault: Fault) -> FaultSpec {
+        let mut spec = FaultSpec::default();
+        match fault.trigger {
+            Trigger::At(at) => spec.at = Some(at),
+            Trigger::Task { vertex, subtask, state } => spec.when = Some(TaskTriggerSpec { vertex, subtask, state }),
+            Trigger::RecordsCommitted(rows) => spec.after_committed = Some(rows),
+        }
+        match fault.kind {
+            FaultKind::Kill { node, restart_after } => {
+                spec.kill = Some(node);
+                spec.restart_after = restart_after;
+            }
+            FaultKind::Partition { sides, one_way, duration } => {
+                spec.partition = Some(PartitionSpec { between: sides.to_vec(), one_way, duration });
+            }
+            FaultKind::PacketLoss { percent, duration } => {
+                spec.packet_loss = Some(PacketLossSpec { percent, duration })
+            }
+            FaultKind::Latency { min, max, duration } => spec.latency = Some(LatencySpec { min, max, duration }),
+            FaultKind::Slow { node, factor, duration } => spec.slow = Some(SlowSpec { node, factor, duration }),
+            FaultKind::StoreUnavailable { duration } => spec.store_unavailable = Some(duration),
+            FaultKind::CommitFails { count } => spec.commit_fails = Some(count),
+            FaultKind::CommitReplyLost { count } => spec.commit_reply_lost = Some(count),
+        }
+        spec
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(yaml: &str) -> Result<Fault, String> {
+        serde_yaml::from_str::<Fault>(yaml).map_err(|error| error.to_string())
+    }
+
+    #[test]
+    fn every_kind_round_trips_through_yaml() {
+        let faults = [
+            "at: 150ms\nkill: tm-1\nrestart_after: 500ms\n",
+            "when:\n  vertex: 1\n  state: finished\nkill: jm\n",
+            "when:\n  vertex: 0\n  subtask: 1\n  state: running\npartition:\n  between:\n  - - jm\n  - - tm-0\n    - tm-1\n  one_way: true\n  for: 800ms\n",
+            "at: 1s\npacket_loss:\n  percent: 10\n  for: 2s\n",
+            "at: 1s\nlatency:\n  min: 50ms\n  max: 200ms\n  for: 500ms\n",
+            "at: 1s\nslow:\n  node: tm-0\n  factor: 4\n  for: 2s\n",
+            "after_committed: 5000\nstore_unavailable: 1s\n",
+            "at: 0ms\ncommit_fails: 3\n",
+            "at: 0ms\ncommit_reply_lost: 2\n",
+        ];
+        let mut names = Vec::new();
+        for yaml in faults {
+            let fault = parse(yaml).unwrap_or_else(|error| panic!("{yaml}: {error}"));
+            assert_eq!(serde_yaml::to_string(&fault).unwrap(), yaml);
+            names.push(fault.kind.name());
+        }
+        assert_eq!(names.len(), 9);
+    }
+
+    #[test]
+    fn a_fault_needs_one_trigger_and_one_kind() {
+        assert!(parse("kill: tm-1\n").unwrap_err().contains("needs a trigger"));
+        assert!(parse("at: 1s\n").unwrap_err().contains("needs a kind"));
+        assert!(parse("at: 1s\nafter_committed: 4\nkill: tm-0\n").unwrap_err().contains("exactly one trigger"));
+        assert!(parse("at: 1s\nkill: tm-0\ncommit_fails: 1\n").unwrap_err().contains("exactly one kind"));
+        assert!(parse("at: 1s\nrestart_after: 1s\ncommit_fails: 1\n").unwrap_err().contains("belongs to a `kill`"));
+        assert!(parse("at: 1s\npacket_loss: { percent: 0, for: 1s }\n").unwrap_err().contains("1 to 100"));
+        assert!(parse("at: 1s\nslow: { node: tm-0, factor: 1, for: 1s }\n").unwrap_err().contains("at least 2"));
+        assert!(parse("at: 1s\npartition: { between: [[jm]], for: 1s }\n").unwrap_err().contains("exactly two"));
+        assert!(parse("at: 1s\nkil: tm-0\n").unwrap_err().contains("unknown field `kil`"));
+    }
+
+    #[test]
+    fn kinds_have_names_durations_and_nodes() {
+        let kill = FaultKind::Kill { node: "jm".into(), restart_after: None };
+        assert_eq!(kill.name(), "jm-crash");
+        assert_eq!(kill.effect_duration(), None);
+        let partition = FaultKind::Partition {
+            sides: [vec!["jm".into()], vec!["tm-0".into()]],
+            one_way: false,
+            duration: Duration::from_secs(1),
+        };
+        assert_eq!(partition.nodes(), vec!["jm", "tm-0"]);
+        assert_eq!(partition.to_string(), "partition [jm] <-/-> [tm-0] for 1s");
+        assert!(KIND_NAMES.contains(&partition.name()));
+    }
+}

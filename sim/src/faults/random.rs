@@ -1,0 +1,228 @@
+//! Random fault schedules, swarm style (Groce et al.; TigerBeetle's `options_swarm`).
+//!
+//! Each seed first decides which kinds are enabled (each with probability one half, at least
+//! one), then draws every fault from a stream of its own (`faults/<i>`), so that a schedule of
+//! `count - 1` faults is the first `count - 1` faults of the schedule of `count`, and the
+//! workload's stream is never touched. Parameters stay within what the engine should survive:
+//! killed JobMasters always come back, and a TaskManager stays dead only if the others can
+//! still hold the job.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sluice_engine::prng::{Prng, Ratio};
+
+use super::model::{Fault, FaultKind, KIND_NAMES, TaskStateTrigger, Trigger};
+
+/// A scenario's `random_faults`: how many faults, of which kinds, within which window.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RandomFaults {
+    /// Faults per seed.
+    pub count: u32,
+    /// The kinds a seed may enable (see `KIND_NAMES`); all but `external-crash` if unset.
+    #[serde(default = "default_kinds")]
+    pub kinds: Vec<String>,
+    /// Time-triggered faults fire within this long after submission.
+    #[serde(default = "default_window", with = "sluice_engine::duration::text")]
+    pub window: Duration,
+}
+
+fn default_kinds() -> Vec<String> {
+    KIND_NAMES.iter().filter(|name| **name != "external-crash").map(|name| name.to_string()).collect()
+}
+
+fn default_window() -> Duration {
+    Duration::from_secs(2)
+}
+
+/// What the generator needs to know about the cluster and the job.
+#[derive(Clone, Debug)]
+pub struct Topology {
+    /// TaskManagers.
+    pub task_managers: u32,
+    /// Slots each.
+    pub slots_per_task_manager: u32,
+    /// Slots the job needs at once.
+    pub slots_needed: u32,
+    /// Job vertices.
+    pub vertices: u32,
+}
+
+impl RandomFaults {
+    /// Checks the kind names.
+    pub fn validate(&self) -> Result<(), String> {
+        for kind in &self.kinds {
+            if !KIND_NAMES.contains(&kind.as_str()) {
+                return Err(format!("unknown fault kind `{kind}`; kinds: {}", KIND_NAMES.join(", ")));
+            }
+        }
+        if self.kinds.is_empty() && self.count > 0 {
+            return Err("`kinds` lists no kind to draw faults from".to_string());
+        }
+        Ok(())
+    }
+
+    /// The kinds a seed enables: each with probability one half, at least one.
+    pub fn enabled_kinds(&self, seed: u64) -> Vec<String> {
+        let mut prng = Prng::fork(seed, "faults/swarm");
+        let mut enabled: Vec<String> = self.kinds.iter().filter(|_| prng.chance(Ratio::new(1, 2))).cloned().collect();
+        if enabled.is_empty() && !self.kinds.is_empty() {
+            enabled.push(prng.pick(&self.kinds).clone());
+        }
+        enabled
+    }
+
+    /// The schedule of one seed.
+    pub fn generate(&self, seed: u64, topology: &Topology) -> Vec<Fault> {
+        let enabled = self.enabled_kinds(seed);
+        if enabled.is_empty() {
+            return Vec::new();
+        }
+        let mut permanent_losses = 0;
+        (0..self.count)
+            .map(|index| {
+                let mut prng = Prng::fork(seed, &format!("faults/{index}"));
+                let kind_name = prng.pick(&enabled).clone();
+                let trigger = self.trigger(&mut prng, topology);
+                let kind = draw_kind(&mut prng, &kind_name, topology, &mut permanent_losses);
+                Fault { trigger, kind }
+            })
+            .collect()
+    }
+
+    fn trigger(&self, prng: &mut Prng, topology: &Topology) -> Trigger {
+        match prng.below(10) {
+            0..=6 => Trigger::At(duration_between(prng, Duration::ZERO, self.window)),
+            7 | 8 => Trigger::Task {
+                vertex: prng.below(u64::from(topology.vertices.max(1))) as u32,
+                subtask: None,
+                state: *prng.pick(&[TaskStateTrigger::Deployed, TaskStateTrigger::Running, TaskStateTrigger::Finished]),
+            },
+            _ => Trigger::RecordsCommitted(prng.range_inclusive(1, 1000)),
+        }
+    }
+}
+
+fn duration_between(prng: &mut Prng, low: Duration, high: Duration) -> Duration {
+    let micros = prng.range_inclusive(low.as_micros() as u64, high.as_micros().max(low.as_micros()) as u64);
+    // Whole milliseconds keep replay files readable.
+    Duration::from_millis(micros / 1000)
+}
+
+fn millis(prng: &mut Prng, low: u64, high: u64) -> Duration {
+    Duration::from_millis(prng.range_inclusive(low, high))
+}
+
+fn task_manager(prng: &mut Prng, topology: &Topology) -> String {
+    format!("tm-{}", prng.below(u64::from(topology.task_managers)))
+}
+
+fn all_nodes(topology: &Topology) -> Vec<String> {
+    let mut nodes = vec!["jm".to_string(), "log".to_string(), "txn-store".to_string()];
+    nodes.extend((0..topology.task_managers).map(|index| format!("tm-{index}")));
+    nodes
+}
+
+fn draw_kind(prng: &mut Prng, name: &str, topology: &Topology, permanent_losses: &mut u32) -> FaultKind {
+    match name {
+        "tm-crash" => {
+            let node = task_manager(prng, topology);
+            // Counted conservatively: the same TaskManager killed twice counts twice.
+            let spare = topology.task_managers.saturating_sub(*permanent_losses + 1) * topology.slots_per_task_manager;
+            let stays_dead = prng.chance(Ratio::new(1, 5)) && spare >= topology.slots_needed;
+            if stays_dead {
+                *permanent_losses += 1;
+            }
+            FaultKind::Kill { node, restart_after: (!stays_dead).then(|| millis(prng, 50, 2000)) }
+        }
+        "jm-crash" => FaultKind::Kill { node: "jm".to_string(), restart_after: Some(millis(prng, 50, 2000)) },
+        "external-crash" => FaultKind::Kill {
+            node: prng.pick(&["log".to_string(), "txn-store".to_string()]).clone(),
+            restart_after: Some(millis(prng, 50, 1000)),
+        },
+        "partition" => {
+            let mut nodes = all_nodes(topology);
+            let first = nodes.remove(prng.below(nodes.len() as u64) as usize);
+            let mut second: Vec<String> = nodes.iter().filter(|_| prng.chance(Ratio::new(1, 2))).cloned().collect();
+            if second.is_empty() {
+                second.push(prng.pick(&nodes).clone());
+            }
+            FaultKind::Partition {
+                sides: [vec![first], second],
+                one_way: prng.chance(Ratio::new(3, 10)),
+                duration: millis(prng, 100, 2000),
+            }
+        }
+        "packet-loss" => {
+            FaultKind::PacketLoss { percent: prng.range_inclusive(1, 30) as u32, duration: millis(prng, 100, 2000) }
+        }
+        "latency" => {
+            let min = millis(prng, 1, 50);
+            let max = min + millis(prng, 0, 200);
+            FaultKind::Latency { min, max, duration: millis(prng, 100, 2000) }
+        }
+        "slow-node" => {
+            let node = if prng.chance(Ratio::new(1, 5)) { "jm".to_string() } else { task_manager(prng, topology) };
+            FaultKind::Slow { node, factor: prng.range_inclusive(2, 10) as u32, duration: millis(prng, 100, 3000) }
+        }
+        "store-unavailable" => FaultKind::StoreUnavailable { duration: millis(prng, 100, 3000) },
+        "commit-fails" => FaultKind::CommitFails { count: prng.range_inclusive(1, 5) as u32 },
+        "commit-reply-lost" => FaultKind::CommitReplyLost { count: prng.range_inclusive(1, 3) as u32 },
+        other => panic!("internal: fault kind `{other}` was validated but has no generator"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topology() -> Topology {
+        Topology { task_managers: 3, slots_per_task_manager: 2, slots_needed: 2, vertices: 2 }
+    }
+
+    fn spec(count: u32) -> RandomFaults {
+        RandomFaults { count, kinds: default_kinds(), window: default_window() }
+    }
+
+    #[test]
+    fn a_schedule_is_a_function_of_the_seed_and_prefixes_are_stable() {
+        let ten = spec(10).generate(7, &topology());
+        assert_eq!(ten, spec(10).generate(7, &topology()));
+        assert_eq!(spec(4).generate(7, &topology()), ten[..4].to_vec());
+        assert_ne!(ten, spec(10).generate(8, &topology()));
+    }
+
+    #[test]
+    fn swarm_enables_a_varying_non_empty_subset_and_draws_only_from_it() {
+        let mut subsets = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            let enabled = spec(0).enabled_kinds(seed);
+            assert!(!enabled.is_empty());
+            for fault in spec(8).generate(seed, &topology()) {
+                assert!(enabled.iter().any(|name| name == fault.kind.name()), "seed {seed}: {fault}");
+            }
+            subsets.insert(enabled);
+        }
+        assert!(subsets.len() > 50, "swarm testing needs varied mixes, got {}", subsets.len());
+    }
+
+    #[test]
+    fn job_masters_always_return_and_task_managers_stay_dead_only_with_room() {
+        let tight = Topology { task_managers: 2, slots_per_task_manager: 1, slots_needed: 2, vertices: 2 };
+        for seed in 0..300 {
+            for fault in spec(6).generate(seed, &tight) {
+                if let FaultKind::Kill { restart_after, .. } = fault.kind {
+                    assert!(restart_after.is_some(), "seed {seed}: {fault} leaves too few slots");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_kinds_are_rejected() {
+        let mut bad = spec(1);
+        bad.kinds.push("meteor".to_string());
+        assert!(bad.validate().unwrap_err().contains("meteor"));
+    }
+}

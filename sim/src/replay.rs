@@ -1,0 +1,89 @@
+//! Replay files: a failing seed written as a self-contained scenario.
+//!
+//! A replay file is an ordinary scenario with one seed, the modes that failed, the whole fault
+//! schedule of that seed written out as explicit faults (random faults resolved), and a
+//! `replay:` section recording the check that failed, the trace hashes, the faults that fired
+//! and the build's git revision. `sluice replay FILE` runs it again; on the same build it
+//! reproduces the failure with the same trace hash, and on a later build the explicit schedule
+//! still says what happened, even if the engine's timing changed.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use sluice_engine::graph::ExecutionMode;
+use sluice_engine::runtime::trace::TraceEvent;
+
+use crate::scenario::{ReplayInfo, Scenario};
+use crate::seed::SeedResult;
+
+/// The git revision this binary was built from (`+changes` if the tree was modified).
+pub const GIT_REVISION: &str = env!("SLUICE_GIT_REVISION");
+
+/// The replay scenario of a failed seed; see the module doc.
+pub fn replay_scenario(scenario: &Scenario, result: &SeedResult) -> Scenario {
+    let failures = result.failures();
+    let (_, first) = failures.first().expect("a replay file is written for a failed seed");
+    let mut modes: Vec<ExecutionMode> = if failures.iter().any(|(mode, _)| mode.is_none()) {
+        result.runs.iter().map(|(report, _)| report.mode).collect()
+    } else {
+        failures.iter().filter_map(|(mode, _)| *mode).collect()
+    };
+    modes.sort();
+    modes.dedup();
+    let runs: Vec<_> = result.runs.iter().filter(|(report, _)| modes.contains(&report.mode)).collect();
+    let trace_hashes: BTreeMap<String, String> =
+        runs.iter().map(|(report, _)| (report.mode.to_string(), format!("{:016x}", report.trace_hash))).collect();
+    let realized = runs
+        .first()
+        .map(|(report, _)| {
+            report
+                .trace
+                .iter()
+                .filter_map(|record| match &record.event {
+                    TraceEvent::FaultInjected { index, detail, .. } => {
+                        Some(format!("{:.6}s #{index} {detail}", record.time.as_secs_f64()))
+                    }
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let schedule = result.runs.first().map(|(report, _)| report.schedule.clone()).unwrap_or_default();
+    Scenario {
+        seeds: result.seed..result.seed + 1,
+        modes,
+        faults: schedule,
+        random_faults: None,
+        replay: Some(ReplayInfo {
+            seed: result.seed,
+            check: first.check.to_string(),
+            detail: first.detail.clone(),
+            trace_hashes,
+            git_revision: GIT_REVISION.to_string(),
+            realized,
+        }),
+        ..scenario.clone()
+    }
+}
+
+/// The file a failed seed is written to: `<directory>/<scenario>-<seed>.yaml`.
+pub fn failure_path(directory: &Path, scenario: &Scenario, seed: u64) -> PathBuf {
+    directory.join(format!("{}-{seed}.yaml", scenario.name))
+}
+
+/// Writes a failed seed's replay file and returns its path.
+pub fn write_failure(directory: &Path, scenario: &Scenario, result: &SeedResult) -> io::Result<PathBuf> {
+    std::fs::create_dir_all(directory)?;
+    let path = failure_path(directory, scenario, result.seed);
+    let replay = replay_scenario(scenario, result);
+    let info = replay.replay.as_ref().expect("set above");
+    let header = format!(
+        "# Replay: cargo run --release -p sluice-sim -- replay {}\n# {} failed: {}\n",
+        path.display(),
+        info.check,
+        info.detail.lines().next().unwrap_or("")
+    );
+    std::fs::write(&path, header + &replay.to_yaml())?;
+    Ok(path)
+}

@@ -1,0 +1,90 @@
+//! One seed of a scenario in every mode, judged: the unit that `run`, `sweep`, `replay`,
+//! `shrink` and the test suite all work with.
+
+use sluice_engine::graph::ExecutionMode;
+
+use crate::check::{CheckFailure, Verdict, deterministic, judge, modes_agree};
+use crate::runner::{RunReport, run};
+use crate::scenario::Scenario;
+
+/// Whether to run a seed twice and compare traces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeterminismCheck {
+    /// Run once.
+    Off,
+    /// Run twice, compare trace hashes.
+    On,
+}
+
+/// A seed's runs and what was found.
+#[derive(Clone, Debug)]
+pub struct SeedResult {
+    /// The seed.
+    pub seed: u64,
+    /// Each mode's run and its verdict.
+    pub runs: Vec<(RunReport, Verdict)>,
+    /// `streaming == batch`, when both modes ran and passed.
+    pub agreement: Option<CheckFailure>,
+    /// Determinism failures, by mode.
+    pub determinism: Vec<(ExecutionMode, CheckFailure)>,
+}
+
+/// A seed's overall outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SeedOutcome {
+    /// Every run passed and the modes agreed.
+    Passed,
+    /// Some run was expected-unrecoverable, and nothing failed.
+    ExpectedUnrecoverable,
+    /// Something failed.
+    Failed,
+}
+
+impl SeedResult {
+    /// Every failure, with the mode it happened in (`None` for the cross-mode check).
+    pub fn failures(&self) -> Vec<(Option<ExecutionMode>, CheckFailure)> {
+        let mut failures: Vec<(Option<ExecutionMode>, CheckFailure)> = self
+            .runs
+            .iter()
+            .flat_map(|(report, verdict)| verdict.failures().iter().map(|failure| (Some(report.mode), failure.clone())))
+            .collect();
+        failures.extend(self.determinism.iter().map(|(mode, failure)| (Some(*mode), failure.clone())));
+        failures.extend(self.agreement.iter().map(|failure| (None, failure.clone())));
+        failures
+    }
+
+    /// The seed's outcome.
+    pub fn outcome(&self) -> SeedOutcome {
+        if !self.failures().is_empty() {
+            SeedOutcome::Failed
+        } else if self.runs.iter().any(|(_, verdict)| matches!(verdict, Verdict::ExpectedUnrecoverable(_))) {
+            SeedOutcome::ExpectedUnrecoverable
+        } else {
+            SeedOutcome::Passed
+        }
+    }
+}
+
+/// Runs and judges one seed in each of `modes`.
+pub fn run_seed(scenario: &Scenario, seed: u64, modes: &[ExecutionMode], determinism: DeterminismCheck) -> SeedResult {
+    let mut runs = Vec::new();
+    let mut determinism_failures = Vec::new();
+    for mode in modes {
+        let report = run(scenario, *mode, seed);
+        if determinism == DeterminismCheck::On
+            && let Err(failure) = deterministic(&report, &run(scenario, *mode, seed))
+        {
+            determinism_failures.push((*mode, failure));
+        }
+        let verdict = judge(&report, scenario);
+        runs.push((report, verdict));
+    }
+    let passed = |mode: ExecutionMode| {
+        runs.iter().find(|(report, verdict)| report.mode == mode && *verdict == Verdict::Pass).map(|(report, _)| report)
+    };
+    let agreement = match (passed(ExecutionMode::Streaming), passed(ExecutionMode::Batch)) {
+        (Some(streaming), Some(batch)) => modes_agree(streaming, batch).err(),
+        _ => None,
+    };
+    SeedResult { seed, runs, agreement, determinism: determinism_failures }
+}
