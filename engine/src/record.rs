@@ -211,6 +211,7 @@ pub struct TypeInfo {
     name: &'static str,
     encode: fn(&dyn Any, &mut Vec<u8>),
     decode: fn(&mut &[u8]) -> Result<Element, DecodeError>,
+    clone: fn(&dyn Any) -> Element,
 }
 
 fn encode_erased<T: Record>(element: &dyn Any, out: &mut Vec<u8>) {
@@ -224,10 +225,22 @@ fn decode_erased<T: Record>(input: &mut &[u8]) -> Result<Element, DecodeError> {
     Ok(Box::new(T::decode(input)?))
 }
 
+fn clone_erased<T: Record>(element: &dyn Any) -> Element {
+    let value = element.downcast_ref::<T>().unwrap_or_else(|| {
+        panic!("internal: element is not a {}: the graph's types are inconsistent", std::any::type_name::<T>())
+    });
+    Box::new(value.clone())
+}
+
 impl TypeInfo {
     /// The codec of `T`.
     pub fn of<T: Record>() -> TypeInfo {
-        TypeInfo { name: std::any::type_name::<T>(), encode: encode_erased::<T>, decode: decode_erased::<T> }
+        TypeInfo {
+            name: std::any::type_name::<T>(),
+            encode: encode_erased::<T>,
+            decode: decode_erased::<T>,
+            clone: clone_erased::<T>,
+        }
     }
     /// The Rust name of the type.
     pub fn name(&self) -> &'static str {
@@ -240,6 +253,10 @@ impl TypeInfo {
     /// Decodes one element of this type from the front of `input`.
     pub fn decode(&self, input: &mut &[u8]) -> Result<Element, DecodeError> {
         (self.decode)(input)
+    }
+    /// A copy of an element of this type (for an operator with several chained outputs).
+    pub fn clone_element(&self, element: &dyn Any) -> Element {
+        (self.clone)(element)
     }
 }
 

@@ -20,16 +20,17 @@
 //! the faults (plus the time it takes to notice them) were still going on. A job that keeps
 //! failing on a healed cluster is a failure.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use sluice_engine::catalog::ExpectedOutput;
+use sluice_engine::catalog::{ExpectedOutput, Updates};
 use sluice_engine::connectors::{Row, SinkKind};
 
 use sluice_engine::duration::format_duration;
 use sluice_engine::runtime::trace::TraceEvent;
 
-use crate::external::txn_store::CommittedView;
+use crate::external::txn_store::{CommittedView, TableView};
 use crate::runner::{RunOutcome, RunReport};
 use crate::scenario::Scenario;
 use crate::trace::first_difference;
@@ -115,29 +116,75 @@ fn compare(committed: &CommittedView, expected: &ExpectedOutput, complete: bool)
     if let Some(table) = committed.keys().find(|table| !expected.contains_key(*table)) {
         return failure(format!("table `{table}` was written but the job has no such sink"));
     }
+    let empty = TableView { kind: SinkKind::Append, log: Vec::new(), latest: BTreeMap::new() };
     for (table, expectation) in expected {
-        let empty = Vec::new();
-        let (kind, log) = committed.get(table).map_or((expectation.kind, &empty), |view| (view.kind, &view.log));
-        if kind != expectation.kind {
-            return failure(format!("table `{table}` is {kind:?} but the job writes it as {:?}", expectation.kind));
+        let view = committed.get(table).unwrap_or(&empty);
+        if committed.contains_key(table) && view.kind != expectation.kind {
+            return failure(format!("table `{table}` is {:?} but the job writes it as {:?}", view.kind, expectation.kind));
         }
-        let (mut missing, extra) = multiset_difference(&sorted(&expectation.rows), &sorted(log));
-        if !complete {
-            missing.clear();
-        }
-        if !missing.is_empty() || !extra.is_empty() {
-            let mut detail =
-                format!("table `{table}`: {} rows committed, {} expected", log.len(), expectation.rows.len());
-            if !missing.is_empty() {
-                detail.push_str(&format!("; lost: {}", describe(&missing)));
-            }
-            if !extra.is_empty() {
-                detail.push_str(&format!("; duplicated or unexpected: {}", describe(&extra)));
-            }
-            return failure(detail);
+        let problem = match &expectation.updates {
+            Updates::Exact => exact_difference(&expectation.rows, &view.log, complete),
+            Updates::CountPerKey(counts) => count_difference(&expectation.rows, counts, view, complete),
+        };
+        if let Some(problem) = problem {
+            return failure(format!("table `{table}`: {problem}"));
         }
     }
     Ok(())
+}
+
+/// Every committed row must be an expected one, as a multiset (and all of them, if complete).
+fn exact_difference(rows: &[Row], log: &[Row], complete: bool) -> Option<String> {
+    let (mut missing, extra) = multiset_difference(&sorted(rows), &sorted(log));
+    if !complete {
+        missing.clear();
+    }
+    if missing.is_empty() && extra.is_empty() {
+        return None;
+    }
+    let mut detail = format!("{} rows committed, {} expected", log.len(), rows.len());
+    if !missing.is_empty() {
+        detail.push_str(&format!("; lost: {}", describe(&missing)));
+    }
+    if !extra.is_empty() {
+        detail.push_str(&format!("; duplicated or unexpected: {}", describe(&extra)));
+    }
+    Some(detail)
+}
+
+/// Each key must get its number of updates (at most, if not complete) and end at its final row.
+fn count_difference(finals: &[Row], counts: &BTreeMap<String, u64>, view: &TableView, complete: bool) -> Option<String> {
+    let mut committed: BTreeMap<&str, u64> = BTreeMap::new();
+    for row in &view.log {
+        *committed.entry(row.key.as_str()).or_insert(0) += 1;
+    }
+    let mut problems = Vec::new();
+    for (key, got) in &committed {
+        let wanted = counts.get(*key).copied().unwrap_or(0);
+        if *got > wanted {
+            problems.push(format!("{key} updated {got} times, expected {wanted} (duplicated or unexpected)"));
+        }
+    }
+    if complete {
+        for (key, wanted) in counts {
+            let got = committed.get(key.as_str()).copied().unwrap_or(0);
+            if got < *wanted {
+                problems.push(format!("{key} updated {got} times, expected {wanted} (lost)"));
+            }
+        }
+        for row in finals {
+            if view.latest.get(&row.key) != Some(&row.value) {
+                problems.push(format!("{} ends at {:?}, expected {}", row.key, view.latest.get(&row.key), row.value));
+            }
+        }
+    }
+    if problems.is_empty() {
+        return None;
+    }
+    let more = problems.len().saturating_sub(WITNESSES);
+    problems.truncate(WITNESSES);
+    let suffix = if more > 0 { format!(" and {more} more") } else { String::new() };
+    Some(format!("{}{suffix}", problems.join("; ")))
 }
 
 /// How a run is judged.
@@ -341,7 +388,7 @@ mod tests {
     }
 
     fn expected(rows: Vec<Row>) -> ExpectedOutput {
-        BTreeMap::from([("t".to_string(), ExpectedTable { kind: SinkKind::Upsert, rows })])
+        BTreeMap::from([("t".to_string(), ExpectedTable { kind: SinkKind::Upsert, rows, updates: Updates::Exact })])
     }
 
     #[test]
@@ -365,6 +412,24 @@ mod tests {
         assert!(failure.detail.contains("lost: b=1 ×1"), "{}", failure.detail);
         let failure = exactly_once(&CommittedView::new(), &expected(vec![row("a", "1")])).unwrap_err();
         assert!(failure.detail.contains("lost: a=1"), "{}", failure.detail);
+    }
+
+    #[test]
+    fn counted_updates_catch_a_duplicate_and_a_wrong_final_value() {
+        let expected: ExpectedOutput = BTreeMap::from([(
+            "t".to_string(),
+            ExpectedTable {
+                kind: SinkKind::Upsert,
+                rows: vec![row("a", "30")],
+                updates: Updates::CountPerKey(BTreeMap::from([("a".to_string(), 2)])),
+            },
+        )]);
+        assert_eq!(exactly_once(&view(vec![row("a", "20"), row("a", "30")]), &expected), Ok(()));
+        let duplicated = exactly_once(&view(vec![row("a", "20"), row("a", "20"), row("a", "30")]), &expected);
+        assert!(duplicated.unwrap_err().detail.contains("updated 3 times, expected 2"));
+        let wrong = exactly_once(&view(vec![row("a", "10"), row("a", "20")]), &expected);
+        assert!(wrong.unwrap_err().detail.contains("a ends at Some(\"20\"), expected 30"));
+        assert_eq!(nothing_beyond_reference(&view(vec![row("a", "20")]), &expected), Ok(()));
     }
 
     #[test]

@@ -18,13 +18,14 @@ use sluice_engine::catalog::ExternalInput;
 use sluice_engine::connectors::{LOG_SYSTEM, TXN_STORE_SYSTEM};
 use sluice_engine::graph::ExternalSystems;
 use sluice_engine::runtime::jobmaster::{JobMasterConfig, run_job_master};
+use sluice_engine::runtime::resources::CostModel;
 use sluice_engine::runtime::taskmanager::{TaskManagerConfig, run_task_manager};
 use sluice_engine::shuffle::ShuffleConfig;
 use sluice_engine::storage::{MemoryStorage, Storage};
 
 use crate::external::log::run_log_server;
 use crate::external::txn_store::{TxnStoreState, run_txn_store};
-use crate::scenario::ClusterSpec;
+use crate::scenario::Scenario;
 use crate::trace::TraceLog;
 
 /// The JobMaster's address.
@@ -72,7 +73,9 @@ pub struct Cluster {
 
 impl Cluster {
     /// Starts every node; call inside the simulation.
-    pub fn start(spec: &ClusterSpec, shuffle: ShuffleConfig, input: Arc<ExternalInput>, trace: &TraceLog) -> Cluster {
+    pub fn start(scenario: &Scenario, shuffle: ShuffleConfig, input: Arc<ExternalInput>, trace: &TraceLog) -> Cluster {
+        let spec = &scenario.cluster;
+        let costs: Arc<dyn CostModel> = Arc::new(scenario.costs.clone());
         let handle = Handle::current();
         let timing = ClusterTiming::default();
         let external =
@@ -112,6 +115,8 @@ impl Cluster {
                 heartbeat_interval: timing.heartbeat_interval,
                 storage: Arc::new(disk.clone()) as Arc<dyn Storage>,
                 shuffle,
+                costs: Arc::clone(&costs),
+                cores: scenario.cores(),
                 tracer: trace.tracer_for(&name),
             };
             let node = handle

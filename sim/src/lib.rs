@@ -19,6 +19,7 @@
 pub mod check;
 pub mod cli;
 pub mod cluster;
+pub mod cost;
 pub mod external;
 pub mod faults;
 pub mod replay;

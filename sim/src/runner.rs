@@ -158,7 +158,7 @@ fn simulate(
     runtime.block_on(async move {
         let trace = TraceLog::start();
         let shuffle = ShuffleConfig { buffer_size: scenario.buffer_size, ..ShuffleConfig::default() };
-        let cluster = Arc::new(Cluster::start(&scenario.cluster, shuffle, input, &trace));
+        let cluster = Arc::new(Cluster::start(scenario, shuffle, input, &trace));
         let spec = JobSpec {
             job_id: scenario.name.clone(),
             job_name: scenario.job.clone(),
@@ -166,6 +166,7 @@ fn simulate(
             mode,
             parallelism: scenario.parallelism,
             max_parallelism: sluice_engine::graph::partitioner::default_max_parallelism(scenario.parallelism),
+            exchange_mode: scenario.exchange_mode,
             restart_strategy: scenario.restart_strategy,
             shuffle,
         };

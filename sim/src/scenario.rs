@@ -17,10 +17,11 @@ use sluice_engine::api::JobConfig;
 use sluice_engine::catalog::{self, JobParams};
 pub use sluice_engine::duration::{format_duration, parse_duration};
 use sluice_engine::failover::RestartStrategy;
-use sluice_engine::graph::ExecutionGraph;
+use sluice_engine::graph::{ExchangeMode, ExecutionGraph};
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::scheduler::SchedulingStrategy;
 
+use crate::cost::CostSpec;
 use crate::faults::random::Topology;
 use crate::faults::{Fault, FaultKind, RandomFaults, Trigger};
 
@@ -59,9 +60,15 @@ pub struct Scenario {
     /// When to restart after a failure and when to give up.
     #[serde(default)]
     pub restart_strategy: RestartStrategy,
+    /// Which exchanges are pipelined in batch mode (streaming is always all-pipelined).
+    #[serde(default = "default_exchange_mode")]
+    pub exchange_mode: ExchangeMode,
     /// Bytes per network buffer.
     #[serde(default = "default_buffer_size")]
     pub buffer_size: usize,
+    /// How long CPU work, disk and network transfers take.
+    #[serde(default, skip_serializing_if = "CostSpec::is_default")]
+    pub costs: CostSpec,
     /// After the last fault healed, the job must finish within this much simulated time.
     #[serde(default = "default_liveness_bound", with = "sluice_engine::duration::text")]
     pub liveness_bound: Duration,
@@ -152,6 +159,9 @@ fn default_modes() -> Vec<ExecutionMode> {
 }
 fn default_seeds() -> Range<u64> {
     1..2
+}
+fn default_exchange_mode() -> ExchangeMode {
+    ExchangeMode::AllEdgesBlocking
 }
 fn default_buffer_size() -> usize {
     32 * 1024
@@ -349,7 +359,7 @@ impl Scenario {
         }
         let params = job.resolve_params(&self.params).expect("checked above");
         for mode in &self.modes {
-            let config = JobConfig::new(*mode, self.parallelism);
+            let config = self.job_config(*mode);
             let plan = job.plan(&params, config).map_err(|message| error("job", Some(&self.job), message))?;
             let needed = SchedulingStrategy::new(ExecutionGraph::new(Arc::new(plan))).max_slots_per_region();
             if needed > self.cluster.total_slots() {
@@ -413,6 +423,16 @@ impl Scenario {
             ));
         }
         Ok(())
+    }
+
+    /// The job configuration of a mode.
+    pub fn job_config(&self, mode: ExecutionMode) -> JobConfig {
+        JobConfig::new(mode, self.parallelism).with_exchange_mode(self.exchange_mode)
+    }
+
+    /// Cores per TaskManager.
+    pub fn cores(&self) -> u32 {
+        self.costs.cores_per_task_manager.unwrap_or(self.cluster.slots_per_task_manager)
     }
 
     /// What the random fault generator needs to know.

@@ -7,34 +7,32 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::JobConfig;
-use super::operators::{FilterOperator, FlatMapOperator, MapOperator, ReduceFunctions, reduce_operator};
+use super::operators::{FilterOperator, FlatMapOperator, JoinFunctions, MapOperator, ReduceFunctions, join_operator, reduce_operator};
 use super::source::{Source, erase_source};
 use crate::graph::operator::{OperatorFactory, StreamOperator};
 use crate::graph::partitioner::Partitioner;
-use crate::graph::{
-    ChainingStrategy, ExecutionMode, NodeBody, StreamEdge, StreamGraph, StreamNode, StreamNodeId, TaskInfo,
-};
+use crate::graph::{ChainingStrategy, ExecutionMode, NodeBody, StreamEdge, StreamGraph, StreamNode, StreamNodeId, TaskInfo};
 use crate::record::{Key, KeySelector, Record, TypeInfo, erase_key_selector};
 use crate::sink::{Sink, erase_sink};
 
-/// A stream of `T` produced by one node of the plan.
+/// A node whose output a stream is, with the partitioner chosen for the next edge.
+#[derive(Clone)]
+struct Upstream {
+    node: StreamNodeId,
+    partitioner: Option<Partitioner>,
+}
+
+/// A stream of `T`: the output of one node, or the union of several.
 pub struct DataStream<T> {
     graph: Rc<RefCell<StreamGraph>>,
     config: JobConfig,
-    node: StreamNodeId,
-    partitioner: Option<Partitioner>,
+    upstreams: Vec<Upstream>,
     _type: PhantomData<fn() -> T>,
 }
 
 impl<T> Clone for DataStream<T> {
     fn clone(&self) -> Self {
-        DataStream {
-            graph: Rc::clone(&self.graph),
-            config: self.config,
-            node: self.node,
-            partitioner: self.partitioner.clone(),
-            _type: PhantomData,
-        }
+        DataStream { graph: Rc::clone(&self.graph), config: self.config, upstreams: self.upstreams.clone(), _type: PhantomData }
     }
 }
 
@@ -42,7 +40,7 @@ struct NewNode {
     name: &'static str,
     body: NodeBody,
     chaining: ChainingStrategy,
-    keyed_input: Option<KeySelector>,
+    input_keys: Vec<Option<KeySelector>>,
     output_type: TypeInfo,
 }
 
@@ -54,9 +52,17 @@ fn add_node(graph: &Rc<RefCell<StreamGraph>>, config: JobConfig, new: NewNode) -
         max_parallelism: config.max_parallelism,
         output_type: new.output_type,
         chaining: new.chaining,
-        keyed_input: new.keyed_input,
+        input_keys: new.input_keys,
         body: new.body,
     })
+}
+
+/// Keyed operators head their chain in batch mode: sorting happens at the task's input.
+fn keyed_chaining(config: JobConfig) -> ChainingStrategy {
+    match config.mode {
+        ExecutionMode::Batch => ChainingStrategy::Head,
+        ExecutionMode::Streaming => ChainingStrategy::Always,
+    }
 }
 
 impl<T: Record> DataStream<T> {
@@ -69,22 +75,34 @@ impl<T: Record> DataStream<T> {
                 name: "Source",
                 body: NodeBody::Source(erase_source(source)),
                 chaining: ChainingStrategy::Always,
-                keyed_input: None,
+                input_keys: Vec::new(),
                 output_type: TypeInfo::of::<T>(),
             },
         );
         graph.borrow_mut().node_mut(node).name = format!("Source: {name}");
-        DataStream { graph, config, node, partitioner: None, _type: PhantomData }
+        DataStream { graph, config, upstreams: vec![Upstream { node, partitioner: None }], _type: PhantomData }
+    }
+
+    /// Connects this stream to `node` as its input `input`.
+    fn connect(&self, node: StreamNodeId, input: u32) {
+        for upstream in &self.upstreams {
+            let edge = match &upstream.partitioner {
+                Some(partitioner) => StreamEdge { partitioner: partitioner.clone(), explicit: true, input },
+                None => StreamEdge { partitioner: Partitioner::Forward, explicit: false, input },
+            };
+            self.graph.borrow_mut().add_edge(upstream.node, node, edge);
+        }
     }
 
     fn then<U: Record>(&self, new: NewNode) -> DataStream<U> {
         let node = add_node(&self.graph, self.config, new);
-        let edge = match &self.partitioner {
-            Some(partitioner) => StreamEdge { partitioner: partitioner.clone(), explicit: true },
-            None => StreamEdge { partitioner: Partitioner::Forward, explicit: false },
-        };
-        self.graph.borrow_mut().add_edge(self.node, node, edge);
-        DataStream { graph: Rc::clone(&self.graph), config: self.config, node, partitioner: None, _type: PhantomData }
+        self.connect(node, 0);
+        DataStream {
+            graph: Rc::clone(&self.graph),
+            config: self.config,
+            upstreams: vec![Upstream { node, partitioner: None }],
+            _type: PhantomData,
+        }
     }
 
     fn operator<U: Record>(&self, name: &'static str, factory: OperatorFactory) -> DataStream<U> {
@@ -92,9 +110,17 @@ impl<T: Record> DataStream<T> {
             name,
             body: NodeBody::Operator(factory),
             chaining: ChainingStrategy::Always,
-            keyed_input: None,
+            input_keys: Vec::new(),
             output_type: TypeInfo::of::<U>(),
         })
+    }
+
+    fn with_partitioner(&self, partitioner: Partitioner) -> DataStream<T> {
+        let mut stream = self.clone();
+        for upstream in &mut stream.upstreams {
+            upstream.partitioner = Some(partitioner.clone());
+        }
+        stream
     }
 
     /// Applies `function` to every element.
@@ -102,9 +128,7 @@ impl<T: Record> DataStream<T> {
         let function: Arc<dyn Fn(T) -> U + Send + Sync> = Arc::new(function);
         self.operator(
             "Map",
-            Arc::new(move |_: &TaskInfo| {
-                Box::new(MapOperator { function: Arc::clone(&function) }) as Box<dyn StreamOperator>
-            }),
+            Arc::new(move |_: &TaskInfo| Box::new(MapOperator { function: Arc::clone(&function) }) as Box<dyn StreamOperator>),
         )
     }
 
@@ -124,8 +148,7 @@ impl<T: Record> DataStream<T> {
         &self,
         function: impl Fn(T) -> I + Send + Sync + 'static,
     ) -> DataStream<U> {
-        let function: Arc<dyn Fn(T) -> Vec<U> + Send + Sync> =
-            Arc::new(move |value| function(value).into_iter().collect());
+        let function: Arc<dyn Fn(T) -> Vec<U> + Send + Sync> = Arc::new(move |value| function(value).into_iter().collect());
         self.operator(
             "FlatMap",
             Arc::new(move |_: &TaskInfo| {
@@ -139,14 +162,31 @@ impl<T: Record> DataStream<T> {
         KeyedStream { stream: self.clone(), key_selector: Arc::new(key_selector) }
     }
 
-    /// Distributes the next edge round robin over the consumer's subtasks.
+    /// The elements of this stream and of `others`, in no particular order (Flink's `union`).
+    pub fn union(&self, others: &[&DataStream<T>]) -> DataStream<T> {
+        let mut stream = self.clone();
+        for other in others {
+            if !Rc::ptr_eq(&self.graph, &other.graph) {
+                self.graph.borrow_mut().add_error("union of streams from different environments".to_string());
+            }
+            stream.upstreams.extend(other.upstreams.iter().cloned());
+        }
+        stream
+    }
+
+    /// Distributes the next edge round robin over the consumer's subtasks (ALL_TO_ALL).
     pub fn rebalance(&self) -> DataStream<T> {
-        DataStream { partitioner: Some(Partitioner::Rebalance), ..self.clone() }
+        self.with_partitioner(Partitioner::Rebalance)
+    }
+
+    /// Distributes the next edge round robin over a local group of consumer subtasks (POINTWISE).
+    pub fn rescale(&self) -> DataStream<T> {
+        self.with_partitioner(Partitioner::Rescale)
     }
 
     /// Sends every element of the next edge to every subtask of the consumer.
     pub fn broadcast(&self) -> DataStream<T> {
-        DataStream { partitioner: Some(Partitioner::Broadcast), ..self.clone() }
+        self.with_partitioner(Partitioner::Broadcast)
     }
 
     /// Writes the stream to a two-phase-commit sink.
@@ -155,22 +195,29 @@ impl<T: Record> DataStream<T> {
             name: "Sink",
             body: NodeBody::Sink(erase_sink(sink)),
             chaining: ChainingStrategy::Always,
-            keyed_input: None,
+            input_keys: Vec::new(),
             output_type: TypeInfo::of::<T>(),
         });
-        DataStreamSink { graph: stream.graph, node: stream.node }
+        DataStreamSink { graph: stream.graph, node: stream.upstreams[0].node }
+    }
+
+    /// Changes the node that produces this stream; a union has no node of its own.
+    fn set(self, what: &str, change: impl FnOnce(&mut StreamNode)) -> DataStream<T> {
+        match self.upstreams.as_slice() {
+            [upstream] => change(self.graph.borrow_mut().node_mut(upstream.node)),
+            _ => self.graph.borrow_mut().add_error(format!("a union is not an operator: cannot set its {what}")),
+        }
+        self
     }
 
     /// Names the node that produces this stream.
     pub fn name(self, name: &str) -> DataStream<T> {
-        self.graph.borrow_mut().node_mut(self.node).name = name.to_string();
-        self
+        self.set("name", |node| node.name = name.to_string())
     }
 
     /// Sets the parallelism of the node that produces this stream.
     pub fn set_parallelism(self, parallelism: u32) -> DataStream<T> {
-        self.graph.borrow_mut().node_mut(self.node).parallelism = parallelism;
-        self
+        self.set("parallelism", |node| node.parallelism = parallelism)
     }
 }
 
@@ -181,26 +228,59 @@ pub struct KeyedStream<T, K> {
 }
 
 impl<T: Record, K: Key> KeyedStream<T, K> {
+    fn erased_selector(&self) -> KeySelector {
+        let selector = Arc::clone(&self.key_selector);
+        erase_key_selector(move |value: &T| selector(value))
+    }
+
     /// Combines the elements of each key with `reduce`. Streaming emits the running value after
     /// every element; batch emits only the final value of each key.
     pub fn reduce(&self, reduce: impl Fn(T, T) -> T + Send + Sync + 'static) -> DataStream<T> {
         let functions = ReduceFunctions { key_selector: Arc::clone(&self.key_selector), reduce: Arc::new(reduce) };
-        let selector = Arc::clone(&self.key_selector);
-        let erased_selector = erase_key_selector(move |value: &T| selector(value));
-        let chaining = match self.stream.config.mode {
-            // Keyed input is sorted at the task's input in batch mode, so the operator heads a chain.
-            ExecutionMode::Batch => ChainingStrategy::Head,
-            ExecutionMode::Streaming => ChainingStrategy::Always,
-        };
-        let hashed =
-            DataStream { partitioner: Some(Partitioner::Hash(Arc::clone(&erased_selector))), ..self.stream.clone() };
-        hashed.then(NewNode {
+        let selector = self.erased_selector();
+        self.stream.with_partitioner(Partitioner::Hash(Arc::clone(&selector))).then(NewNode {
             name: "Reduce",
             body: NodeBody::Operator(Arc::new(move |task: &TaskInfo| reduce_operator(functions.clone(), task))),
-            chaining,
-            keyed_input: Some(erased_selector),
+            chaining: keyed_chaining(self.stream.config),
+            input_keys: vec![Some(selector)],
             output_type: TypeInfo::of::<T>(),
         })
+    }
+
+    /// An inner join on the key with `other`: `function(left, right)` for every pair of elements
+    /// with equal keys, each pair exactly once. Streaming emits a pair as soon as both elements
+    /// arrived; batch emits all pairs of a key once both inputs are read.
+    pub fn join<T2: Record, O: Record>(
+        &self,
+        other: &KeyedStream<T2, K>,
+        function: impl Fn(&T, &T2) -> O + Send + Sync + 'static,
+    ) -> DataStream<O> {
+        let functions = JoinFunctions {
+            left_key: Arc::clone(&self.key_selector),
+            right_key: Arc::clone(&other.key_selector),
+            join: Arc::new(function),
+        };
+        let (left, right) = (self.erased_selector(), other.erased_selector());
+        let config = self.stream.config;
+        let node = add_node(
+            &self.stream.graph,
+            config,
+            NewNode {
+                name: "Join",
+                body: NodeBody::Operator(Arc::new(move |task: &TaskInfo| join_operator(functions.clone(), task))),
+                chaining: keyed_chaining(config),
+                input_keys: vec![Some(Arc::clone(&left)), Some(Arc::clone(&right))],
+                output_type: TypeInfo::of::<O>(),
+            },
+        );
+        self.stream.with_partitioner(Partitioner::Hash(left)).connect(node, 0);
+        other.stream.with_partitioner(Partitioner::Hash(right)).connect(node, 1);
+        DataStream {
+            graph: Rc::clone(&self.stream.graph),
+            config,
+            upstreams: vec![Upstream { node, partitioner: None }],
+            _type: PhantomData,
+        }
     }
 }
 

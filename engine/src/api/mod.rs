@@ -38,10 +38,11 @@ pub use crate::sink::{Committer, Sink, SinkWriter};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::graph::StreamGraph;
+use crate::graph::{ExchangeMode, StreamGraph};
 use crate::graph::partitioner::default_max_parallelism;
 
-/// How a job instance is configured: the mode and its default parallelism.
+/// How a job instance is configured: the mode, its default parallelism, and (batch) which
+/// exchanges are pipelined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JobConfig {
     /// Streaming or batch.
@@ -50,12 +51,26 @@ pub struct JobConfig {
     pub parallelism: u32,
     /// Number of key groups (Flink's max parallelism).
     pub max_parallelism: u32,
+    /// Which edges are pipelined in batch mode (Flink's `execution.batch-shuffle-mode`);
+    /// streaming is always all-pipelined.
+    pub exchange_mode: ExchangeMode,
 }
 
 impl JobConfig {
-    /// A configuration with Flink's default max parallelism for `parallelism`.
+    /// A configuration with Flink's default max parallelism for `parallelism`, and all edges
+    /// blocking in batch mode.
     pub fn new(mode: ExecutionMode, parallelism: u32) -> JobConfig {
-        JobConfig { mode, parallelism, max_parallelism: default_max_parallelism(parallelism) }
+        JobConfig {
+            mode,
+            parallelism,
+            max_parallelism: default_max_parallelism(parallelism),
+            exchange_mode: ExchangeMode::default_for(mode),
+        }
+    }
+
+    /// The same configuration with another exchange mode (ignored in streaming mode).
+    pub fn with_exchange_mode(self, exchange_mode: ExchangeMode) -> JobConfig {
+        JobConfig { exchange_mode: exchange_mode.effective(self.mode), ..self }
     }
 }
 

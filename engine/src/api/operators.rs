@@ -1,5 +1,6 @@
 //! The operators behind the DataStream methods (Flink's `StreamMap`, `StreamFilter`,
-//! `StreamFlatMap`, `StreamGroupedReduceOperator` and `BatchGroupedReduceOperator`).
+//! `StreamFlatMap`, `StreamGroupedReduceOperator` and `BatchGroupedReduceOperator`), and the
+//! two-input keyed join in its streaming and batch forms.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -7,7 +8,7 @@ use std::sync::Arc;
 use crate::graph::operator::{Output, StreamOperator};
 use crate::graph::{ExecutionMode, OperatorError, TaskInfo};
 use crate::record::{Element, Key, Record};
-use crate::state::{KeyedStateBackend, ValueState, backend_for};
+use crate::state::{KeyedStateBackend, ListState, ValueState, backend_for};
 
 fn downcast<T: 'static>(element: Element, operator: &'static str) -> T {
     *element.downcast::<T>().unwrap_or_else(|_| {
@@ -151,6 +152,93 @@ impl<T: Record, K: Key> StreamOperator for BatchGroupedReduceOperator<T, K> {
 
     fn end_input(&mut self, output: &mut dyn Output) -> Result<(), OperatorError> {
         self.emit_current(output)
+    }
+}
+
+/// The user functions of a keyed join, shared by all its subtasks.
+pub(crate) struct JoinFunctions<L, R, K, O> {
+    pub(crate) left_key: Arc<dyn Fn(&L) -> K + Send + Sync>,
+    pub(crate) right_key: Arc<dyn Fn(&R) -> K + Send + Sync>,
+    pub(crate) join: Arc<dyn Fn(&L, &R) -> O + Send + Sync>,
+}
+
+impl<L, R, K, O> Clone for JoinFunctions<L, R, K, O> {
+    fn clone(&self) -> Self {
+        JoinFunctions {
+            left_key: Arc::clone(&self.left_key),
+            right_key: Arc::clone(&self.right_key),
+            join: Arc::clone(&self.join),
+        }
+    }
+}
+
+/// Creates the join operator of the task's mode.
+pub(crate) fn join_operator<L: Record, R: Record, K: Key, O: Record>(
+    functions: JoinFunctions<L, R, K, O>,
+    task: &TaskInfo,
+) -> Box<dyn StreamOperator> {
+    let operator = JoinOperator {
+        functions,
+        backend: backend_for(task.mode),
+        lefts: ListState::new("join-left"),
+        rights: ListState::new("join-right"),
+        mode: task.mode,
+        current_key: None,
+        right_seen_for_key: false,
+    };
+    Box::new(operator)
+}
+
+/// An inner equi-join. Streaming keeps both sides per key and emits each pair when its second
+/// element arrives. Batch input is sorted by key, and within a key the left input comes first,
+/// so batch keeps only the left side of the current key and emits as the right side streams by.
+struct JoinOperator<L, R, K, O> {
+    functions: JoinFunctions<L, R, K, O>,
+    backend: Box<dyn KeyedStateBackend>,
+    lefts: ListState<L>,
+    rights: ListState<R>,
+    mode: ExecutionMode,
+    current_key: Option<Vec<u8>>,
+    /// Batch only: a right element of the current key was seen (no left may follow).
+    right_seen_for_key: bool,
+}
+
+impl<L: Record, R: Record, K: Key, O: Record> JoinOperator<L, R, K, O> {
+    fn select_key(&mut self, key: Vec<u8>) {
+        if self.current_key.as_ref() != Some(&key) {
+            self.right_seen_for_key = false;
+            self.backend.set_current_key(&key);
+            self.current_key = Some(key);
+        }
+    }
+}
+
+impl<L: Record, R: Record, K: Key, O: Record> StreamOperator for JoinOperator<L, R, K, O> {
+    fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
+        let left = downcast::<L>(element, "join (left input)");
+        self.select_key((self.functions.left_key)(&left).to_bytes());
+        assert!(
+            self.mode == ExecutionMode::Streaming || !self.right_seen_for_key,
+            "internal: batch join input is not sorted: a left element followed a right one of the same key"
+        );
+        for right in self.rights.get(self.backend.as_ref())? {
+            output.collect(Box::new((self.functions.join)(&left, &right)));
+        }
+        self.lefts.add(self.backend.as_mut(), &left);
+        Ok(())
+    }
+
+    fn process_element2(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
+        let right = downcast::<R>(element, "join (right input)");
+        self.select_key((self.functions.right_key)(&right).to_bytes());
+        for left in self.lefts.get(self.backend.as_ref())? {
+            output.collect(Box::new((self.functions.join)(&left, &right)));
+        }
+        match self.mode {
+            ExecutionMode::Streaming => self.rights.add(self.backend.as_mut(), &right),
+            ExecutionMode::Batch => self.right_seen_for_key = true,
+        }
+        Ok(())
     }
 }
 

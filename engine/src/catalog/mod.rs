@@ -8,6 +8,7 @@
 //! Depends on: [`crate::api`], [`crate::connectors`] (row and table types), [`crate::graph`]
 //! (to plan). Invariant: a job's plan is a pure function of (name, parameters, configuration).
 
+mod tpcds;
 mod wordcount;
 
 use std::collections::BTreeMap;
@@ -15,7 +16,7 @@ use std::fmt;
 
 use crate::api::{JobConfig, StreamEnv};
 use crate::connectors::{Row, SinkKind};
-use crate::graph::{ExchangeMode, ExecutionMode, JobGraph};
+use crate::graph::{ExecutionMode, JobGraph};
 use crate::prng::Prng;
 
 /// A job parameter: its name, default and meaning.
@@ -59,9 +60,23 @@ impl ExternalInput {
 pub struct ExpectedTable {
     /// How the table applies rows.
     pub kind: SinkKind,
-    /// Every row the job must commit, sorted (a multiset). For an upsert table in streaming mode
-    /// these are all updates; in batch mode, one final row per key.
+    /// The rows, sorted. With [`Updates::Exact`], every row the job must commit (a multiset); with
+    /// [`Updates::CountPerKey`], the final row of each key.
     pub rows: Vec<Row>,
+    /// What is known about the updates of an upsert table.
+    pub updates: Updates,
+}
+
+/// How much of an upsert table's update stream the reference can predict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Updates {
+    /// Every committed row is known (append tables; and upsert tables whose updates do not
+    /// depend on arrival order, like a running count).
+    Exact,
+    /// Only the final row of each key, and how many updates each key gets: a running sum of
+    /// different amounts passes through values that depend on arrival order, but it is updated
+    /// exactly once per input element.
+    CountPerKey(BTreeMap<String, u64>),
 }
 
 /// What a job must commit, by table.
@@ -91,7 +106,7 @@ impl fmt::Debug for CatalogJob {
 
 /// Every registered job.
 pub fn jobs() -> &'static [CatalogJob] {
-    &[wordcount::WORDCOUNT]
+    &[wordcount::WORDCOUNT, tpcds::TPCDS]
 }
 
 /// A job by name.
@@ -128,7 +143,7 @@ impl CatalogJob {
         let env = StreamEnv::new(self.name, config);
         (self.build)(&env, params);
         let stream_graph = env.into_stream_graph()?;
-        JobGraph::from_stream_graph(stream_graph, ExchangeMode::default_for(config.mode))
+        JobGraph::from_stream_graph(stream_graph, config.exchange_mode)
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobParams, ParamSpec};
+use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobParams, ParamSpec, Updates};
 use crate::api::{ExecutionMode, Record, StreamEnv};
 use crate::connectors::{LogSource, Row, SinkKind, TxnStoreSink};
 use crate::prng::Prng;
@@ -82,5 +82,5 @@ fn reference(_params: &JobParams, input: &ExternalInput, mode: ExecutionMode) ->
         ExecutionMode::Batch => counts.into_iter().map(|(key, count)| Row { key, value: count.to_string() }).collect(),
     };
     rows.sort();
-    BTreeMap::from([(TABLE.to_string(), ExpectedTable { kind: SinkKind::Upsert, rows })])
+    BTreeMap::from([(TABLE.to_string(), ExpectedTable { kind: SinkKind::Upsert, rows, updates: Updates::Exact })])
 }

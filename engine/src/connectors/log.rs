@@ -60,9 +60,9 @@ pub struct LogSource<T> {
 }
 
 impl<T: Record> LogSource<T> {
-    /// Reads `topic`, 64 records per fetch.
+    /// Reads `topic`, 512 records per fetch.
     pub fn new(topic: &str) -> LogSource<T> {
-        LogSource { topic: topic.to_string(), fetch_size: 64, _type: PhantomData }
+        LogSource { topic: topic.to_string(), fetch_size: 512, _type: PhantomData }
     }
 
     /// Sets how many records one fetch asks for.

@@ -59,6 +59,8 @@ pub struct ConsumedChannel {
 pub struct ConsumedInput {
     /// The data set.
     pub dataset: IntermediateDataSetId,
+    /// The consumer's input it feeds.
+    pub input: u32,
     /// Pipelined or blocking.
     pub partition_type: ResultPartitionType,
     /// Its channels, by producer subtask.
@@ -72,7 +74,7 @@ pub struct RegionId(pub u32);
 /// Subtasks connected by pipelined exchanges: they must be scheduled, and restarted, together.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PipelinedRegion {
-    /// Position in topological order.
+    /// Position in the order of the regions' first subtasks.
     pub id: RegionId,
     /// Its subtasks, in topological order.
     pub vertices: Vec<ExecutionVertexId>,
@@ -117,9 +119,14 @@ impl ExecutionGraph {
             .iter()
             .map(|dataset| {
                 let edge = self.job_graph.edge(*dataset);
+                let consumers = self.job_graph.vertex(edge.target).parallelism;
                 let num_subpartitions = match edge.distribution {
-                    DistributionPattern::Pointwise => 1,
-                    DistributionPattern::AllToAll => self.job_graph.vertex(edge.target).parallelism,
+                    DistributionPattern::Pointwise => {
+                        let producers = self.job_graph.vertex(edge.source).parallelism;
+                        let targets = pointwise_targets(producers, consumers, vertex.subtask);
+                        targets.end - targets.start
+                    }
+                    DistributionPattern::AllToAll => consumers,
                 };
                 ProducedPartition {
                     id: IntermediateResultPartitionId { dataset: *dataset, producer_subtask: vertex.subtask },
@@ -143,18 +150,21 @@ impl ExecutionGraph {
                     producer: ExecutionVertexId { vertex: edge.source, subtask: producer_subtask },
                     subpartition,
                 };
+                let producers = self.job_graph.vertex(edge.source).parallelism;
+                let consumers = self.job_graph.vertex(edge.target).parallelism;
                 let channels = match edge.distribution {
-                    DistributionPattern::Pointwise => vec![channel(vertex.subtask, 0)],
-                    DistributionPattern::AllToAll => (0..self.job_graph.vertex(edge.source).parallelism)
-                        .map(|producer| channel(producer, vertex.subtask))
+                    DistributionPattern::Pointwise => pointwise_sources(producers, consumers, vertex.subtask)
+                        .into_iter()
+                        .map(|(producer, subpartition)| channel(producer, subpartition))
                         .collect(),
+                    DistributionPattern::AllToAll => (0..producers).map(|producer| channel(producer, vertex.subtask)).collect(),
                 };
-                ConsumedInput { dataset: *dataset, partition_type: edge.partition_type, channels }
+                ConsumedInput { dataset: *dataset, input: edge.target_input, partition_type: edge.partition_type, channels }
             })
             .collect()
     }
 
-    /// The pipelined regions, in topological order.
+    /// The pipelined regions, ordered by their first subtask.
     pub fn regions(&self) -> &[PipelinedRegion] {
         &self.regions
     }
@@ -168,20 +178,44 @@ impl ExecutionGraph {
             .unwrap_or_else(|| panic!("internal: subtask {vertex} is in no pipelined region"))
     }
 
-    /// Connected components over pipelined exchanges, at the subtask level (Flink's
-    /// `PipelinedRegionComputeUtil`). With only all-blocking or all-pipelined exchanges no cycle
-    /// between regions can arise, so no merging is needed yet.
+    /// Pipelined regions at the subtask level, as Flink's `PipelinedRegionComputeUtil`:
+    /// connected components over pipelined exchanges, then every strongly connected set of those
+    /// components (blocking exchanges running both ways between them, e.g. a forward pipelined
+    /// edge beside an all-to-all blocking one) merged into one region, so that regions form a
+    /// DAG. A merged region may contain blocking exchanges; its consumers wait for those inside.
     fn compute_regions(&self) -> Vec<PipelinedRegion> {
         let vertices = self.execution_vertices();
         let index_of = |vertex: ExecutionVertexId| vertices.binary_search(&vertex).expect("vertices are sorted");
         let mut union_find = UnionFind::new(vertices.len());
+        let mut blocking = Vec::new();
         for vertex in &vertices {
             for input in self.consumed_inputs(*vertex) {
-                if input.partition_type.must_be_pipelined() {
-                    for channel in input.channels {
-                        union_find.union(index_of(*vertex), index_of(channel.producer));
+                for channel in input.channels {
+                    let (consumer, producer) = (index_of(*vertex), index_of(channel.producer));
+                    if input.partition_type.must_be_pipelined() {
+                        union_find.union(consumer, producer);
+                    } else {
+                        blocking.push((producer, consumer));
                     }
                 }
+            }
+        }
+        // Merge raw regions that blocking edges put on a cycle.
+        let mut region_graph: petgraph::graph::DiGraph<usize, ()> = petgraph::graph::DiGraph::new();
+        let mut node_of_root = std::collections::BTreeMap::new();
+        for index in 0..vertices.len() {
+            let root = union_find.find(index);
+            node_of_root.entry(root).or_insert_with(|| region_graph.add_node(root));
+        }
+        for (producer, consumer) in blocking {
+            let (from, to) = (union_find.find(producer), union_find.find(consumer));
+            if from != to {
+                region_graph.update_edge(node_of_root[&from], node_of_root[&to], ());
+            }
+        }
+        for component in petgraph::algo::tarjan_scc(&region_graph) {
+            for pair in component.windows(2) {
+                union_find.union(region_graph[pair[0]], region_graph[pair[1]]);
             }
         }
         let mut regions: Vec<PipelinedRegion> = Vec::new();
@@ -195,6 +229,33 @@ impl ExecutionGraph {
             regions[position].vertices.push(*vertex);
         }
         regions
+    }
+}
+
+/// The consumers a producer of a POINTWISE edge feeds (Flink's `connectPointwise`): with at
+/// least as many producers as consumers, each producer feeds one consumer; with fewer, each
+/// feeds a contiguous group, one subpartition each.
+pub fn pointwise_targets(producers: u32, consumers: u32, producer: u32) -> std::ops::Range<u32> {
+    let (producers, consumers, producer) = (u64::from(producers), u64::from(consumers), u64::from(producer));
+    if producers >= consumers {
+        let consumer = (producer * consumers / producers) as u32;
+        consumer..consumer + 1
+    } else {
+        // Consumer c reads producer c * producers / consumers.
+        let first = (producer * consumers).div_ceil(producers);
+        let end = ((producer + 1) * consumers).div_ceil(producers);
+        first as u32..end as u32
+    }
+}
+
+/// The producers (and the subpartition of each) a consumer of a POINTWISE edge reads.
+pub fn pointwise_sources(producers: u32, consumers: u32, consumer: u32) -> Vec<(u32, u32)> {
+    if producers >= consumers {
+        (0..producers).filter(|producer| pointwise_targets(producers, consumers, *producer).start == consumer).map(|producer| (producer, 0)).collect()
+    } else {
+        let producer = (u64::from(consumer) * u64::from(producers) / u64::from(consumers)) as u32;
+        let first = pointwise_targets(producers, consumers, producer).start;
+        vec![(producer, consumer - first)]
     }
 }
 
@@ -217,7 +278,7 @@ impl UnionFind {
 
     fn union(&mut self, a: usize, b: usize) {
         let (root_a, root_b) = (self.find(a), self.find(b));
-        // The smaller index becomes the root, so region order follows topological order.
+        // The smaller index becomes the root: a region is known by its first subtask.
         let (low, high) = if root_a < root_b { (root_a, root_b) } else { (root_b, root_a) };
         self.parent[high] = low;
     }

@@ -1,8 +1,10 @@
 //! [`JobGraph`]: the plan after chaining, with a result partition type on every edge.
 //!
-//! Chaining follows Flink's `StreamingJobGraphGenerator.isChainable` with one simplification: a
-//! node chains to its successor only when it has exactly one output (Flink also chains into
-//! several outputs). The exchange mode decides each edge's [`ResultPartitionType`].
+//! Chaining follows Flink's `StreamingJobGraphGenerator.isChainable`: an edge is chained when
+//! its target has exactly one input, the partitioner is FORWARD, both sides have the same
+//! parallelism and max parallelism, and the target may be chained (keyed operators head their
+//! chain in batch mode). A node may chain into several outputs, so a chain is a tree rooted at
+//! its head. The exchange mode decides each remaining edge's [`ResultPartitionType`].
 
 use std::fmt;
 
@@ -38,11 +40,15 @@ impl ResultPartitionType {
 }
 
 /// Which edges are pipelined (Flink's `GlobalStreamExchangeMode`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ExchangeMode {
     /// Every edge blocking: each stage runs after its inputs finished (batch default).
     AllEdgesBlocking,
+    /// FORWARD edges pipelined, the rest blocking.
+    ForwardEdgesPipelined,
+    /// POINTWISE edges (forward, rescale) pipelined, the rest blocking.
+    PointwiseEdgesPipelined,
     /// Every edge pipelined: the whole job is one region (streaming, always).
     AllEdgesPipelined,
 }
@@ -56,11 +62,54 @@ impl ExchangeMode {
         }
     }
 
-    fn partition_type(self, _partitioner: &Partitioner) -> ResultPartitionType {
+    /// Every mode, from the most blocking to the most pipelined.
+    pub const ALL: [ExchangeMode; 4] = [
+        ExchangeMode::AllEdgesBlocking,
+        ExchangeMode::ForwardEdgesPipelined,
+        ExchangeMode::PointwiseEdgesPipelined,
+        ExchangeMode::AllEdgesPipelined,
+    ];
+
+    /// The name scenarios and the command line use, e.g. `pointwise-edges-pipelined`.
+    pub fn as_str(self) -> &'static str {
         match self {
-            ExchangeMode::AllEdgesBlocking => ResultPartitionType::Blocking,
-            ExchangeMode::AllEdgesPipelined => ResultPartitionType::Pipelined,
+            ExchangeMode::AllEdgesBlocking => "all-edges-blocking",
+            ExchangeMode::ForwardEdgesPipelined => "forward-edges-pipelined",
+            ExchangeMode::PointwiseEdgesPipelined => "pointwise-edges-pipelined",
+            ExchangeMode::AllEdgesPipelined => "all-edges-pipelined",
         }
+    }
+
+    /// Parses [`ExchangeMode::as_str`].
+    pub fn parse(text: &str) -> Result<ExchangeMode, String> {
+        ExchangeMode::ALL.into_iter().find(|mode| mode.as_str() == text).ok_or_else(|| {
+            let known: Vec<&str> = ExchangeMode::ALL.iter().map(|mode| mode.as_str()).collect();
+            format!("unknown exchange mode `{text}`; modes: {}", known.join(", "))
+        })
+    }
+
+    /// The exchange mode a job in `mode` actually runs with: streaming is always all-pipelined.
+    pub fn effective(self, mode: ExecutionMode) -> ExchangeMode {
+        match mode {
+            ExecutionMode::Streaming => ExchangeMode::AllEdgesPipelined,
+            ExecutionMode::Batch => self,
+        }
+    }
+
+    fn partition_type(self, partitioner: &Partitioner) -> ResultPartitionType {
+        let pipelined = match self {
+            ExchangeMode::AllEdgesBlocking => false,
+            ExchangeMode::ForwardEdgesPipelined => matches!(partitioner, Partitioner::Forward),
+            ExchangeMode::PointwiseEdgesPipelined => partitioner.is_pointwise(),
+            ExchangeMode::AllEdgesPipelined => true,
+        };
+        if pipelined { ResultPartitionType::Pipelined } else { ResultPartitionType::Blocking }
+    }
+}
+
+impl fmt::Display for ExchangeMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -78,13 +127,14 @@ pub enum DistributionPattern {
 pub struct JobVertex {
     /// Position in topological order.
     pub id: JobVertexId,
-    /// Names of the chained operators joined by " -> ".
+    /// Names of the chained operators joined by " -> " (in chain order).
     pub name: String,
     /// Number of subtasks.
     pub parallelism: u32,
     /// Number of key groups.
     pub max_parallelism: u32,
-    /// Stream nodes of the chain, head first.
+    /// Stream nodes of the chain, head first, in topological order; the chained edges between
+    /// them are the stream graph's edges whose both ends are in the chain.
     pub chain: Vec<StreamNodeId>,
     /// Data sets this vertex consumes, in input order.
     pub inputs: Vec<IntermediateDataSetId>,
@@ -101,6 +151,10 @@ pub struct JobEdge {
     pub source: JobVertexId,
     /// Consumer vertex.
     pub target: JobVertexId,
+    /// The node of the producer's chain that emits into this edge.
+    pub source_node: StreamNodeId,
+    /// The consumer's input it feeds (0, or 1 for the second input of a two-input operator).
+    pub target_input: u32,
     /// How records are distributed.
     pub partitioner: Partitioner,
     /// POINTWISE or ALL_TO_ALL.
@@ -129,10 +183,9 @@ pub struct JobGraph {
 fn is_chainable(graph: &StreamGraph, upstream: StreamNodeId, downstream: StreamNodeId) -> bool {
     let up = graph.node(upstream);
     let down = graph.node(downstream);
-    let outputs = graph.out_edges(upstream);
-    graph.in_edges(downstream).len() == 1
-        && outputs.len() == 1
-        && matches!(outputs[0].1.partitioner, Partitioner::Forward)
+    let inputs = graph.in_edges(downstream);
+    inputs.len() == 1
+        && matches!(inputs[0].1.partitioner, Partitioner::Forward)
         && up.parallelism == down.parallelism
         && up.max_parallelism == down.max_parallelism
         && down.chaining == ChainingStrategy::Always
@@ -143,9 +196,7 @@ impl JobGraph {
     /// Chains a validated stream graph and types its edges with `exchange_mode`.
     pub fn from_stream_graph(stream_graph: StreamGraph, exchange_mode: ExchangeMode) -> Result<JobGraph, String> {
         stream_graph.validate()?;
-        if stream_graph.mode == ExecutionMode::Streaming && exchange_mode != ExchangeMode::AllEdgesPipelined {
-            return Err("streaming mode always runs with all edges pipelined".to_string());
-        }
+        let exchange_mode = exchange_mode.effective(stream_graph.mode);
         // Node ids follow program order, and the API only connects existing nodes to new ones,
         // so id order is a topological order.
         let mut vertex_of: Vec<Option<JobVertexId>> = vec![None; stream_graph.nodes().count()];
@@ -197,6 +248,8 @@ impl JobGraph {
                     id,
                     source,
                     target,
+                    source_node: node.id,
+                    target_input: edge.input,
                     partitioner: edge.partitioner.clone(),
                     distribution,
                     partition_type: exchange_mode.partition_type(&edge.partitioner),
@@ -234,7 +287,7 @@ impl JobGraph {
 
 impl fmt::Display for JobGraph {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "JobGraph `{}` ({}, {:?})", self.job_name, self.mode, self.exchange_mode)?;
+        writeln!(f, "JobGraph `{}` ({}, {})", self.job_name, self.mode, self.exchange_mode)?;
         for vertex in &self.vertices {
             writeln!(
                 f,
@@ -243,9 +296,10 @@ impl fmt::Display for JobGraph {
             )?;
             for output in &vertex.outputs {
                 let edge = self.edge(*output);
+                let input = if edge.target_input > 0 { format!(" (input {})", edge.target_input) } else { String::new() };
                 writeln!(
                     f,
-                    "      --{} {:?} {:?}--> v{}",
+                    "      --{} {:?} {:?}--> v{}{input}",
                     edge.partitioner.name(),
                     edge.distribution,
                     edge.partition_type,

@@ -130,6 +130,12 @@ pub trait StreamOperator: Send {
     /// sorted by key.
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError>;
 
+    /// Called once per element of the second input of a two-input operator (Flink's
+    /// `processElement2`); one-input operators never get it.
+    fn process_element2(&mut self, _element: Element, _output: &mut dyn Output) -> Result<(), OperatorError> {
+        panic!("internal: an element arrived on the second input of a one-input operator")
+    }
+
     /// Called once after the last element (Flink's `endInput` + `finish`): emit what was held
     /// back. Nothing may be emitted after it returns.
     fn end_input(&mut self, _output: &mut dyn Output) -> Result<(), OperatorError> {

@@ -13,6 +13,9 @@ use crate::record::KeySelector;
 pub enum Partitioner {
     /// Subtask `i` feeds subtask `i`; parallelism must be equal (POINTWISE).
     Forward,
+    /// Round robin over the consumers this producer is connected to (POINTWISE): producers and
+    /// consumers are matched up in contiguous groups when their parallelism differs.
+    Rescale,
     /// Round robin over all consumers, starting at the producer's own index (ALL_TO_ALL).
     Rebalance,
     /// By key group of the selected key (ALL_TO_ALL), Flink's `KeyGroupStreamPartitioner`.
@@ -26,6 +29,7 @@ impl Partitioner {
     pub fn name(&self) -> &'static str {
         match self {
             Partitioner::Forward => "FORWARD",
+            Partitioner::Rescale => "RESCALE",
             Partitioner::Rebalance => "REBALANCE",
             Partitioner::Hash(_) => "HASH",
             Partitioner::Broadcast => "BROADCAST",
@@ -34,7 +38,7 @@ impl Partitioner {
 
     /// POINTWISE partitioners connect a producer to a fixed subset of consumers.
     pub fn is_pointwise(&self) -> bool {
-        matches!(self, Partitioner::Forward)
+        matches!(self, Partitioner::Forward | Partitioner::Rescale)
     }
 }
 
@@ -101,7 +105,7 @@ impl ChannelSelector {
         match &self.partitioner {
             Partitioner::Forward => SelectedChannels::One(0),
             Partitioner::Broadcast => SelectedChannels::All,
-            Partitioner::Rebalance => {
+            Partitioner::Rebalance | Partitioner::Rescale => {
                 let channel = self.next_round_robin;
                 self.next_round_robin = (channel + 1) % self.channels;
                 SelectedChannels::One(channel)

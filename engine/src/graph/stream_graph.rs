@@ -60,8 +60,9 @@ pub struct StreamNode {
     pub output_type: TypeInfo,
     /// Chaining with its predecessor.
     pub chaining: ChainingStrategy,
-    /// For keyed operators: how to extract the key of an input element (batch mode sorts by it).
-    pub keyed_input: Option<KeySelector>,
+    /// For keyed operators, per input: how to extract an input element's key (batch mode sorts
+    /// keyed inputs by it). Empty for operators that are not keyed.
+    pub input_keys: Vec<Option<KeySelector>>,
     /// What it runs.
     pub body: NodeBody,
 }
@@ -74,6 +75,9 @@ pub struct StreamEdge {
     /// False when the program did not choose: FORWARD then becomes REBALANCE if the
     /// parallelism changes across the edge (Flink's default).
     pub explicit: bool,
+    /// Which input of the target it feeds (Flink's type number): 0, or 1 for the second input
+    /// of a two-input operator. The inputs of a union all feed input 0.
+    pub input: u32,
 }
 
 /// The logical plan built by a program on a `StreamEnv`.
@@ -84,12 +88,19 @@ pub struct StreamGraph {
     /// The mode the program was built for.
     pub mode: ExecutionMode,
     graph: DiGraph<StreamNode, StreamEdge>,
+    /// Mistakes the program made while building (reported by [`StreamGraph::validate`]).
+    errors: Vec<String>,
 }
 
 impl StreamGraph {
     /// An empty plan.
     pub fn new(job_name: &str, mode: ExecutionMode) -> StreamGraph {
-        StreamGraph { job_name: job_name.to_string(), mode, graph: DiGraph::new() }
+        StreamGraph { job_name: job_name.to_string(), mode, graph: DiGraph::new(), errors: Vec::new() }
+    }
+
+    /// Records a mistake in the program; the plan is rejected with it.
+    pub fn add_error(&mut self, error: String) {
+        self.errors.push(error);
     }
 
     /// Adds a node; its id is assigned here.
@@ -165,6 +176,9 @@ impl StreamGraph {
 
     /// Checks what the API cannot check while building: every sink reachable, types agree.
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(error) = self.errors.first() {
+            return Err(format!("job `{}`: {error}", self.job_name));
+        }
         if self.graph.node_count() == 0 {
             return Err(format!("job `{}` defines no operators", self.job_name));
         }
@@ -191,6 +205,9 @@ impl StreamGraph {
             }
             for (target, edge) in &outputs {
                 let target = self.node(*target);
+                if edge.input as usize >= target.input_keys.len().max(1) {
+                    return Err(format!("`{}` has no input {}", target.name, edge.input));
+                }
                 if matches!(edge.partitioner, Partitioner::Forward) && target.parallelism != node.parallelism {
                     return Err(format!(
                         "forward edge `{}` -> `{}` changes parallelism {} -> {}; forward partitioning does not allow that",
@@ -217,7 +234,8 @@ impl fmt::Display for StreamGraph {
                 node.output_type.name()
             )?;
             for (target, edge) in self.out_edges(node.id) {
-                writeln!(f, "      --{}--> #{}", edge.partitioner.name(), target.0)?;
+                let input = if edge.input > 0 { format!(" (input {})", edge.input) } else { String::new() };
+                writeln!(f, "      --{}--> #{}{input}", edge.partitioner.name(), target.0)?;
             }
         }
         Ok(())

@@ -123,6 +123,10 @@ pub enum TaskOutcome {
         records_in: u64,
         /// Elements written to the network or the sink.
         records_out: u64,
+        /// Bytes of blocking partitions it read (from its producers' disks).
+        disk_bytes_read: u64,
+        /// Bytes of blocking partitions it wrote (to its TaskManager's disk).
+        disk_bytes_written: u64,
     },
     /// Failed.
     Failed(TaskFailure),

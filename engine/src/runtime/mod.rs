@@ -16,6 +16,7 @@
 
 pub mod jobmaster;
 pub mod messages;
+pub mod resources;
 pub mod task;
 pub mod taskmanager;
 pub mod trace;
@@ -25,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::api::JobConfig;
 use crate::catalog::{self, JobParams};
 use crate::failover::RestartStrategy;
-use crate::graph::{ExecutionMode, JobGraph};
+use crate::graph::{ExchangeMode, ExecutionMode, JobGraph};
 use crate::shuffle::ShuffleConfig;
 
 /// Everything needed to build and run one job instance: what a client submits and what every
@@ -44,6 +45,8 @@ pub struct JobSpec {
     pub parallelism: u32,
     /// Number of key groups.
     pub max_parallelism: u32,
+    /// Which edges are pipelined in batch mode.
+    pub exchange_mode: ExchangeMode,
     /// When to restart and when to give up.
     pub restart_strategy: RestartStrategy,
     /// Network buffer tuning.
@@ -53,7 +56,12 @@ pub struct JobSpec {
 impl JobSpec {
     /// The job's configuration as the API sees it.
     pub fn config(&self) -> JobConfig {
-        JobConfig { mode: self.mode, parallelism: self.parallelism, max_parallelism: self.max_parallelism }
+        JobConfig {
+            mode: self.mode,
+            parallelism: self.parallelism,
+            max_parallelism: self.max_parallelism,
+            exchange_mode: self.exchange_mode.effective(self.mode),
+        }
     }
 
     /// Builds the job's plan from the catalog.

@@ -97,6 +97,12 @@ pub enum TraceEvent {
         records_in: u64,
         /// Elements it wrote to the network or its sink.
         records_out: u64,
+        /// Bytes of blocking partitions it read (from its producers' disks).
+        #[serde(default)]
+        disk_bytes_read: u64,
+        /// Bytes of blocking partitions it wrote (to its TaskManager's disk).
+        #[serde(default)]
+        disk_bytes_written: u64,
     },
     /// A subtask failed.
     TaskFailed {
@@ -210,8 +216,12 @@ impl fmt::Display for TraceEvent {
             TraceEvent::TaskRunning { attempt, vertex, subtask } => {
                 write!(f, "a{attempt} v{vertex}[{subtask}] running")
             }
-            TraceEvent::TaskFinished { attempt, vertex, subtask, records_in, records_out } => {
-                write!(f, "a{attempt} v{vertex}[{subtask}] finished (in {records_in}, out {records_out})")
+            TraceEvent::TaskFinished { attempt, vertex, subtask, records_in, records_out, disk_bytes_read, disk_bytes_written } => {
+                write!(f, "a{attempt} v{vertex}[{subtask}] finished (in {records_in}, out {records_out}")?;
+                if *disk_bytes_read + *disk_bytes_written > 0 {
+                    write!(f, "; disk read {disk_bytes_read} B, written {disk_bytes_written} B")?;
+                }
+                write!(f, ")")
             }
             TraceEvent::TaskFailed { attempt, vertex, subtask, reason } => {
                 write!(f, "a{attempt} v{vertex}[{subtask}] failed: {reason}")

@@ -22,6 +22,7 @@ use tokio::sync::Notify;
 
 use crate::graph::{IntermediateResultPartitionId, ResultPartitionType};
 use crate::rpc_request;
+use crate::runtime::resources::Resources;
 use crate::storage::Storage;
 
 /// Tuning of the data exchange.
@@ -101,21 +102,29 @@ struct Partition {
     data_path: String,
 }
 
+impl Partition {
+    fn is_blocking(&self) -> bool {
+        self.subpartitions.iter().any(|subpartition| matches!(subpartition, Subpartition::Blocking { .. }))
+    }
+}
+
 /// The partitions a TaskManager produces and serves.
 #[derive(Clone)]
 pub struct ResultPartitionManager {
     partitions: Arc<Mutex<BTreeMap<ResultPartitionId, Partition>>>,
     storage: Arc<dyn Storage>,
     config: ShuffleConfig,
+    resources: Arc<Resources>,
 }
 
 /// How long a request waits for data before answering `NotYet`.
 const LONG_POLL: Duration = Duration::from_millis(100);
 
 impl ResultPartitionManager {
-    /// A manager writing blocking partitions to `storage`.
-    pub fn new(storage: Arc<dyn Storage>, config: ShuffleConfig) -> ResultPartitionManager {
-        ResultPartitionManager { partitions: Default::default(), storage, config }
+    /// A manager writing blocking partitions to `storage`, charging disk and network time to
+    /// `resources`.
+    pub fn new(storage: Arc<dyn Storage>, config: ShuffleConfig, resources: Arc<Resources>) -> ResultPartitionManager {
+        ResultPartitionManager { partitions: Default::default(), storage, config, resources }
     }
 
     /// Registers a partition a task is about to produce and returns its writer.
@@ -136,7 +145,7 @@ impl ResultPartitionManager {
         let partition = Partition { subpartitions, finished: false, notify: Arc::new(Notify::new()), data_path };
         let previous = self.partitions.lock().expect("partition lock").insert(id, partition);
         assert!(previous.is_none(), "internal: partition {id} registered twice");
-        ResultPartitionWriter { manager: self.clone(), id }
+        ResultPartitionWriter { manager: self.clone(), id, blocking: partition_type == ResultPartitionType::Blocking }
     }
 
     /// Forgets every partition of attempts before `attempt` and deletes their files.
@@ -156,20 +165,32 @@ impl ResultPartitionManager {
         self.partitions.lock().expect("partition lock").keys().copied().collect()
     }
 
-    /// Answers one consumer request; see the module doc.
+    /// Answers one consumer request, charging the disk read (blocking) and the network send.
     pub async fn serve(&self, request: RequestSubpartition) -> Result<SubpartitionData, PartitionRequestError> {
+        let (answer, from_disk) = self.answer(request).await?;
+        if let SubpartitionData::Buffer(bytes) = &answer {
+            if from_disk {
+                self.resources.disk_read(bytes.len() as u64).await;
+            }
+            self.resources.network(bytes.len() as u64).await;
+        }
+        Ok(answer)
+    }
+
+    /// The answer to a request, and whether its buffer comes from disk.
+    async fn answer(&self, request: RequestSubpartition) -> Result<(SubpartitionData, bool), PartitionRequestError> {
         let mut waited = false;
         loop {
             let notify = {
                 let mut partitions = self.partitions.lock().expect("partition lock");
                 let partition = partitions.get_mut(&request.partition).ok_or(PartitionRequestError::NotFound)?;
                 if let Some(answer) = self.try_answer(partition, &request)? {
-                    return Ok(answer);
+                    return Ok((answer, partition.is_blocking()));
                 }
                 Arc::clone(&partition.notify)
             };
             if waited {
-                return Ok(SubpartitionData::NotYet);
+                return Ok((SubpartitionData::NotYet, false));
             }
             let notified = notify.notified();
             // Re-check after registering interest, so a wake-up between the check and the wait
@@ -180,7 +201,7 @@ impl ResultPartitionManager {
                 let mut partitions = self.partitions.lock().expect("partition lock");
                 let partition = partitions.get_mut(&request.partition).ok_or(PartitionRequestError::NotFound)?;
                 if let Some(answer) = self.try_answer(partition, &request)? {
-                    return Ok(answer);
+                    return Ok((answer, partition.is_blocking()));
                 }
             }
             let _ = madsim::time::timeout(LONG_POLL, notified).await;
@@ -252,6 +273,7 @@ impl fmt::Display for PartitionReleased {
 pub struct ResultPartitionWriter {
     manager: ResultPartitionManager,
     id: ResultPartitionId,
+    blocking: bool,
 }
 
 impl ResultPartitionWriter {
@@ -260,8 +282,17 @@ impl ResultPartitionWriter {
         self.id
     }
 
-    /// Adds a sealed buffer to a subpartition; waits while a pipelined queue is full.
+    /// True for a BLOCKING partition (written to disk).
+    pub fn is_blocking(&self) -> bool {
+        self.blocking
+    }
+
+    /// Adds a sealed buffer to a subpartition; waits while a pipelined queue is full, and for the
+    /// disk when the partition is blocking.
     pub async fn add_buffer(&self, subpartition: u32, buffer: Vec<u8>) -> Result<(), PartitionReleased> {
+        if self.blocking {
+            self.manager.resources.disk_write(buffer.len() as u64).await;
+        }
         let capacity = self.manager.config.pipelined_queue_buffers;
         let mut buffer = Some(buffer);
         loop {
@@ -305,8 +336,7 @@ impl ResultPartitionWriter {
     pub fn finish(&self) -> Result<(), PartitionReleased> {
         let mut partitions = self.manager.partitions.lock().expect("partition lock");
         let partition = partitions.get_mut(&self.id).ok_or(PartitionReleased(self.id))?;
-        let blocking = partition.subpartitions.iter().any(|sub| matches!(sub, Subpartition::Blocking { .. }));
-        if blocking && self.manager.storage.length(&partition.data_path).is_ok() {
+        if partition.is_blocking() && self.manager.storage.length(&partition.data_path).is_ok() {
             self.manager
                 .storage
                 .sync(&partition.data_path)

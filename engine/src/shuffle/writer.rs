@@ -84,6 +84,11 @@ impl RecordWriter {
         self.records_written
     }
 
+    /// True if it writes a BLOCKING partition (to disk).
+    pub fn is_blocking(&self) -> bool {
+        self.partition.is_blocking()
+    }
+
     /// Bytes handed to the partition so far.
     pub fn bytes_written(&self) -> u64 {
         self.bytes_written

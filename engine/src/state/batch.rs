@@ -1,15 +1,14 @@
 //! The batch backend: only the current key's state, dropped when the key changes (Flink's
 //! `BatchExecutionKeyedStateBackend`). Correct only because batch mode sorts keyed input.
 
-use std::collections::BTreeMap;
-
+use super::hash::KeyState;
 use super::KeyedStateBackend;
 
 /// See the module doc.
 #[derive(Default)]
 pub struct BatchExecutionKeyedStateBackend {
     current_key: Option<Vec<u8>>,
-    states: BTreeMap<String, Vec<u8>>,
+    state: KeyState,
 }
 
 impl KeyedStateBackend for BatchExecutionKeyedStateBackend {
@@ -21,7 +20,7 @@ impl KeyedStateBackend for BatchExecutionKeyedStateBackend {
                     current < key,
                     "internal: batch keyed input is not sorted by key ({current:?} came before {key:?})"
                 );
-                self.states.clear();
+                self.state = KeyState::default();
                 self.current_key = Some(key.to_vec());
             }
             None => self.current_key = Some(key.to_vec()),
@@ -29,19 +28,28 @@ impl KeyedStateBackend for BatchExecutionKeyedStateBackend {
     }
 
     fn get(&self, name: &str) -> Option<&[u8]> {
-        self.states.get(name).map(Vec::as_slice)
+        self.state.values.get(name).map(Vec::as_slice)
     }
 
     fn put(&mut self, name: &str, value: Vec<u8>) {
         assert!(self.current_key.is_some(), "internal: keyed state accessed before a key was set");
-        self.states.insert(name.to_string(), value);
+        self.state.values.insert(name.to_string(), value);
+    }
+
+    fn list_append(&mut self, name: &str, value: Vec<u8>) {
+        assert!(self.current_key.is_some(), "internal: keyed state accessed before a key was set");
+        self.state.lists.entry(name.to_string()).or_default().push(value);
+    }
+
+    fn list(&self, name: &str) -> &[Vec<u8>] {
+        self.state.lists.get(name).map_or(&[], Vec::as_slice)
     }
 
     fn clear(&mut self, name: &str) {
-        self.states.remove(name);
+        self.state.clear(name);
     }
 
     fn key_count(&self) -> usize {
-        usize::from(!self.states.is_empty())
+        usize::from(!self.state.is_empty())
     }
 }

@@ -5,17 +5,40 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::KeyedStateBackend;
 
+/// One key's state: named values and named lists, encoded.
+#[derive(Default)]
+pub(super) struct KeyState {
+    pub(super) values: BTreeMap<String, Vec<u8>>,
+    pub(super) lists: BTreeMap<String, Vec<Vec<u8>>>,
+}
+
+impl KeyState {
+    pub(super) fn is_empty(&self) -> bool {
+        self.values.is_empty() && self.lists.is_empty()
+    }
+
+    pub(super) fn clear(&mut self, name: &str) {
+        self.values.remove(name);
+        self.lists.remove(name);
+    }
+}
+
 /// See the module doc.
 #[derive(Default)]
 pub struct HashMapStateBackend {
     // Lookups only: the map's iteration order never leaves this type.
-    states: HashMap<Vec<u8>, BTreeMap<String, Vec<u8>>>,
+    states: HashMap<Vec<u8>, KeyState>,
     current_key: Option<Vec<u8>>,
 }
 
 impl HashMapStateBackend {
     fn key(&self) -> &[u8] {
         self.current_key.as_deref().expect("internal: keyed state accessed before a key was set")
+    }
+
+    fn current(&mut self) -> &mut KeyState {
+        let key = self.key().to_vec();
+        self.states.entry(key).or_default()
     }
 }
 
@@ -27,19 +50,26 @@ impl KeyedStateBackend for HashMapStateBackend {
     }
 
     fn get(&self, name: &str) -> Option<&[u8]> {
-        self.states.get(self.key()).and_then(|states| states.get(name)).map(Vec::as_slice)
+        self.states.get(self.key()).and_then(|state| state.values.get(name)).map(Vec::as_slice)
     }
 
     fn put(&mut self, name: &str, value: Vec<u8>) {
-        let key = self.key().to_vec();
-        self.states.entry(key).or_default().insert(name.to_string(), value);
+        self.current().values.insert(name.to_string(), value);
+    }
+
+    fn list_append(&mut self, name: &str, value: Vec<u8>) {
+        self.current().lists.entry(name.to_string()).or_default().push(value);
+    }
+
+    fn list(&self, name: &str) -> &[Vec<u8>] {
+        self.states.get(self.key()).and_then(|state| state.lists.get(name)).map_or(&[], Vec::as_slice)
     }
 
     fn clear(&mut self, name: &str) {
         let key = self.key().to_vec();
-        if let Some(states) = self.states.get_mut(&key) {
-            states.remove(name);
-            if states.is_empty() {
+        if let Some(state) = self.states.get_mut(&key) {
+            state.clear(name);
+            if state.is_empty() {
                 self.states.remove(&key);
             }
         }

@@ -29,7 +29,11 @@ pub trait KeyedStateBackend: Send {
     fn get(&self, name: &str) -> Option<&[u8]>;
     /// Replaces the encoded value of state `name` for the current key.
     fn put(&mut self, name: &str, value: Vec<u8>);
-    /// Removes state `name` for the current key.
+    /// Appends an encoded element to list state `name` of the current key.
+    fn list_append(&mut self, name: &str, value: Vec<u8>);
+    /// The encoded elements of list state `name` of the current key, in append order.
+    fn list(&self, name: &str) -> &[Vec<u8>];
+    /// Removes state `name` (value or list) for the current key.
     fn clear(&mut self, name: &str);
     /// How many keys currently hold state.
     fn key_count(&self) -> usize;
@@ -76,6 +80,33 @@ impl<T: Record> ValueState<T> {
     }
 }
 
+/// A typed view of a list per key (Flink's `ListState`).
+pub struct ListState<T> {
+    name: &'static str,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T: Record> ListState<T> {
+    /// The state called `name`.
+    pub fn new(name: &'static str) -> ListState<T> {
+        ListState { name, _type: PhantomData }
+    }
+
+    /// The current key's elements, in the order they were added.
+    pub fn get(&self, backend: &dyn KeyedStateBackend) -> Result<Vec<T>, OperatorError> {
+        backend
+            .list(self.name)
+            .iter()
+            .map(|bytes| T::from_bytes(bytes).map_err(|error| OperatorError::new(format!("state `{}`: {error}", self.name))))
+            .collect()
+    }
+
+    /// Appends to the current key's list.
+    pub fn add(&self, backend: &mut dyn KeyedStateBackend, value: &T) {
+        backend.list_append(self.name, value.to_bytes());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +126,22 @@ mod tests {
         count.clear(&mut backend);
         assert_eq!(count.value(&backend).unwrap(), None);
         assert_eq!(backend.key_count(), 1);
+    }
+
+    #[test]
+    fn list_state_keeps_order_per_key_and_clears() {
+        for mut backend in [backend_for(ExecutionMode::Streaming), backend_for(ExecutionMode::Batch)] {
+            let seen = ListState::<String>::new("seen");
+            backend.set_current_key(b"a");
+            seen.add(backend.as_mut(), &"x".to_string());
+            seen.add(backend.as_mut(), &"y".to_string());
+            assert_eq!(seen.get(backend.as_ref()).unwrap(), vec!["x".to_string(), "y".to_string()]);
+            backend.set_current_key(b"b");
+            assert!(seen.get(backend.as_ref()).unwrap().is_empty());
+            seen.add(backend.as_mut(), &"z".to_string());
+            backend.clear("seen");
+            assert!(seen.get(backend.as_ref()).unwrap().is_empty());
+        }
     }
 
     #[test]

@@ -395,7 +395,7 @@ impl JobMaster {
         }
         let Some(execution) = job.executions.get_mut(&vertex) else { return };
         match update.outcome {
-            TaskOutcome::Finished { records_in, records_out } => {
+            TaskOutcome::Finished { records_in, records_out, disk_bytes_read, disk_bytes_written } => {
                 if execution.finished {
                     return; // a retried report
                 }
@@ -417,6 +417,8 @@ impl JobMaster {
                     subtask: vertex.subtask,
                     records_in,
                     records_out,
+                    disk_bytes_read,
+                    disk_bytes_written,
                 });
                 if all_finished {
                     self.end_job(JobStatus::Finished);

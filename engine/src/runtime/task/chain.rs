@@ -1,106 +1,141 @@
-//! [`OperatorChain`]: chained operators calling each other directly, ending in record writers
-//! or a sink writer.
+//! [`OperatorChain`]: the chained operators of a task, a tree rooted at the chain's head.
+//!
+//! Each node passes its output directly to its chained children (a copy to each but the last)
+//! and serializes it into the record writers of the network edges it feeds. Sinks are leaves.
+//! Nodes are kept in chain order, which is topological: a parent comes before its children.
 
 use crate::graph::OperatorError;
 use crate::graph::operator::{ErasedSinkWriter, Output, StreamOperator};
-use crate::record::Element;
+use crate::record::{Element, TypeInfo};
 use crate::runtime::messages::TaskFailure;
 use crate::shuffle::RecordWriter;
 
-/// The end of a chain: the network outputs, or the sink.
-pub(super) struct ChainTail {
+/// What a chain node runs.
+pub(super) enum ChainBody {
+    /// The head of a source task: passes the source's elements on.
+    Source,
+    /// An operator; `None` only while it is processing (taken out to lend the chain to it).
+    Operator(Option<Box<dyn StreamOperator>>),
+    /// A sink writer, always a leaf.
+    Sink(Box<dyn ErasedSinkWriter>),
+}
+
+/// One node of the chain.
+pub(super) struct ChainNode {
+    pub(super) body: ChainBody,
+    /// The type of what it emits (to copy an element for several children).
+    pub(super) output_type: TypeInfo,
+    /// Chained children, by index.
+    pub(super) children: Vec<usize>,
+    /// Record writers of the network edges it feeds, by index.
+    pub(super) writers: Vec<usize>,
+}
+
+/// A task's operators and outputs; see the module doc.
+pub(super) struct OperatorChain {
+    nodes: Vec<ChainNode>,
     writers: Vec<RecordWriter>,
-    sink: Option<Box<dyn ErasedSinkWriter>>,
     sink_records: u64,
     error: Option<OperatorError>,
 }
 
-impl ChainTail {
-    pub(super) fn new(writers: Vec<RecordWriter>, sink: Option<Box<dyn ErasedSinkWriter>>) -> ChainTail {
-        ChainTail { writers, sink, sink_records: 0, error: None }
-    }
+/// The output of one node.
+struct NodeOutput<'a> {
+    chain: &'a mut OperatorChain,
+    node: usize,
 }
 
-impl Output for ChainTail {
+impl Output for NodeOutput<'_> {
     fn collect(&mut self, element: Element) {
-        for writer in &mut self.writers {
-            writer.emit(element.as_ref());
-        }
-        if let Some(sink) = &mut self.sink {
-            self.sink_records += 1;
-            if let Err(error) = sink.write(element) {
-                self.error.get_or_insert(error);
-            }
-        }
+        self.chain.emit(self.node, element);
     }
-}
-
-/// Passes an element to the next operator of the chain, or to the tail.
-struct ChainOutput<'a> {
-    rest: &'a mut [Box<dyn StreamOperator>],
-    tail: &'a mut ChainTail,
-}
-
-impl Output for ChainOutput<'_> {
-    fn collect(&mut self, element: Element) {
-        match self.rest.split_first_mut() {
-            None => self.tail.collect(element),
-            Some((next, rest)) => {
-                let mut output = ChainOutput { rest, tail: &mut *self.tail };
-                if let Err(error) = next.process_element(element, &mut output) {
-                    self.tail.error.get_or_insert(error);
-                }
-            }
-        }
-    }
-}
-
-/// A task's operators and outputs.
-pub(super) struct OperatorChain {
-    operators: Vec<Box<dyn StreamOperator>>,
-    tail: ChainTail,
 }
 
 impl OperatorChain {
-    pub(super) fn new(operators: Vec<Box<dyn StreamOperator>>, tail: ChainTail) -> OperatorChain {
-        OperatorChain { operators, tail }
+    pub(super) fn new(nodes: Vec<ChainNode>, writers: Vec<RecordWriter>) -> OperatorChain {
+        assert!(!nodes.is_empty(), "internal: a chain has at least its head");
+        OperatorChain { nodes, writers, sink_records: 0, error: None }
+    }
+
+    /// Sends a node's output to its writers and children.
+    fn emit(&mut self, node: usize, element: Element) {
+        for writer in &self.nodes[node].writers {
+            self.writers[*writer].emit(element.as_ref());
+        }
+        let children = self.nodes[node].children.clone();
+        if let Some((last, others)) = children.split_last() {
+            for child in others {
+                let copy = self.nodes[node].output_type.clone_element(element.as_ref());
+                self.deliver(*child, 0, copy);
+            }
+            self.deliver(*last, 0, element);
+        }
+    }
+
+    /// Hands an element to a node's operator (or sink) on one of its inputs.
+    fn deliver(&mut self, node: usize, input: u32, element: Element) {
+        let result = match &mut self.nodes[node].body {
+            ChainBody::Source => {
+                self.emit(node, element);
+                Ok(())
+            }
+            ChainBody::Sink(sink) => {
+                self.sink_records += 1;
+                sink.write(element)
+            }
+            ChainBody::Operator(slot) => {
+                let mut operator = slot.take().expect("internal: an operator was re-entered");
+                let mut output = NodeOutput { chain: self, node };
+                let result = match input {
+                    0 => operator.process_element(element, &mut output),
+                    _ => operator.process_element2(element, &mut output),
+                };
+                self.nodes[node].body = ChainBody::Operator(Some(operator));
+                result
+            }
+        };
+        if let Err(error) = result {
+            self.error.get_or_insert(error);
+        }
     }
 
     fn take_error(&mut self) -> Result<(), TaskFailure> {
-        match self.tail.error.take() {
+        match self.error.take() {
             Some(error) => Err(TaskFailure::Operator(error.message)),
             None => Ok(()),
         }
     }
 
-    /// Pushes elements through the chain.
-    pub(super) fn push_all(&mut self, elements: Vec<Element>) -> Result<(), TaskFailure> {
+    /// Pushes elements of one input through the chain, from its head.
+    pub(super) fn push_all(&mut self, input: u32, elements: Vec<Element>) -> Result<(), TaskFailure> {
         for element in elements {
-            ChainOutput { rest: &mut self.operators, tail: &mut self.tail }.collect(element);
+            self.deliver(0, input, element);
             self.take_error()?;
         }
         Ok(())
     }
 
-    /// Ships full buffers and lets the sink stage what it buffered.
+    /// Ships full buffers and lets sinks stage what they buffered.
     pub(super) async fn flush(&mut self, end_of_input: bool) -> Result<(), TaskFailure> {
-        for writer in &mut self.tail.writers {
+        for writer in &mut self.writers {
             writer.flush_full().await.map_err(|released| TaskFailure::OutputReleased(released.0))?;
         }
-        if let Some(sink) = &mut self.tail.sink {
-            sink.flush(end_of_input).await.map_err(|error| TaskFailure::Operator(error.message))?;
+        for node in &mut self.nodes {
+            if let ChainBody::Sink(sink) = &mut node.body {
+                sink.flush(end_of_input).await.map_err(|error| TaskFailure::Operator(error.message))?;
+            }
         }
         Ok(())
     }
 
-    /// Ends the input of every operator, head first, so that each can emit what it held back.
+    /// Ends the input of every operator, parents first, so that each can emit what it held back.
     pub(super) fn end_input(&mut self) -> Result<(), TaskFailure> {
-        for index in 0..self.operators.len() {
-            let (done, rest) = self.operators.split_at_mut(index + 1);
-            let mut output = ChainOutput { rest, tail: &mut self.tail };
-            if let Err(error) = done[index].end_input(&mut output) {
-                return Err(TaskFailure::Operator(error.message));
-            }
+        for node in 0..self.nodes.len() {
+            let ChainBody::Operator(slot) = &mut self.nodes[node].body else { continue };
+            let mut operator = slot.take().expect("internal: an operator was re-entered");
+            let result = operator.end_input(&mut NodeOutput { chain: self, node });
+            self.nodes[node].body = ChainBody::Operator(Some(operator));
+            result.map_err(|error| TaskFailure::Operator(error.message))?;
             self.take_error()?;
         }
         Ok(())
@@ -109,17 +144,30 @@ impl OperatorChain {
     /// Flushes everything and finishes the output partitions; returns the records written.
     pub(super) async fn finish(&mut self) -> Result<u64, TaskFailure> {
         self.flush(true).await?;
-        let mut records = self.tail.sink_records;
-        for writer in &mut self.tail.writers {
+        let mut records = self.sink_records;
+        for writer in &mut self.writers {
             writer.finish().await.map_err(|released| TaskFailure::OutputReleased(released.0))?;
             records += writer.records_written();
         }
         Ok(records)
     }
 
-    /// Pre-commits the sink: its committables, encoded.
-    pub(super) async fn prepare_commit(&mut self) -> Result<Vec<Vec<u8>>, TaskFailure> {
-        let sink = self.tail.sink.as_mut().expect("internal: prepare_commit on a chain without a sink");
+    /// Bytes written to output partitions, split by whether they went to disk (blocking).
+    pub(super) fn bytes_written(&self) -> (u64, u64) {
+        self.writers.iter().fold((0, 0), |(pipelined, blocking), writer| {
+            if writer.is_blocking() {
+                (pipelined, blocking + writer.bytes_written())
+            } else {
+                (pipelined + writer.bytes_written(), blocking)
+            }
+        })
+    }
+
+    /// Pre-commits the sink at node `node`: its committables, encoded.
+    pub(super) async fn prepare_commit(&mut self, node: usize) -> Result<Vec<Vec<u8>>, TaskFailure> {
+        let ChainBody::Sink(sink) = &mut self.nodes[node].body else {
+            panic!("internal: prepare_commit on chain node {node}, which is not a sink")
+        };
         sink.prepare_commit().await.map_err(|error| TaskFailure::Operator(error.message))
     }
 }

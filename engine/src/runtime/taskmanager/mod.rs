@@ -25,6 +25,7 @@ use super::messages::{
     TaskFailure, TaskOutcome, UpdateTaskExecutionState,
 };
 use super::task::{TaskEnvironment, run_task};
+use super::resources::{CostModel, Resources};
 use super::trace::{TraceEvent, TracerHandle};
 use crate::graph::ExecutionGraph;
 use crate::rpc::{RpcClient, serve};
@@ -49,6 +50,10 @@ pub struct TaskManagerConfig {
     pub storage: Arc<dyn Storage>,
     /// Network buffer tuning for the partitions it serves.
     pub shuffle: ShuffleConfig,
+    /// How long work takes on its cores, disk and network interface.
+    pub costs: Arc<dyn CostModel>,
+    /// Its cores, shared by the tasks running on it.
+    pub cores: u32,
     /// Where its events go.
     pub tracer: TracerHandle,
 }
@@ -73,6 +78,7 @@ struct TaskManager {
     config: TaskManagerConfig,
     client: RpcClient,
     partitions: ResultPartitionManager,
+    resources: Arc<Resources>,
     tasks: Mutex<Tasks>,
 }
 
@@ -86,8 +92,10 @@ pub async fn run_task_manager(config: TaskManagerConfig) {
     let endpoint = Endpoint::bind(config.address).await.unwrap_or_else(|error| {
         panic!("internal: task manager {} cannot bind {}: {error}", config.name, config.address)
     });
+    let resources = Arc::new(Resources::new(Arc::clone(&config.costs), config.cores as usize));
     let task_manager = Arc::new(TaskManager {
-        partitions: ResultPartitionManager::new(Arc::clone(&config.storage), config.shuffle),
+        partitions: ResultPartitionManager::new(Arc::clone(&config.storage), config.shuffle, Arc::clone(&resources)),
+        resources,
         client: RpcClient::new(endpoint.clone()),
         tasks: Mutex::new(Tasks::default()),
         config,
@@ -185,7 +193,13 @@ impl TaskManager {
             }
         };
         let environment =
-            TaskEnvironment { descriptor, graph, partitions: self.partitions.clone(), client: self.client.clone() };
+            TaskEnvironment {
+            descriptor,
+            graph,
+            partitions: self.partitions.clone(),
+            client: self.client.clone(),
+            resources: Arc::clone(&self.resources),
+        };
         let this = Arc::clone(self);
         let key = (job_id.clone(), execution);
         let handle = madsim::task::spawn(async move {
@@ -196,7 +210,12 @@ impl TaskManager {
             });
             let outcome = match run_task(environment).await {
                 Ok(metrics) => {
-                    TaskOutcome::Finished { records_in: metrics.records_in, records_out: metrics.records_out }
+                    TaskOutcome::Finished {
+                        records_in: metrics.records_in,
+                        records_out: metrics.records_out,
+                        disk_bytes_read: metrics.disk_bytes_read,
+                        disk_bytes_written: metrics.disk_bytes_written,
+                    }
                 }
                 Err(failure) => TaskOutcome::Failed(failure),
             };
