@@ -167,6 +167,7 @@ fn simulate(
             parallelism: scenario.parallelism,
             max_parallelism: sluice_engine::graph::partitioner::default_max_parallelism(scenario.parallelism),
             exchange_mode: scenario.exchange_mode,
+            adaptive: scenario.adaptive_batch,
             restart_strategy: scenario.restart_strategy,
             shuffle,
         };

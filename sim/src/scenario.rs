@@ -17,9 +17,10 @@ use sluice_engine::api::JobConfig;
 use sluice_engine::catalog::{self, JobParams};
 pub use sluice_engine::duration::{format_duration, parse_duration};
 use sluice_engine::failover::RestartStrategy;
-use sluice_engine::graph::{ExchangeMode, ExecutionGraph};
 use sluice_engine::graph::ExecutionMode;
+use sluice_engine::graph::{ExchangeMode, ExecutionGraph};
 use sluice_engine::scheduler::SchedulingStrategy;
+use sluice_engine::scheduler::adaptive::AdaptiveBatchConfig;
 
 use crate::cost::CostSpec;
 use crate::faults::random::Topology;
@@ -63,6 +64,10 @@ pub struct Scenario {
     /// Which exchanges are pipelined in batch mode (streaming is always all-pipelined).
     #[serde(default = "default_exchange_mode")]
     pub exchange_mode: ExchangeMode,
+    /// Batch mode decides at runtime the parallelism of operators the job does not set, from the
+    /// bytes their inputs produced (needs `exchange_mode: all-edges-blocking`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive_batch: Option<AdaptiveBatchConfig>,
     /// Bytes per network buffer.
     #[serde(default = "default_buffer_size")]
     pub buffer_size: usize,
@@ -357,6 +362,21 @@ impl Scenario {
                 format!("{} bytes is too small; use at least 64", self.buffer_size),
             ));
         }
+        if let Some(adaptive) = &self.adaptive_batch {
+            if self.exchange_mode != ExchangeMode::AllEdgesBlocking {
+                return Err(error(
+                    "adaptive_batch",
+                    None,
+                    format!(
+                        "deciding parallelism at runtime needs `exchange_mode: all-edges-blocking`, not {}",
+                        self.exchange_mode
+                    ),
+                ));
+            }
+            if adaptive.min_parallelism == 0 || adaptive.min_parallelism > adaptive.max_parallelism {
+                return Err(error("adaptive_batch", None, "needs 1 <= min_parallelism <= max_parallelism".into()));
+            }
+        }
         let params = job.resolve_params(&self.params).expect("checked above");
         for mode in &self.modes {
             let config = self.job_config(*mode);
@@ -427,7 +447,9 @@ impl Scenario {
 
     /// The job configuration of a mode.
     pub fn job_config(&self, mode: ExecutionMode) -> JobConfig {
-        JobConfig::new(mode, self.parallelism).with_exchange_mode(self.exchange_mode)
+        JobConfig::new(mode, self.parallelism)
+            .with_exchange_mode(self.exchange_mode)
+            .with_adaptive_parallelism(self.adaptive_batch.is_some())
     }
 
     /// Cores per TaskManager.

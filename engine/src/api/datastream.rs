@@ -7,11 +7,15 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::JobConfig;
-use super::operators::{FilterOperator, FlatMapOperator, JoinFunctions, MapOperator, ReduceFunctions, join_operator, reduce_operator};
+use super::operators::{
+    FilterOperator, FlatMapOperator, JoinFunctions, MapOperator, ReduceFunctions, join_operator, reduce_operator,
+};
 use super::source::{Source, erase_source};
 use crate::graph::operator::{OperatorFactory, StreamOperator};
 use crate::graph::partitioner::Partitioner;
-use crate::graph::{ChainingStrategy, ExecutionMode, NodeBody, StreamEdge, StreamGraph, StreamNode, StreamNodeId, TaskInfo};
+use crate::graph::{
+    ChainingStrategy, ExecutionMode, NodeBody, StreamEdge, StreamGraph, StreamNode, StreamNodeId, TaskInfo,
+};
 use crate::record::{Key, KeySelector, Record, TypeInfo, erase_key_selector};
 use crate::sink::{Sink, erase_sink};
 
@@ -32,7 +36,12 @@ pub struct DataStream<T> {
 
 impl<T> Clone for DataStream<T> {
     fn clone(&self) -> Self {
-        DataStream { graph: Rc::clone(&self.graph), config: self.config, upstreams: self.upstreams.clone(), _type: PhantomData }
+        DataStream {
+            graph: Rc::clone(&self.graph),
+            config: self.config,
+            upstreams: self.upstreams.clone(),
+            _type: PhantomData,
+        }
     }
 }
 
@@ -49,6 +58,7 @@ fn add_node(graph: &Rc<RefCell<StreamGraph>>, config: JobConfig, new: NewNode) -
         id,
         name: new.name.to_string(),
         parallelism: config.parallelism,
+        parallelism_explicit: false,
         max_parallelism: config.max_parallelism,
         output_type: new.output_type,
         chaining: new.chaining,
@@ -128,7 +138,9 @@ impl<T: Record> DataStream<T> {
         let function: Arc<dyn Fn(T) -> U + Send + Sync> = Arc::new(function);
         self.operator(
             "Map",
-            Arc::new(move |_: &TaskInfo| Box::new(MapOperator { function: Arc::clone(&function) }) as Box<dyn StreamOperator>),
+            Arc::new(move |_: &TaskInfo| {
+                Box::new(MapOperator { function: Arc::clone(&function) }) as Box<dyn StreamOperator>
+            }),
         )
     }
 
@@ -148,7 +160,8 @@ impl<T: Record> DataStream<T> {
         &self,
         function: impl Fn(T) -> I + Send + Sync + 'static,
     ) -> DataStream<U> {
-        let function: Arc<dyn Fn(T) -> Vec<U> + Send + Sync> = Arc::new(move |value| function(value).into_iter().collect());
+        let function: Arc<dyn Fn(T) -> Vec<U> + Send + Sync> =
+            Arc::new(move |value| function(value).into_iter().collect());
         self.operator(
             "FlatMap",
             Arc::new(move |_: &TaskInfo| {
@@ -217,7 +230,10 @@ impl<T: Record> DataStream<T> {
 
     /// Sets the parallelism of the node that produces this stream.
     pub fn set_parallelism(self, parallelism: u32) -> DataStream<T> {
-        self.set("parallelism", |node| node.parallelism = parallelism)
+        self.set("parallelism", |node| {
+            node.parallelism = parallelism;
+            node.parallelism_explicit = true;
+        })
     }
 }
 
@@ -306,7 +322,11 @@ impl DataStreamSink {
 
     /// Sets the sink's parallelism.
     pub fn set_parallelism(self, parallelism: u32) -> DataStreamSink {
-        self.graph.borrow_mut().node_mut(self.node).parallelism = parallelism;
+        let mut graph = self.graph.borrow_mut();
+        let node = graph.node_mut(self.node);
+        node.parallelism = parallelism;
+        node.parallelism_explicit = true;
+        drop(graph);
         self
     }
 }

@@ -38,8 +38,8 @@ pub use crate::sink::{Committer, Sink, SinkWriter};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::graph::{ExchangeMode, StreamGraph};
 use crate::graph::partitioner::default_max_parallelism;
+use crate::graph::{ExchangeMode, StreamGraph};
 
 /// How a job instance is configured: the mode, its default parallelism, and (batch) which
 /// exchanges are pipelined.
@@ -54,6 +54,9 @@ pub struct JobConfig {
     /// Which edges are pipelined in batch mode (Flink's `execution.batch-shuffle-mode`);
     /// streaming is always all-pipelined.
     pub exchange_mode: ExchangeMode,
+    /// In batch mode with all edges blocking, decide at runtime the parallelism of operators
+    /// whose parallelism the program did not set (Flink's adaptive batch scheduler).
+    pub adaptive_parallelism: bool,
 }
 
 impl JobConfig {
@@ -65,7 +68,13 @@ impl JobConfig {
             parallelism,
             max_parallelism: default_max_parallelism(parallelism),
             exchange_mode: ExchangeMode::default_for(mode),
+            adaptive_parallelism: false,
         }
+    }
+
+    /// The same configuration, deciding parallelism at runtime where allowed (batch only).
+    pub fn with_adaptive_parallelism(self, adaptive: bool) -> JobConfig {
+        JobConfig { adaptive_parallelism: adaptive && self.mode == ExecutionMode::Batch, ..self }
     }
 
     /// The same configuration with another exchange mode (ignored in streaming mode).
@@ -83,7 +92,9 @@ pub struct StreamEnv {
 impl StreamEnv {
     /// An environment for the job called `job_name`.
     pub fn new(job_name: &str, config: JobConfig) -> StreamEnv {
-        StreamEnv { graph: Rc::new(RefCell::new(StreamGraph::new(job_name, config.mode))), config }
+        let mut graph = StreamGraph::new(job_name, config.mode);
+        graph.adaptive_parallelism = config.adaptive_parallelism;
+        StreamEnv { graph: Rc::new(RefCell::new(graph)), config }
     }
 
     /// The mode the plan will run in. Programs should not need it: the mode changes how the

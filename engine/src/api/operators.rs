@@ -155,11 +155,14 @@ impl<T: Record, K: Key> StreamOperator for BatchGroupedReduceOperator<T, K> {
     }
 }
 
+/// A join's user function: the output of one matching pair.
+type JoinFunction<L, R, O> = Arc<dyn Fn(&L, &R) -> O + Send + Sync>;
+
 /// The user functions of a keyed join, shared by all its subtasks.
 pub(crate) struct JoinFunctions<L, R, K, O> {
     pub(crate) left_key: Arc<dyn Fn(&L) -> K + Send + Sync>,
     pub(crate) right_key: Arc<dyn Fn(&R) -> K + Send + Sync>,
-    pub(crate) join: Arc<dyn Fn(&L, &R) -> O + Send + Sync>,
+    pub(crate) join: JoinFunction<L, R, O>,
 }
 
 impl<L, R, K, O> Clone for JoinFunctions<L, R, K, O> {

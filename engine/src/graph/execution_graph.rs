@@ -1,7 +1,15 @@
 //! [`ExecutionGraph`]: the parallel plan, one execution vertex per subtask and one result
 //! partition per producing subtask and data set, with the pipelined regions over them.
+//!
+//! The graph is dynamic, as Flink's adaptive batch scheduler's: a job vertex whose parallelism
+//! is decided at runtime has no subtasks until [`ExecutionGraph::initialize`] gives it a
+//! parallelism and, per subtask, the contiguous range of subpartitions (key groups) it reads.
+//! Its producers write one subpartition per key group (the consumer's max parallelism), so any
+//! later decision can split them.
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::ops::Range;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -43,15 +51,16 @@ pub struct ProducedPartition {
     pub partition_type: ResultPartitionType,
 }
 
-/// One channel of an input gate: a subpartition of a producer's partition.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One channel of an input gate: a range of subpartitions of a producer's partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConsumedChannel {
     /// The producer's partition.
     pub partition: IntermediateResultPartitionId,
     /// The producer's subtask.
     pub producer: ExecutionVertexId,
-    /// The subpartition this consumer reads.
-    pub subpartition: u32,
+    /// The subpartitions this consumer reads (one, unless its parallelism was decided at
+    /// runtime).
+    pub subpartitions: Range<u32>,
 }
 
 /// The channels a subtask reads for one of its inputs.
@@ -84,13 +93,25 @@ pub struct PipelinedRegion {
 #[derive(Clone)]
 pub struct ExecutionGraph {
     job_graph: Arc<JobGraph>,
+    /// Parallelism of every initialized vertex.
+    parallelism: BTreeMap<JobVertexId, u32>,
+    /// For vertices initialized at runtime: each subtask's range of subpartitions.
+    subpartition_ranges: BTreeMap<JobVertexId, Vec<Range<u32>>>,
     regions: Vec<PipelinedRegion>,
 }
 
 impl ExecutionGraph {
-    /// Expands a job graph into subtasks and computes its pipelined regions.
+    /// Expands a job graph into subtasks and computes its pipelined regions; vertices whose
+    /// parallelism is decided at runtime stay uninitialized.
     pub fn new(job_graph: Arc<JobGraph>) -> ExecutionGraph {
-        let mut graph = ExecutionGraph { job_graph, regions: Vec::new() };
+        let parallelism = job_graph
+            .vertices
+            .iter()
+            .filter(|vertex| !vertex.auto_parallelism)
+            .map(|vertex| (vertex.id, vertex.parallelism))
+            .collect();
+        let mut graph =
+            ExecutionGraph { job_graph, parallelism, subpartition_ranges: BTreeMap::new(), regions: Vec::new() };
         graph.regions = graph.compute_regions();
         graph
     }
@@ -100,15 +121,52 @@ impl ExecutionGraph {
         &self.job_graph
     }
 
-    /// Every subtask, in topological order (vertex order, then subtask index).
+    /// A vertex's parallelism, if it is initialized.
+    pub fn parallelism(&self, vertex: JobVertexId) -> Option<u32> {
+        self.parallelism.get(&vertex).copied()
+    }
+
+    /// Vertices whose parallelism is still to be decided.
+    pub fn uninitialized_vertices(&self) -> Vec<JobVertexId> {
+        self.job_graph.vertices.iter().map(|vertex| vertex.id).filter(|id| !self.parallelism.contains_key(id)).collect()
+    }
+
+    /// Gives a runtime-decided vertex its parallelism and each subtask's subpartition range
+    /// (one range per subtask, contiguous, covering `0..max_parallelism`), and recomputes the
+    /// regions.
+    pub fn initialize(&mut self, vertex: JobVertexId, ranges: Vec<Range<u32>>) {
+        let job_vertex = self.job_graph.vertex(vertex);
+        assert!(job_vertex.auto_parallelism, "internal: v{} has a fixed parallelism", vertex.0);
+        assert!(!self.parallelism.contains_key(&vertex), "internal: v{} initialized twice", vertex.0);
+        assert!(!ranges.is_empty(), "internal: v{} initialized with no subtask", vertex.0);
+        assert_eq!(ranges.first().map(|range| range.start), Some(0), "internal: ranges must start at 0");
+        assert_eq!(
+            ranges.last().map(|range| range.end),
+            Some(job_vertex.max_parallelism),
+            "internal: ranges must cover every key group"
+        );
+        assert!(
+            ranges.windows(2).all(|pair| pair[0].end == pair[1].start && pair[0].start < pair[0].end),
+            "internal: ranges must be contiguous"
+        );
+        self.parallelism.insert(vertex, ranges.len() as u32);
+        self.subpartition_ranges.insert(vertex, ranges);
+        self.regions = self.compute_regions();
+    }
+
+    /// Every subtask of the initialized vertices, in topological order (vertex order, then
+    /// subtask index).
     pub fn execution_vertices(&self) -> Vec<ExecutionVertexId> {
-        self.job_graph
-            .vertices
+        self.parallelism
             .iter()
-            .flat_map(|vertex| {
-                (0..vertex.parallelism).map(move |subtask| ExecutionVertexId { vertex: vertex.id, subtask })
+            .flat_map(|(vertex, parallelism)| {
+                (0..*parallelism).map(move |subtask| ExecutionVertexId { vertex: *vertex, subtask })
             })
             .collect()
+    }
+
+    fn initialized(&self, vertex: JobVertexId) -> u32 {
+        self.parallelism(vertex).unwrap_or_else(|| panic!("internal: v{} is not initialized yet", vertex.0))
     }
 
     /// The partitions a subtask produces, one per output edge.
@@ -119,14 +177,16 @@ impl ExecutionGraph {
             .iter()
             .map(|dataset| {
                 let edge = self.job_graph.edge(*dataset);
-                let consumers = self.job_graph.vertex(edge.target).parallelism;
+                let target = self.job_graph.vertex(edge.target);
                 let num_subpartitions = match edge.distribution {
+                    // A consumer whose parallelism is decided later reads key-group ranges.
+                    DistributionPattern::AllToAll if target.auto_parallelism => target.max_parallelism,
+                    DistributionPattern::AllToAll => target.parallelism,
                     DistributionPattern::Pointwise => {
-                        let producers = self.job_graph.vertex(edge.source).parallelism;
-                        let targets = pointwise_targets(producers, consumers, vertex.subtask);
+                        let producers = self.initialized(edge.source);
+                        let targets = pointwise_targets(producers, self.initialized(edge.target), vertex.subtask);
                         targets.end - targets.start
                     }
-                    DistributionPattern::AllToAll => consumers,
                 };
                 ProducedPartition {
                     id: IntermediateResultPartitionId { dataset: *dataset, producer_subtask: vertex.subtask },
@@ -145,21 +205,32 @@ impl ExecutionGraph {
             .iter()
             .map(|dataset| {
                 let edge = self.job_graph.edge(*dataset);
-                let channel = |producer_subtask: u32, subpartition: u32| ConsumedChannel {
+                let channel = |producer_subtask: u32, subpartitions: Range<u32>| ConsumedChannel {
                     partition: IntermediateResultPartitionId { dataset: *dataset, producer_subtask },
                     producer: ExecutionVertexId { vertex: edge.source, subtask: producer_subtask },
-                    subpartition,
+                    subpartitions,
                 };
-                let producers = self.job_graph.vertex(edge.source).parallelism;
-                let consumers = self.job_graph.vertex(edge.target).parallelism;
+                let producers = self.initialized(edge.source);
+                let consumers = self.initialized(edge.target);
+                let own = match self.subpartition_ranges.get(&edge.target) {
+                    Some(ranges) => ranges[vertex.subtask as usize].clone(),
+                    None => vertex.subtask..vertex.subtask + 1,
+                };
                 let channels = match edge.distribution {
                     DistributionPattern::Pointwise => pointwise_sources(producers, consumers, vertex.subtask)
                         .into_iter()
-                        .map(|(producer, subpartition)| channel(producer, subpartition))
+                        .map(|(producer, subpartition)| channel(producer, subpartition..subpartition + 1))
                         .collect(),
-                    DistributionPattern::AllToAll => (0..producers).map(|producer| channel(producer, vertex.subtask)).collect(),
+                    DistributionPattern::AllToAll => {
+                        (0..producers).map(|producer| channel(producer, own.clone())).collect()
+                    }
                 };
-                ConsumedInput { dataset: *dataset, input: edge.target_input, partition_type: edge.partition_type, channels }
+                ConsumedInput {
+                    dataset: *dataset,
+                    input: edge.target_input,
+                    partition_type: edge.partition_type,
+                    channels,
+                }
             })
             .collect()
     }
@@ -189,6 +260,7 @@ impl ExecutionGraph {
         let mut union_find = UnionFind::new(vertices.len());
         let mut blocking = Vec::new();
         for vertex in &vertices {
+            // A consumer is initialized only after its producers: their channels all exist.
             for input in self.consumed_inputs(*vertex) {
                 for channel in input.channels {
                     let (consumer, producer) = (index_of(*vertex), index_of(channel.producer));
@@ -251,7 +323,10 @@ pub fn pointwise_targets(producers: u32, consumers: u32, producer: u32) -> std::
 /// The producers (and the subpartition of each) a consumer of a POINTWISE edge reads.
 pub fn pointwise_sources(producers: u32, consumers: u32, consumer: u32) -> Vec<(u32, u32)> {
     if producers >= consumers {
-        (0..producers).filter(|producer| pointwise_targets(producers, consumers, *producer).start == consumer).map(|producer| (producer, 0)).collect()
+        (0..producers)
+            .filter(|producer| pointwise_targets(producers, consumers, *producer).start == consumer)
+            .map(|producer| (producer, 0))
+            .collect()
     } else {
         let producer = (u64::from(consumer) * u64::from(producers) / u64::from(consumers)) as u32;
         let first = pointwise_targets(producers, consumers, producer).start;
@@ -292,5 +367,99 @@ impl fmt::Display for ExecutionGraph {
             writeln!(f, "  r{}: {}", region.id.0, members.join(" "))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{JobConfig, StreamEnv};
+    use crate::connectors::{LogSource, TxnStoreSink};
+    use crate::graph::ExchangeMode;
+
+    fn graph(exchange_mode: ExchangeMode, build: impl FnOnce(&StreamEnv)) -> ExecutionGraph {
+        let config = JobConfig::new(crate::graph::ExecutionMode::Batch, 2).with_exchange_mode(exchange_mode);
+        let env = StreamEnv::new("regions", config);
+        build(&env);
+        let job_graph = JobGraph::from_stream_graph(env.into_stream_graph().unwrap(), exchange_mode).unwrap();
+        ExecutionGraph::new(Arc::new(job_graph))
+    }
+
+    fn sink() -> TxnStoreSink<u64> {
+        TxnStoreSink::append("t", |value: &u64| (value.to_string(), String::new()))
+    }
+
+    fn rendered(graph: &ExecutionGraph) -> Vec<String> {
+        graph
+            .regions()
+            .iter()
+            .map(|region| region.vertices.iter().map(ToString::to_string).collect::<Vec<_>>().join(" "))
+            .collect()
+    }
+
+    /// A -> B forward (pipelined under forward-edges-pipelined) beside A -> B rebalance
+    /// (blocking): the raw regions {A0, B0} and {A1, B1} each feed the other through the blocking
+    /// edge, a cycle, so they must be merged (FLINK-17330).
+    #[test]
+    fn regions_on_a_blocking_cycle_are_merged() {
+        let graph = graph(ExchangeMode::ForwardEdgesPipelined, |env| {
+            let a = env.from_source(LogSource::<u64>::new("a"));
+            a.union(&[&a.rebalance()]).map(|value| value + 1).name("B").sink_to(sink());
+        });
+        assert_eq!(rendered(&graph), vec!["v0[0] v0[1] v1[0] v1[1]"]);
+    }
+
+    #[test]
+    fn forward_pipelined_chains_form_a_region_per_subtask_and_blocking_edges_split_them() {
+        let build = |env: &StreamEnv| {
+            env.from_source(LogSource::<u64>::new("a"))
+                .rebalance()
+                .map(|value| value + 1)
+                .key_by(|value| *value)
+                .reduce(|left, right| left + right)
+                .sink_to(sink());
+        };
+        let blocking = graph(ExchangeMode::AllEdgesBlocking, build);
+        assert_eq!(rendered(&blocking), vec!["v0[0]", "v0[1]", "v1[0]", "v1[1]", "v2[0]", "v2[1]"]);
+        let pipelined = graph(ExchangeMode::AllEdgesPipelined, build);
+        assert_eq!(rendered(&pipelined), vec!["v0[0] v0[1] v1[0] v1[1] v2[0] v2[1]"]);
+    }
+
+    #[test]
+    fn pointwise_rescale_connects_contiguous_groups() {
+        let graph = graph(ExchangeMode::PointwiseEdgesPipelined, |env| {
+            env.from_source(LogSource::<u64>::new("a")).rescale().map(|value| value).set_parallelism(4).sink_to(sink());
+        });
+        // Two producers, four consumers: producer 0 feeds consumers 0 and 1, producer 1 the rest.
+        assert_eq!(pointwise_targets(2, 4, 0), 0..2);
+        assert_eq!(pointwise_targets(2, 4, 1), 2..4);
+        assert_eq!(pointwise_sources(2, 4, 3), vec![(1, 1)]);
+        assert_eq!(pointwise_sources(4, 2, 1), vec![(2, 0), (3, 0)]);
+        let regions = rendered(&graph);
+        assert_eq!(regions[0], "v0[0] v1[0] v1[1]");
+        assert_eq!(regions[1], "v0[1] v1[2] v1[3]");
+    }
+
+    #[test]
+    fn a_vertex_decided_at_runtime_reads_key_group_ranges() {
+        let config = JobConfig::new(crate::graph::ExecutionMode::Batch, 2).with_adaptive_parallelism(true);
+        let env = StreamEnv::new("adaptive", config);
+        env.from_source(LogSource::<u64>::new("a"))
+            .key_by(|value| *value)
+            .reduce(|left, right| left + right)
+            .sink_to(sink());
+        let job_graph =
+            JobGraph::from_stream_graph(env.into_stream_graph().unwrap(), ExchangeMode::AllEdgesBlocking).unwrap();
+        assert!(job_graph.vertices[1].auto_parallelism, "{job_graph}");
+        let mut graph = ExecutionGraph::new(Arc::new(job_graph));
+        assert_eq!(graph.uninitialized_vertices(), vec![JobVertexId(1)]);
+        let producer = ExecutionVertexId { vertex: JobVertexId(0), subtask: 0 };
+        assert_eq!(graph.produced_partitions(producer)[0].num_subpartitions, 128, "one subpartition per key group");
+        graph.initialize(JobVertexId(1), vec![0..50, 50..100, 100..128]);
+        let consumer = ExecutionVertexId { vertex: JobVertexId(1), subtask: 2 };
+        let channels = &graph.consumed_inputs(consumer)[0].channels;
+        assert_eq!(channels.len(), 2);
+        assert!(channels.iter().all(|channel| channel.subpartitions == (100..128)));
+        assert_eq!(graph.regions().len(), 5);
     }
 }

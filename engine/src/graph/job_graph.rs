@@ -129,8 +129,10 @@ pub struct JobVertex {
     pub id: JobVertexId,
     /// Names of the chained operators joined by " -> " (in chain order).
     pub name: String,
-    /// Number of subtasks.
+    /// Number of subtasks (the default, if decided at runtime).
     pub parallelism: u32,
+    /// True if the parallelism is decided at runtime from the bytes of the vertex's inputs.
+    pub auto_parallelism: bool,
     /// Number of key groups.
     pub max_parallelism: u32,
     /// Stream nodes of the chain, head first, in topological order; the chained edges between
@@ -192,6 +194,21 @@ fn is_chainable(graph: &StreamGraph, upstream: StreamNodeId, downstream: StreamN
         && !matches!(down.body, NodeBody::Source(_))
 }
 
+/// A vertex's parallelism may be decided at runtime when the program did not set it, it reads
+/// from other vertices, and all its inputs and outputs are hash or rebalance edges: then its
+/// producers can write key groups and it can read any contiguous range of them.
+fn may_decide_at_runtime(vertex: &JobVertex, edges: &[JobEdge], stream_graph: &StreamGraph) -> bool {
+    let explicit = vertex.chain.iter().any(|node| stream_graph.node(*node).parallelism_explicit);
+    let splittable = |dataset: &IntermediateDataSetId| {
+        let edge = &edges[dataset.0 as usize];
+        matches!(edge.partitioner, Partitioner::Hash(_) | Partitioner::Rebalance)
+    };
+    !explicit
+        && !vertex.inputs.is_empty()
+        && vertex.inputs.iter().all(splittable)
+        && vertex.outputs.iter().all(splittable)
+}
+
 impl JobGraph {
     /// Chains a validated stream graph and types its edges with `exchange_mode`.
     pub fn from_stream_graph(stream_graph: StreamGraph, exchange_mode: ExchangeMode) -> Result<JobGraph, String> {
@@ -220,6 +237,7 @@ impl JobGraph {
                         id: vertex_id,
                         name: node.name.clone(),
                         parallelism: node.parallelism,
+                        auto_parallelism: false,
                         max_parallelism: node.max_parallelism,
                         chain: vec![node.id],
                         inputs: Vec::new(),
@@ -258,6 +276,11 @@ impl JobGraph {
                 vertices[target.0 as usize].inputs.push(id);
             }
         }
+        if stream_graph.adaptive_parallelism && exchange_mode == ExchangeMode::AllEdgesBlocking {
+            for vertex in &mut vertices {
+                vertex.auto_parallelism = may_decide_at_runtime(vertex, &edges, &stream_graph);
+            }
+        }
         Ok(JobGraph {
             job_name: stream_graph.job_name.clone(),
             mode: stream_graph.mode,
@@ -289,14 +312,12 @@ impl fmt::Display for JobGraph {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "JobGraph `{}` ({}, {})", self.job_name, self.mode, self.exchange_mode)?;
         for vertex in &self.vertices {
-            writeln!(
-                f,
-                "  v{} \"{}\" p={} maxp={}",
-                vertex.id.0, vertex.name, vertex.parallelism, vertex.max_parallelism
-            )?;
+            let parallelism = if vertex.auto_parallelism { "auto".to_string() } else { vertex.parallelism.to_string() };
+            writeln!(f, "  v{} \"{}\" p={parallelism} maxp={}", vertex.id.0, vertex.name, vertex.max_parallelism)?;
             for output in &vertex.outputs {
                 let edge = self.edge(*output);
-                let input = if edge.target_input > 0 { format!(" (input {})", edge.target_input) } else { String::new() };
+                let input =
+                    if edge.target_input > 0 { format!(" (input {})", edge.target_input) } else { String::new() };
                 writeln!(
                     f,
                     "      --{} {:?} {:?}--> v{}{input}",

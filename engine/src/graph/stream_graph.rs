@@ -54,6 +54,8 @@ pub struct StreamNode {
     pub name: String,
     /// Number of parallel subtasks.
     pub parallelism: u32,
+    /// True if the program set the parallelism; only others may be decided at runtime.
+    pub parallelism_explicit: bool,
     /// Number of key groups of its keyed state.
     pub max_parallelism: u32,
     /// Type of the elements it emits (for a sink: of the elements it accepts).
@@ -87,6 +89,9 @@ pub struct StreamGraph {
     pub job_name: String,
     /// The mode the program was built for.
     pub mode: ExecutionMode,
+    /// Batch mode may decide the parallelism of vertices at runtime, from the bytes their inputs
+    /// produced (Flink's adaptive batch scheduler).
+    pub adaptive_parallelism: bool,
     graph: DiGraph<StreamNode, StreamEdge>,
     /// Mistakes the program made while building (reported by [`StreamGraph::validate`]).
     errors: Vec<String>,
@@ -95,7 +100,13 @@ pub struct StreamGraph {
 impl StreamGraph {
     /// An empty plan.
     pub fn new(job_name: &str, mode: ExecutionMode) -> StreamGraph {
-        StreamGraph { job_name: job_name.to_string(), mode, graph: DiGraph::new(), errors: Vec::new() }
+        StreamGraph {
+            job_name: job_name.to_string(),
+            mode,
+            adaptive_parallelism: false,
+            graph: DiGraph::new(),
+            errors: Vec::new(),
+        }
     }
 
     /// Records a mistake in the program; the plan is rejected with it.

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use serde::{Deserialize, Serialize};
 
 use super::JobSpec;
-use crate::graph::{ExecutionVertexId, ExternalSystems};
+use crate::graph::{ExecutionVertexId, ExternalSystems, IntermediateDataSetId};
 use crate::rpc_request;
 use crate::scheduler::SlotId;
 use crate::shuffle::{InputChannelSpec, ResultPartitionId, ShuffleError};
@@ -127,6 +127,8 @@ pub enum TaskOutcome {
         disk_bytes_read: u64,
         /// Bytes of blocking partitions it wrote (to its TaskManager's disk).
         disk_bytes_written: u64,
+        /// Bytes it wrote to each subpartition of each data set it produces.
+        partition_bytes: Vec<(IntermediateDataSetId, Vec<u64>)>,
     },
     /// Failed.
     Failed(TaskFailure),
@@ -216,6 +218,8 @@ pub struct TaskDeploymentDescriptor {
     pub plan_fingerprint: u64,
     /// The task run.
     pub execution: ExecutionAttemptId,
+    /// Its vertex's parallelism (decided at runtime for some batch vertices).
+    pub parallelism: u32,
     /// The slot it runs in.
     pub slot: SlotId,
     /// Its input channels, in input order.

@@ -27,6 +27,7 @@ use crate::api::JobConfig;
 use crate::catalog::{self, JobParams};
 use crate::failover::RestartStrategy;
 use crate::graph::{ExchangeMode, ExecutionMode, JobGraph};
+use crate::scheduler::adaptive::AdaptiveBatchConfig;
 use crate::shuffle::ShuffleConfig;
 
 /// Everything needed to build and run one job instance: what a client submits and what every
@@ -47,6 +48,8 @@ pub struct JobSpec {
     pub max_parallelism: u32,
     /// Which edges are pipelined in batch mode.
     pub exchange_mode: ExchangeMode,
+    /// Batch only: decide parallelism at runtime where the program did not set it.
+    pub adaptive: Option<AdaptiveBatchConfig>,
     /// When to restart and when to give up.
     pub restart_strategy: RestartStrategy,
     /// Network buffer tuning.
@@ -61,6 +64,7 @@ impl JobSpec {
             parallelism: self.parallelism,
             max_parallelism: self.max_parallelism,
             exchange_mode: self.exchange_mode.effective(self.mode),
+            adaptive_parallelism: self.adaptive.is_some() && self.mode == ExecutionMode::Batch,
         }
     }
 

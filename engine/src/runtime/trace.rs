@@ -56,6 +56,17 @@ pub enum TraceEvent {
         /// The attempt it resumes with.
         attempt: u32,
     },
+    /// The adaptive batch scheduler decided a vertex's parallelism from its inputs' bytes.
+    ParallelismDecided {
+        /// Job attempt.
+        attempt: u32,
+        /// The job vertex.
+        vertex: u32,
+        /// The parallelism decided.
+        parallelism: u32,
+        /// The bytes its inputs produced.
+        input_bytes: u64,
+    },
     /// A pipelined region got its slots and was deployed.
     RegionScheduled {
         /// Job attempt.
@@ -176,6 +187,7 @@ impl TraceEvent {
             TraceEvent::TaskManagerLost { .. } => "task_manager_lost",
             TraceEvent::JobSubmitted { .. } => "job_submitted",
             TraceEvent::JobRecovered { .. } => "job_recovered",
+            TraceEvent::ParallelismDecided { .. } => "parallelism_decided",
             TraceEvent::RegionScheduled { .. } => "region_scheduled",
             TraceEvent::TaskDeployed { .. } => "task_deployed",
             TraceEvent::TaskRunning { .. } => "task_running",
@@ -207,6 +219,9 @@ impl fmt::Display for TraceEvent {
                 write!(f, "job {job_id} submitted ({mode}): {}", vertices.join(" | "))
             }
             TraceEvent::JobRecovered { job_id, attempt } => write!(f, "job {job_id} recovered as a{attempt}"),
+            TraceEvent::ParallelismDecided { attempt, vertex, parallelism, input_bytes } => {
+                write!(f, "a{attempt} v{vertex} parallelism decided: {parallelism} for {input_bytes} input bytes")
+            }
             TraceEvent::RegionScheduled { attempt, region, slots } => {
                 write!(f, "a{attempt} region r{region} scheduled on [{}]", slots.join(", "))
             }
@@ -216,7 +231,15 @@ impl fmt::Display for TraceEvent {
             TraceEvent::TaskRunning { attempt, vertex, subtask } => {
                 write!(f, "a{attempt} v{vertex}[{subtask}] running")
             }
-            TraceEvent::TaskFinished { attempt, vertex, subtask, records_in, records_out, disk_bytes_read, disk_bytes_written } => {
+            TraceEvent::TaskFinished {
+                attempt,
+                vertex,
+                subtask,
+                records_in,
+                records_out,
+                disk_bytes_read,
+                disk_bytes_written,
+            } => {
                 write!(f, "a{attempt} v{vertex}[{subtask}] finished (in {records_in}, out {records_out}")?;
                 if *disk_bytes_read + *disk_bytes_written > 0 {
                     write!(f, "; disk read {disk_bytes_read} B, written {disk_bytes_written} B")?;

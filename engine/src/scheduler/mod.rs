@@ -7,9 +7,13 @@
 //! region, subtasks share slots as Flink's slot sharing does: slot `j` runs the `j`-th subtask
 //! of every vertex in the region. Streaming is the one-region case.
 //!
+//! A batch vertex whose parallelism the program did not set may get it at runtime
+//! ([`adaptive`]): when its inputs finished, from the bytes they produced.
+//!
 //! Depends on: [`crate::graph`]. Invariants: decisions are a function of the events seen
 //! (no clock, no randomness, ties broken by ids); a slot is never given to two regions.
 
+pub mod adaptive;
 mod slot_pool;
 mod strategy;
 

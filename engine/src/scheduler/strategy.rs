@@ -1,8 +1,10 @@
-//! [`SchedulingStrategy`]: when a pipelined region may be deployed.
+//! [`SchedulingStrategy`]: when a pipelined region may be deployed, and which vertices may have
+//! their parallelism decided.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 
-use crate::graph::{ExecutionGraph, ExecutionVertexId, RegionId, ResultPartitionType};
+use crate::graph::{ExecutionGraph, ExecutionVertexId, JobVertexId, PipelinedRegion, RegionId, ResultPartitionType};
 
 /// Where a region is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,38 +25,20 @@ pub struct SlotSharing {
 }
 
 /// Pipelined-region scheduling; see the module doc.
+///
+/// Regions are known by their first subtask, so that their state survives a recomputation of
+/// the regions when a vertex is initialized at runtime.
 pub struct SchedulingStrategy {
+    initial: ExecutionGraph,
     graph: ExecutionGraph,
-    states: Vec<RegionState>,
+    states: BTreeMap<ExecutionVertexId, RegionState>,
     finished: BTreeSet<ExecutionVertexId>,
-    /// For each region: the producers outside it whose BLOCKING partitions it consumes.
-    blocking_producers: Vec<BTreeSet<ExecutionVertexId>>,
 }
 
 impl SchedulingStrategy {
     /// A strategy with every region created.
     pub fn new(graph: ExecutionGraph) -> SchedulingStrategy {
-        let blocking_producers = graph
-            .regions()
-            .iter()
-            .map(|region| {
-                let mut producers = BTreeSet::new();
-                for vertex in &region.vertices {
-                    for input in graph.consumed_inputs(*vertex) {
-                        for channel in input.channels {
-                            if input.partition_type == ResultPartitionType::Blocking
-                                && !region.vertices.contains(&channel.producer)
-                            {
-                                producers.insert(channel.producer);
-                            }
-                        }
-                    }
-                }
-                producers
-            })
-            .collect();
-        let states = vec![RegionState::Created; graph.regions().len()];
-        SchedulingStrategy { graph, states, finished: BTreeSet::new(), blocking_producers }
+        SchedulingStrategy { initial: graph.clone(), graph, states: BTreeMap::new(), finished: BTreeSet::new() }
     }
 
     /// The execution graph scheduled.
@@ -62,31 +46,78 @@ impl SchedulingStrategy {
         &self.graph
     }
 
-    /// A region's state.
-    pub fn state(&self, region: RegionId) -> RegionState {
-        self.states[region.0 as usize]
+    fn region(&self, region: RegionId) -> &PipelinedRegion {
+        &self.graph.regions()[region.0 as usize]
     }
 
-    /// Created regions whose blocking inputs are all finished, in topological order.
+    fn key(&self, region: RegionId) -> ExecutionVertexId {
+        self.region(region).vertices[0]
+    }
+
+    /// A region's state.
+    pub fn state(&self, region: RegionId) -> RegionState {
+        self.states.get(&self.key(region)).copied().unwrap_or(RegionState::Created)
+    }
+
+    /// The producers outside a region whose BLOCKING partitions it consumes.
+    fn blocking_producers(&self, region: &PipelinedRegion) -> BTreeSet<ExecutionVertexId> {
+        let mut producers = BTreeSet::new();
+        for vertex in &region.vertices {
+            for input in self.graph.consumed_inputs(*vertex) {
+                if input.partition_type == ResultPartitionType::Blocking {
+                    producers.extend(
+                        input
+                            .channels
+                            .iter()
+                            .map(|channel| channel.producer)
+                            .filter(|producer| !region.vertices.contains(producer)),
+                    );
+                }
+            }
+        }
+        producers
+    }
+
+    /// Created regions whose blocking inputs are all finished, ordered by first subtask.
     pub fn schedulable_regions(&self) -> Vec<RegionId> {
         self.graph
             .regions()
             .iter()
-            .filter(|region| self.states[region.id.0 as usize] == RegionState::Created)
-            .filter(|region| {
-                self.blocking_producers[region.id.0 as usize].iter().all(|producer| self.finished.contains(producer))
-            })
+            .filter(|region| self.state(region.id) == RegionState::Created)
+            .filter(|region| self.blocking_producers(region).iter().all(|producer| self.finished.contains(producer)))
             .map(|region| region.id)
             .collect()
+    }
+
+    /// Uninitialized vertices whose producers all finished: their parallelism can be decided.
+    pub fn decidable_vertices(&self) -> Vec<JobVertexId> {
+        let job_graph = self.graph.job_graph();
+        self.graph
+            .uninitialized_vertices()
+            .into_iter()
+            .filter(|vertex| {
+                job_graph.vertex(*vertex).inputs.iter().all(|dataset| {
+                    let producer = job_graph.edge(*dataset).source;
+                    self.graph.parallelism(producer).is_some_and(|parallelism| {
+                        (0..parallelism)
+                            .all(|subtask| self.finished.contains(&ExecutionVertexId { vertex: producer, subtask }))
+                    })
+                })
+            })
+            .collect()
+    }
+
+    /// Gives a vertex its runtime-decided subpartition ranges (and so its parallelism).
+    pub fn initialize_vertex(&mut self, vertex: JobVertexId, ranges: Vec<Range<u32>>) {
+        self.graph.initialize(vertex, ranges);
     }
 
     /// How the subtasks of a region share slots.
     pub fn slot_sharing(&self, region: RegionId) -> SlotSharing {
         let mut groups: Vec<Vec<ExecutionVertexId>> = Vec::new();
-        let vertices = &self.graph.regions()[region.0 as usize].vertices;
         let mut position = 0;
         let mut previous_vertex = None;
-        for vertex in vertices {
+        for vertex in &self.region(region).vertices {
             // Vertices are sorted by job vertex, then subtask.
             if previous_vertex != Some(vertex.vertex) {
                 position = 0;
@@ -101,14 +132,15 @@ impl SchedulingStrategy {
         SlotSharing { groups }
     }
 
-    /// The most slots any region needs at once.
+    /// The most slots any region of the initialized vertices needs at once.
     pub fn max_slots_per_region(&self) -> u32 {
         self.graph.regions().iter().map(|region| self.slot_sharing(region.id).groups.len() as u32).max().unwrap_or(0)
     }
 
     /// Records that a region was deployed.
     pub fn mark_scheduled(&mut self, region: RegionId) {
-        let state = &mut self.states[region.0 as usize];
+        let key = self.key(region);
+        let state = self.states.entry(key).or_insert(RegionState::Created);
         assert_eq!(*state, RegionState::Created, "internal: region r{} scheduled twice", region.0);
         *state = RegionState::Scheduled;
     }
@@ -118,21 +150,24 @@ impl SchedulingStrategy {
     pub fn on_vertex_finished(&mut self, vertex: ExecutionVertexId) -> bool {
         assert!(self.finished.insert(vertex), "internal: subtask {vertex} finished twice");
         let region = self.graph.region_of(vertex);
-        let done = self.graph.regions()[region.0 as usize].vertices.iter().all(|member| self.finished.contains(member));
+        let done = self.region(region).vertices.iter().all(|member| self.finished.contains(member));
         if done {
-            self.states[region.0 as usize] = RegionState::Finished;
+            let key = self.key(region);
+            self.states.insert(key, RegionState::Finished);
         }
         done
     }
 
-    /// True once every region finished.
+    /// True once every vertex is initialized and every region finished.
     pub fn all_finished(&self) -> bool {
-        self.states.iter().all(|state| *state == RegionState::Finished)
+        self.graph.uninitialized_vertices().is_empty()
+            && self.graph.regions().iter().all(|region| self.state(region.id) == RegionState::Finished)
     }
 
-    /// Forgets all progress (restart-all).
+    /// Forgets all progress, runtime decisions included (restart-all).
     pub fn reset(&mut self) {
+        self.graph = self.initial.clone();
         self.finished.clear();
-        self.states.iter_mut().for_each(|state| *state = RegionState::Created);
+        self.states.clear();
     }
 }

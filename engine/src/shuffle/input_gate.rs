@@ -21,8 +21,8 @@ pub struct InputChannelSpec {
     pub partition: ResultPartitionId,
     /// The producer's TaskManager.
     pub producer_address: SocketAddr,
-    /// The subpartition this channel reads.
-    pub subpartition: u32,
+    /// The subpartitions this channel reads, as one sequence of buffers.
+    pub subpartitions: std::ops::Range<u32>,
 }
 
 /// Why an input could not be read.
@@ -178,7 +178,8 @@ async fn read_channel(
     let mut not_found_since: Option<madsim::time::Instant> = None;
     let mut backoff = Duration::from_millis(10);
     loop {
-        let request = RequestSubpartition { partition: spec.partition, subpartition: spec.subpartition, sequence };
+        let request =
+            RequestSubpartition { partition: spec.partition, subpartitions: spec.subpartitions.clone(), sequence };
         match client.call(spec.producer_address, request, config.request_timeout).await {
             Ok(Ok(SubpartitionData::Buffer(bytes))) => {
                 timeouts = 0;

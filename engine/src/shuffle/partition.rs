@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -55,13 +56,16 @@ impl fmt::Display for ResultPartitionId {
     }
 }
 
-/// Asks for buffer `sequence` of a subpartition, acknowledging the ones before it.
+/// Asks for buffer `sequence` of a range of subpartitions read as one sequence (their buffers
+/// one after the other), acknowledging the ones before it. A range of more than one
+/// subpartition is only for BLOCKING partitions (a consumer whose parallelism was decided at
+/// runtime reads a range of key groups).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RequestSubpartition {
     /// The partition.
     pub partition: ResultPartitionId,
-    /// The subpartition.
-    pub subpartition: u32,
+    /// The subpartitions.
+    pub subpartitions: std::ops::Range<u32>,
     /// The buffer wanted.
     pub sequence: u64,
 }
@@ -82,7 +86,7 @@ pub enum SubpartitionData {
 pub enum PartitionRequestError {
     /// This TaskManager does not hold the partition (not deployed yet, released, or lost).
     NotFound,
-    /// The partition has fewer subpartitions.
+    /// The partition has fewer subpartitions, or a pipelined one was asked for a range.
     NoSuchSubpartition,
     /// The partition's data could not be read back.
     Unreadable(String),
@@ -215,47 +219,62 @@ impl ResultPartitionManager {
         request: &RequestSubpartition,
     ) -> Result<Option<SubpartitionData>, PartitionRequestError> {
         let finished = partition.finished;
-        let subpartition = partition
-            .subpartitions
-            .get_mut(request.subpartition as usize)
-            .ok_or(PartitionRequestError::NoSuchSubpartition)?;
-        match subpartition {
-            Subpartition::Pipelined { queue, first_sequence } => {
-                let mut acknowledged = false;
-                while *first_sequence < request.sequence && !queue.is_empty() {
-                    queue.pop_front();
-                    *first_sequence += 1;
-                    acknowledged = true;
-                }
-                if acknowledged {
-                    partition.notify.notify_waiters();
-                }
-                let available = *first_sequence + queue.len() as u64;
-                if request.sequence < available {
-                    let buffer = queue[(request.sequence - *first_sequence) as usize].clone();
-                    Ok(Some(SubpartitionData::Buffer(buffer)))
-                } else if finished && request.sequence == available {
-                    Ok(Some(SubpartitionData::EndOfPartition))
-                } else {
-                    Ok(None)
-                }
-            }
-            Subpartition::Blocking { frames } => {
-                if !finished {
-                    return Ok(None);
-                }
-                match frames.get(request.sequence as usize) {
-                    Some((offset, length)) => {
-                        let bytes = self
-                            .storage
-                            .read(&partition.data_path, *offset, *length)
-                            .map_err(|error| PartitionRequestError::Unreadable(error.to_string()))?;
-                        Ok(Some(SubpartitionData::Buffer(bytes)))
-                    }
-                    None => Ok(Some(SubpartitionData::EndOfPartition)),
-                }
-            }
+        let range = request.subpartitions.clone();
+        if range.is_empty() || range.end as usize > partition.subpartitions.len() {
+            return Err(PartitionRequestError::NoSuchSubpartition);
         }
+        if partition.is_blocking() {
+            if !finished {
+                return Ok(None);
+            }
+            return self.read_blocking(partition, range, request.sequence).map(Some);
+        }
+        if range.len() != 1 {
+            return Err(PartitionRequestError::NoSuchSubpartition);
+        }
+        let Subpartition::Pipelined { queue, first_sequence } = &mut partition.subpartitions[range.start as usize]
+        else {
+            unreachable!("a partition is all pipelined or all blocking")
+        };
+        let mut acknowledged = false;
+        while *first_sequence < request.sequence && !queue.is_empty() {
+            queue.pop_front();
+            *first_sequence += 1;
+            acknowledged = true;
+        }
+        if acknowledged {
+            partition.notify.notify_waiters();
+        }
+        let available = *first_sequence + queue.len() as u64;
+        if request.sequence < available {
+            Ok(Some(SubpartitionData::Buffer(queue[(request.sequence - *first_sequence) as usize].clone())))
+        } else if finished && request.sequence == available {
+            Ok(Some(SubpartitionData::EndOfPartition))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Buffer `sequence` of the buffers of `range`, one subpartition after the other.
+    fn read_blocking(
+        &self,
+        partition: &Partition,
+        range: Range<u32>,
+        sequence: u64,
+    ) -> Result<SubpartitionData, PartitionRequestError> {
+        let mut skipped = 0u64;
+        for subpartition in &partition.subpartitions[range.start as usize..range.end as usize] {
+            let Subpartition::Blocking { frames } = subpartition else { unreachable!("checked blocking") };
+            if let Some((offset, length)) = frames.get((sequence - skipped) as usize).filter(|_| sequence >= skipped) {
+                let bytes = self
+                    .storage
+                    .read(&partition.data_path, *offset, *length)
+                    .map_err(|error| PartitionRequestError::Unreadable(error.to_string()))?;
+                return Ok(SubpartitionData::Buffer(bytes));
+            }
+            skipped += frames.len() as u64;
+        }
+        Ok(SubpartitionData::EndOfPartition)
     }
 }
 

@@ -17,6 +17,7 @@ pub struct RecordWriter {
     scratch: Vec<u8>,
     records_written: u64,
     bytes_written: u64,
+    bytes_per_subpartition: Vec<u64>,
 }
 
 impl RecordWriter {
@@ -37,6 +38,7 @@ impl RecordWriter {
             scratch: Vec::new(),
             records_written: 0,
             bytes_written: 0,
+            bytes_per_subpartition: vec![0; subpartitions as usize],
         }
     }
 
@@ -63,6 +65,7 @@ impl RecordWriter {
     pub async fn flush_full(&mut self) -> Result<(), PartitionReleased> {
         for (channel, buffer) in std::mem::take(&mut self.sealed) {
             self.bytes_written += buffer.len() as u64;
+            self.bytes_per_subpartition[channel as usize] += buffer.len() as u64;
             self.partition.add_buffer(channel, buffer).await?;
         }
         Ok(())
@@ -87,6 +90,16 @@ impl RecordWriter {
     /// True if it writes a BLOCKING partition (to disk).
     pub fn is_blocking(&self) -> bool {
         self.partition.is_blocking()
+    }
+
+    /// The data set it writes.
+    pub fn dataset(&self) -> crate::graph::IntermediateDataSetId {
+        self.partition.id().partition.dataset
+    }
+
+    /// Bytes handed to each subpartition so far (what the adaptive scheduler decides from).
+    pub fn bytes_per_subpartition(&self) -> &[u64] {
+        &self.bytes_per_subpartition
     }
 
     /// Bytes handed to the partition so far.

@@ -7,6 +7,7 @@
 mod canary;
 mod cli;
 mod determinism;
+mod equivalence;
 mod harness;
 mod plans;
 mod scenario_errors;

@@ -20,14 +20,10 @@ fn wordcount_is_exactly_once_and_modes_agree() {
 fn wordcount_survives_a_task_manager_crash_exactly_once() {
     let scenario = load("scenarios/wordcount-tm-crash.yaml");
     assert!(!scenario.faults.is_empty(), "this scenario exists to inject a crash");
-    assert!(scenario.random_faults.is_some(), "and random faults on top");
-    let seeds = seeds(&scenario);
-    let count = (seeds.end - seeds.start) as usize;
-    let tally = run_and_check("scenarios/wordcount-tm-crash.yaml", &scenario, seeds);
-    assert!(tally.runs >= 200 || std::env::var("SLUICE_SEEDS").is_ok());
+    assert!(scenario.seeds.end - scenario.seeds.start >= 100, "the suite runs at least 100 seeds");
     // The schedule generator keeps faults survivable; if most seeds were written off as
     // unrecoverable, the suite would prove little.
-    assert!(tally.unrecoverable * 10 <= count, "{} of {count} seeds were unrecoverable", tally.unrecoverable);
+    random_fault_scenario("scenarios/wordcount-tm-crash.yaml");
 }
 
 /// Every failing seed once fixed is kept in `scenarios/regressions/` and replayed here.
@@ -46,4 +42,25 @@ fn regressions_stay_fixed() {
         let seeds = scenario.seeds.clone();
         run_and_check(&relative, &scenario, seeds);
     }
+}
+
+/// Runs a shipped scenario with random faults: every seed in both modes, and at most a tenth of
+/// the seeds written off as unrecoverable.
+fn random_fault_scenario(file: &str) {
+    let scenario = load(file);
+    assert!(scenario.random_faults.is_some(), "{file} exists to inject random faults");
+    let seeds = seeds(&scenario);
+    let count = (seeds.end - seeds.start) as usize;
+    let tally = run_and_check(file, &scenario, seeds);
+    assert!(tally.unrecoverable * 10 <= count, "{} of {count} seeds were unrecoverable", tally.unrecoverable);
+}
+
+#[test]
+fn tpcds_with_pointwise_edges_pipelined_survives_random_faults() {
+    random_fault_scenario("scenarios/tpcds-chaos.yaml");
+}
+
+#[test]
+fn tpcds_with_runtime_decided_parallelism_survives_random_faults() {
+    random_fault_scenario("scenarios/tpcds-adaptive.yaml");
 }

@@ -39,8 +39,9 @@ use super::messages::{
 };
 use super::trace::{TraceEvent, TracerHandle};
 use crate::failover::{RestartDecision, RestartTracker};
-use crate::graph::{ExecutionGraph, ExecutionVertexId, ExternalSystems, RegionId};
+use crate::graph::{ExecutionGraph, ExecutionVertexId, ExternalSystems, IntermediateDataSetId, RegionId};
 use crate::rpc::{RpcClient, serve};
+use crate::scheduler::adaptive::decide;
 use crate::scheduler::{SchedulingStrategy, SlotId, SlotPool};
 use crate::shuffle::{InputChannelSpec, ResultPartitionId};
 use crate::storage::Storage;
@@ -99,6 +100,8 @@ struct JobRun {
     executions: BTreeMap<ExecutionVertexId, Execution>,
     /// Unfinished subtasks per allocated slot; the slot is freed when it empties.
     slot_users: BTreeMap<SlotId, BTreeSet<ExecutionVertexId>>,
+    /// Bytes per subpartition of every finished producer's partitions, for runtime decisions.
+    partition_bytes: BTreeMap<(IntermediateDataSetId, u32), Vec<u64>>,
     waiting_for_slots_since: Option<Instant>,
 }
 
@@ -116,6 +119,7 @@ impl JobRun {
             restart_at: None,
             executions: BTreeMap::new(),
             slot_users: BTreeMap::new(),
+            partition_bytes: BTreeMap::new(),
             waiting_for_slots_since: None,
         })
     }
@@ -395,11 +399,14 @@ impl JobMaster {
         }
         let Some(execution) = job.executions.get_mut(&vertex) else { return };
         match update.outcome {
-            TaskOutcome::Finished { records_in, records_out, disk_bytes_read, disk_bytes_written } => {
+            TaskOutcome::Finished { records_in, records_out, disk_bytes_read, disk_bytes_written, partition_bytes } => {
                 if execution.finished {
                     return; // a retried report
                 }
                 execution.finished = true;
+                for (dataset, bytes) in partition_bytes {
+                    job.partition_bytes.insert((dataset, vertex.subtask), bytes);
+                }
                 let slot = execution.slot.clone();
                 let attempt = job.attempt;
                 let users = job.slot_users.get_mut(&slot).expect("internal: an execution's slot is tracked");
@@ -458,6 +465,7 @@ impl JobMaster {
                 job.strategy.reset();
                 job.executions.clear();
                 job.slot_users.clear();
+                job.partition_bytes.clear();
                 job.waiting_for_slots_since = None;
                 let (attempt, job_id) = (job.attempt, job.spec.job_id.clone());
                 self.persist_attempt(&job_id, attempt);
@@ -481,7 +489,42 @@ impl JobMaster {
         }
     }
 
+    /// Decides the parallelism of every vertex whose producers all finished (batch, adaptive).
+    fn decide_parallelism(&mut self) {
+        let Some(job) = &mut self.job else { return };
+        let Some(config) = job.spec.adaptive else { return };
+        for vertex in job.strategy.decidable_vertices() {
+            let job_graph = Arc::clone(job.strategy.graph().job_graph());
+            let mut bytes = vec![0u64; job_graph.vertex(vertex).max_parallelism as usize];
+            for dataset in &job_graph.vertex(vertex).inputs {
+                for ((produced, _), produced_bytes) in job.partition_bytes.range((*dataset, 0)..=(*dataset, u32::MAX)) {
+                    assert_eq!(produced, dataset, "internal: partition bytes out of range");
+                    assert_eq!(
+                        produced_bytes.len(),
+                        bytes.len(),
+                        "internal: a producer of v{} wrote {} subpartitions, not one per key group",
+                        vertex.0,
+                        produced_bytes.len()
+                    );
+                    for (total, add) in bytes.iter_mut().zip(produced_bytes) {
+                        *total += add;
+                    }
+                }
+            }
+            let decision = decide(&bytes, &config);
+            let event = TraceEvent::ParallelismDecided {
+                attempt: job.attempt,
+                vertex: vertex.0,
+                parallelism: decision.parallelism(),
+                input_bytes: decision.input_bytes,
+            };
+            job.strategy.initialize_vertex(vertex, decision.ranges);
+            self.config.tracer.record(event);
+        }
+    }
+
     fn try_schedule(&mut self) {
+        self.decide_parallelism();
         let Some(job) = &self.job else { return };
         if job.status != JobStatus::Running {
             return;
@@ -562,7 +605,7 @@ impl JobMaster {
                 inputs.push(InputChannelSpec {
                     partition: ResultPartitionId { partition: channel.partition, attempt: job.attempt },
                     producer_address: self.task_managers[&producer_slot.task_manager].address,
-                    subpartition: channel.subpartition,
+                    subpartitions: channel.subpartitions,
                 });
             }
         }
@@ -570,6 +613,7 @@ impl JobMaster {
             spec: job.spec.clone(),
             plan_fingerprint: job.plan_fingerprint,
             execution,
+            parallelism: graph.parallelism(vertex.vertex).expect("internal: a deployed vertex is initialized"),
             slot: slot.clone(),
             inputs,
             external: self.config.external.clone(),

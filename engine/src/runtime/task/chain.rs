@@ -163,6 +163,11 @@ impl OperatorChain {
         })
     }
 
+    /// Bytes written to each subpartition, per produced data set.
+    pub(super) fn partition_bytes(&self) -> Vec<(crate::graph::IntermediateDataSetId, Vec<u64>)> {
+        self.writers.iter().map(|writer| (writer.dataset(), writer.bytes_per_subpartition().to_vec())).collect()
+    }
+
     /// Pre-commits the sink at node `node`: its committables, encoded.
     pub(super) async fn prepare_commit(&mut self, node: usize) -> Result<Vec<Vec<u8>>, TaskFailure> {
         let ChainBody::Sink(sink) = &mut self.nodes[node].body else {

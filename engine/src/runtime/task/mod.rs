@@ -21,14 +21,16 @@ use super::messages::{TaskDeploymentDescriptor, TaskFailure};
 use super::resources::Resources;
 use crate::graph::operator::{ErasedCommitter, ErasedSourceReader};
 use crate::graph::partitioner::ChannelSelector;
-use crate::graph::{ExecutionGraph, ExecutionMode, JobGraph, JobVertex, NodeBody, OperatorError, ResultPartitionType, TaskInfo};
+use crate::graph::{
+    ExecutionGraph, ExecutionMode, JobGraph, JobVertex, NodeBody, OperatorError, ResultPartitionType, TaskInfo,
+};
 use crate::record::{Element, KeySelector, TypeInfo};
 use crate::rpc::RpcClient;
 use crate::shuffle::buffer::decode_buffer;
 use crate::shuffle::{GateEvent, InputGate, InputGateConfig, RecordWriter, ResultPartitionId, ResultPartitionManager};
 
 /// Counts a finished task reports.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TaskMetrics {
     /// Elements read from the input gate or the source.
     pub records_in: u64,
@@ -38,6 +40,8 @@ pub struct TaskMetrics {
     pub disk_bytes_read: u64,
     /// Bytes of BLOCKING partitions written (to this TaskManager's disk).
     pub disk_bytes_written: u64,
+    /// Bytes written to each subpartition of each produced data set.
+    pub partition_bytes: Vec<(crate::graph::IntermediateDataSetId, Vec<u64>)>,
 }
 
 /// What a task needs from its TaskManager.
@@ -78,7 +82,11 @@ struct Built {
     committers: Vec<(usize, Box<dyn ErasedCommitter>)>,
 }
 
-fn build_chain(descriptor: &TaskDeploymentDescriptor, graph: &ExecutionGraph, partitions: &ResultPartitionManager) -> Built {
+fn build_chain(
+    descriptor: &TaskDeploymentDescriptor,
+    graph: &ExecutionGraph,
+    partitions: &ResultPartitionManager,
+) -> Built {
     let execution = descriptor.execution;
     let job_graph = graph.job_graph();
     let vertex = job_graph.vertex(execution.vertex.vertex);
@@ -90,11 +98,21 @@ fn build_chain(descriptor: &TaskDeploymentDescriptor, graph: &ExecutionGraph, pa
         let edge = job_graph.edge(produced.id.dataset);
         let id = ResultPartitionId { partition: produced.id, attempt: execution.attempt };
         let partition = partitions.register(id, produced.partition_type, produced.num_subpartitions);
-        let selector =
-            ChannelSelector::new(edge.partitioner.clone(), produced.num_subpartitions, vertex.max_parallelism, execution.vertex.subtask);
+        let selector = ChannelSelector::new(
+            edge.partitioner.clone(),
+            produced.num_subpartitions,
+            vertex.max_parallelism,
+            execution.vertex.subtask,
+        );
         let element_type = stream_graph.node(edge.source_node).output_type.clone();
         writers_of.entry(position[&edge.source_node]).or_default().push(writers.len());
-        writers.push(RecordWriter::new(selector, element_type, partition, produced.num_subpartitions, descriptor.spec.shuffle.buffer_size));
+        writers.push(RecordWriter::new(
+            selector,
+            element_type,
+            partition,
+            produced.num_subpartitions,
+            descriptor.spec.shuffle.buffer_size,
+        ));
     }
     let (mut nodes, mut source, mut committers) = (Vec::new(), None, Vec::new());
     for (index, node_id) in vertex.chain.iter().enumerate() {
@@ -105,7 +123,7 @@ fn build_chain(descriptor: &TaskDeploymentDescriptor, graph: &ExecutionGraph, pa
             operator_id: node_id.0,
             mode: descriptor.spec.mode,
             subtask_index: execution.vertex.subtask,
-            parallelism: vertex.parallelism,
+            parallelism: descriptor.parallelism,
             max_parallelism: vertex.max_parallelism,
             attempt: execution.attempt,
             external: descriptor.external.clone(),
@@ -144,12 +162,25 @@ fn input_channels(descriptor: &TaskDeploymentDescriptor, job_graph: &JobGraph) -
         .collect()
 }
 
-fn decode(channel: &Channel, bytes: &[u8], descriptor: &TaskDeploymentDescriptor, index: usize) -> Result<Vec<Element>, TaskFailure> {
-    decode_buffer(bytes, &channel.element_type)
-        .map_err(|error| TaskFailure::CorruptInput { partition: descriptor.inputs[index].partition, detail: error.message })
+fn decode(
+    channel: &Channel,
+    bytes: &[u8],
+    descriptor: &TaskDeploymentDescriptor,
+    index: usize,
+) -> Result<Vec<Element>, TaskFailure> {
+    decode_buffer(bytes, &channel.element_type).map_err(|error| TaskFailure::CorruptInput {
+        partition: descriptor.inputs[index].partition,
+        detail: error.message,
+    })
 }
 
-fn head_of(vertex: &JobVertex, job_graph: &JobGraph, descriptor: &TaskDeploymentDescriptor, source: Option<Box<dyn ErasedSourceReader>>, client: RpcClient) -> Head {
+fn head_of(
+    vertex: &JobVertex,
+    job_graph: &JobGraph,
+    descriptor: &TaskDeploymentDescriptor,
+    source: Option<Box<dyn ErasedSourceReader>>,
+    client: RpcClient,
+) -> Head {
     if let Some(reader) = source {
         return Head::Source(reader);
     }
@@ -224,6 +255,7 @@ pub async fn run_task(environment: TaskEnvironment) -> Result<TaskMetrics, TaskF
     chain.end_input()?;
     metrics.records_out = chain.finish().await?;
     metrics.disk_bytes_written = chain.bytes_written().1;
+    metrics.partition_bytes = chain.partition_bytes();
     cpu.pay().await;
     for (node, mut committer) in committers {
         let committables = chain.prepare_commit(node).await?;

@@ -24,8 +24,8 @@ use super::messages::{
     CancelJobAttempts, ExecutionAttemptId, Heartbeat, RegisterTaskManager, SubmitTask, TaskDeploymentDescriptor,
     TaskFailure, TaskOutcome, UpdateTaskExecutionState,
 };
-use super::task::{TaskEnvironment, run_task};
 use super::resources::{CostModel, Resources};
+use super::task::{TaskEnvironment, run_task};
 use super::trace::{TraceEvent, TracerHandle};
 use crate::graph::ExecutionGraph;
 use crate::rpc::{RpcClient, serve};
@@ -192,8 +192,7 @@ impl TaskManager {
                 return Ok(());
             }
         };
-        let environment =
-            TaskEnvironment {
+        let environment = TaskEnvironment {
             descriptor,
             graph,
             partitions: self.partitions.clone(),
@@ -209,14 +208,13 @@ impl TaskManager {
                 subtask: execution.vertex.subtask,
             });
             let outcome = match run_task(environment).await {
-                Ok(metrics) => {
-                    TaskOutcome::Finished {
-                        records_in: metrics.records_in,
-                        records_out: metrics.records_out,
-                        disk_bytes_read: metrics.disk_bytes_read,
-                        disk_bytes_written: metrics.disk_bytes_written,
-                    }
-                }
+                Ok(metrics) => TaskOutcome::Finished {
+                    records_in: metrics.records_in,
+                    records_out: metrics.records_out,
+                    disk_bytes_read: metrics.disk_bytes_read,
+                    disk_bytes_written: metrics.disk_bytes_written,
+                    partition_bytes: metrics.partition_bytes,
+                },
                 Err(failure) => TaskOutcome::Failed(failure),
             };
             this.tasks.lock().expect("tasks lock").running.remove(&(job_id.clone(), execution));
