@@ -88,3 +88,25 @@ fn a_job_master_killed_for_good_is_expected_unrecoverable_not_failed() {
         other => panic!("expected unrecoverable, got {other:?}"),
     }
 }
+
+/// A region that can never fit fails the job with a message saying how many slots it needs and
+/// how many exist (here: a TaskManager is lost for good before the job can be deployed).
+#[test]
+fn a_region_that_can_never_fit_fails_the_job_saying_how_many_slots_it_needs() {
+    let mut scenario = load("scenarios/wordcount.yaml");
+    scenario.cluster.task_managers = 2;
+    scenario.parallelism = 4;
+    scenario.faults = vec![Fault {
+        trigger: Trigger::At(Duration::ZERO),
+        kind: FaultKind::Kill { node: "tm-1".to_string(), restart_after: None },
+    }];
+    let report = run(&scenario, ExecutionMode::Streaming, 1);
+    match &report.outcome {
+        RunOutcome::JobFailed(reason) => assert!(
+            reason.contains("needs 4 slots at once, but the cluster has 2 (1 TaskManager)"),
+            "{reason}"
+        ),
+        other => panic!("expected the job to fail for lack of slots, got {other}"),
+    }
+    assert!(matches!(judge(&report, &scenario), Verdict::ExpectedUnrecoverable(_)));
+}
