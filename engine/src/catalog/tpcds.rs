@@ -122,7 +122,9 @@ fn reference(_params: &JobParams, input: &ExternalInput, mode: ExecutionMode) ->
     let amounts = decoded::<StoreSale>(input, STORE_SALES)
         .into_iter()
         .map(|(item, _, quantity, price)| (item, quantity * price))
-        .chain(decoded::<WebSale>(input, WEB_SALES).into_iter().map(|(item, quantity, price)| (item, quantity * price)));
+        .chain(
+            decoded::<WebSale>(input, WEB_SALES).into_iter().map(|(item, quantity, price)| (item, quantity * price)),
+        );
     let mut totals: BTreeMap<String, u64> = BTreeMap::new();
     let mut updates: BTreeMap<String, u64> = BTreeMap::new();
     for (item, amount) in amounts.filter(|(_, amount)| *amount > 0) {

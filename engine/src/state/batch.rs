@@ -1,8 +1,8 @@
 //! The batch backend: only the current key's state, dropped when the key changes (Flink's
 //! `BatchExecutionKeyedStateBackend`). Correct only because batch mode sorts keyed input.
 
-use super::hash::KeyState;
 use super::KeyedStateBackend;
+use super::hash::KeyState;
 
 /// See the module doc.
 #[derive(Default)]

@@ -97,7 +97,9 @@ impl<T: Record> ListState<T> {
         backend
             .list(self.name)
             .iter()
-            .map(|bytes| T::from_bytes(bytes).map_err(|error| OperatorError::new(format!("state `{}`: {error}", self.name))))
+            .map(|bytes| {
+                T::from_bytes(bytes).map_err(|error| OperatorError::new(format!("state `{}`: {error}", self.name)))
+            })
             .collect()
     }
 

@@ -40,7 +40,9 @@ fn render(job: &catalog::CatalogJob, mode: ExecutionMode, exchange_mode: Exchang
     let graph = ExecutionGraph::new(Arc::new(plan));
     let slots = SchedulingStrategy::new(graph.clone()).max_slots_per_region();
     let decisions = decisions(&scenario(job.name, mode, exchange_mode), mode);
-    format!("{stream_graph}\n{job_graph}\n{graph}slots needed at once: {slots}\n\nscheduling decisions (seed 1):\n{decisions}")
+    format!(
+        "{stream_graph}\n{job_graph}\n{graph}slots needed at once: {slots}\n\nscheduling decisions (seed 1):\n{decisions}"
+    )
 }
 
 #[test]
@@ -68,7 +70,8 @@ fn catalog_plans_in_both_modes_and_every_exchange_mode() {
 fn streaming_is_one_region_and_batch_one_region_per_subtask() {
     let job = catalog::find("wordcount").unwrap();
     let params = job.resolve_params(&Default::default()).unwrap();
-    let streaming = ExecutionGraph::new(Arc::new(job.plan(&params, JobConfig::new(ExecutionMode::Streaming, 3)).unwrap()));
+    let streaming =
+        ExecutionGraph::new(Arc::new(job.plan(&params, JobConfig::new(ExecutionMode::Streaming, 3)).unwrap()));
     assert_eq!(streaming.regions().len(), 1);
     assert_eq!(SchedulingStrategy::new(streaming).max_slots_per_region(), 3);
     let batch = ExecutionGraph::new(Arc::new(job.plan(&params, JobConfig::new(ExecutionMode::Batch, 3)).unwrap()));
