@@ -120,7 +120,10 @@ fn compare(committed: &CommittedView, expected: &ExpectedOutput, complete: bool)
     for (table, expectation) in expected {
         let view = committed.get(table).unwrap_or(&empty);
         if committed.contains_key(table) && view.kind != expectation.kind {
-            return failure(format!("table `{table}` is {:?} but the job writes it as {:?}", view.kind, expectation.kind));
+            return failure(format!(
+                "table `{table}` is {:?} but the job writes it as {:?}",
+                view.kind, expectation.kind
+            ));
         }
         let problem = match &expectation.updates {
             Updates::Exact => exact_difference(&expectation.rows, &view.log, complete),
@@ -153,7 +156,12 @@ fn exact_difference(rows: &[Row], log: &[Row], complete: bool) -> Option<String>
 }
 
 /// Each key must get its number of updates (at most, if not complete) and end at its final row.
-fn count_difference(finals: &[Row], counts: &BTreeMap<String, u64>, view: &TableView, complete: bool) -> Option<String> {
+fn count_difference(
+    finals: &[Row],
+    counts: &BTreeMap<String, u64>,
+    view: &TableView,
+    complete: bool,
+) -> Option<String> {
     let mut committed: BTreeMap<&str, u64> = BTreeMap::new();
     for row in &view.log {
         *committed.entry(row.key.as_str()).or_insert(0) += 1;

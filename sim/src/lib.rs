@@ -10,6 +10,7 @@
 //! | [`faults`] | injects a scenario's faults at their simulated times |
 //! | [`runner`] | one seed in one mode, in a fresh thread: the [`runner::RunReport`] |
 //! | [`check`] | exactly-once, streaming == batch, determinism |
+//! | [`compare`] | what a run cost (makespan, slot-time, disk bytes, peak slots), per exchange mode |
 //! | [`trace`] | the event trace and its hash |
 //! | [`cli`] | the `sluice` command |
 //!
@@ -19,6 +20,7 @@
 pub mod check;
 pub mod cli;
 pub mod cluster;
+pub mod compare;
 pub mod cost;
 pub mod external;
 pub mod faults;

@@ -1100,7 +1100,15 @@ mod tests {
     }
 
     fn finished(attempt: u32, vertex: u32, subtask: u32) -> TraceEvent {
-        TraceEvent::TaskFinished { attempt, vertex, subtask, records_in: 1, records_out: 1, disk_bytes_read: 0, disk_bytes_written: 0 }
+        TraceEvent::TaskFinished {
+            attempt,
+            vertex,
+            subtask,
+            records_in: 1,
+            records_out: 1,
+            disk_bytes_read: 0,
+            disk_bytes_written: 0,
+        }
     }
 
     /// Two TaskManagers (`tm-10` registered first, to check natural order), slot sharing in

@@ -6,11 +6,13 @@
 //! - [`execution_graph`]: subtasks, result partitions, input channels and pipelined regions.
 //! - [`operator`]: the erased contract (operator, source reader, sink writer factories) that the
 //!   plan carries and a task instantiates.
+//! - [`dot`]: a job graph as a Graphviz digraph (`sluice plan --format dot`).
 //!
 //! Depends on: [`crate::record`] only. Invariants: stream node ids follow program order, which is
 //! a topological order; every rendering (`Display`) is deterministic, so plans can be snapshot and
 //! fingerprinted; no partitioner draws randomness.
 
+pub mod dot;
 pub mod execution_graph;
 pub mod job_graph;
 pub mod operator;

@@ -6,12 +6,16 @@
 //! sluice replay FILE [--trace PATH] [--print-trace]
 //! sluice shrink FILE [-o OUT]
 //! sluice timeline TRACE [-o OUT.svg] [--text] [--width N]
+//! sluice plan JOB [--mode M] [--exchange-mode MODE] [--parallelism N] [--format text|dot]
+//! sluice compare FILE [--seeds A..B] [--jobs N] [--failures DIR]
 //! ```
 //!
 //! Exit status: 0 when every run passed (or was expected-unrecoverable), 1 when something
 //! failed, 2 for a bad command line or scenario. Every failure prints the command that replays
 //! it and writes a replay file to `failures/` (or `--failures DIR`).
 
+mod compare;
+mod plan;
 mod replay;
 mod run;
 mod shrink;
@@ -21,7 +25,7 @@ mod timeline;
 use std::ops::Range;
 use std::path::PathBuf;
 
-use sluice_engine::graph::ExecutionMode;
+use sluice_engine::graph::{ExchangeMode, ExecutionMode};
 
 use crate::scenario::{Scenario, parse_seeds};
 
@@ -32,7 +36,9 @@ usage:
   sluice sweep FILE [--seeds A..B] [--jobs N] [--mode streaming|batch] [--check-determinism] [--failures DIR]
   sluice replay FILE [--trace PATH] [--print-trace]
   sluice shrink FILE [-o OUT]
-  sluice timeline TRACE [-o OUT.svg] [--text] [--width N]";
+  sluice timeline TRACE [-o OUT.svg] [--text] [--width N]
+  sluice plan JOB [--mode streaming|batch] [--exchange-mode MODE] [--parallelism N] [--format text|dot]
+  sluice compare FILE [--seeds A..B] [--jobs N] [--failures DIR]";
 
 /// Options shared by the commands; each command uses the ones it needs.
 #[derive(Clone, Debug, Default)]
@@ -48,6 +54,9 @@ struct Options {
     output: Option<PathBuf>,
     text: bool,
     width: Option<usize>,
+    exchange_mode: Option<ExchangeMode>,
+    parallelism: Option<u32>,
+    format: Option<plan::PlanFormat>,
 }
 
 impl Options {
@@ -93,6 +102,9 @@ fn parse(arguments: &[String], allowed: &[&str]) -> Result<Options, String> {
             "-o" => options.output = Some(PathBuf::from(value()?)),
             "--text" => options.text = true,
             "--width" => options.width = Some(number("--width", &value()?)?),
+            "--exchange-mode" => options.exchange_mode = Some(ExchangeMode::parse(&value()?)?),
+            "--parallelism" => options.parallelism = Some(number("--parallelism", &value()?)?),
+            "--format" => options.format = Some(plan::PlanFormat::parse(&value()?)?),
             path if file.is_none() => file = Some(PathBuf::from(path)),
             extra => return Err(format!("unexpected argument `{extra}`")),
         }
@@ -124,6 +136,8 @@ pub fn main(arguments: Vec<String>) -> i32 {
         "replay" => (&["--trace", "--print-trace"], replay::command),
         "shrink" => (&["-o"], shrink::command),
         "timeline" => (&["-o", "--text", "--width"], timeline::command),
+        "plan" => (&["--mode", "--exchange-mode", "--parallelism", "--format"], plan::command),
+        "compare" => (&["--seed", "--seeds", "--jobs", "--failures"], compare::command),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             return 0;

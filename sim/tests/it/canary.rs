@@ -102,10 +102,9 @@ fn a_region_that_can_never_fit_fails_the_job_saying_how_many_slots_it_needs() {
     }];
     let report = run(&scenario, ExecutionMode::Streaming, 1);
     match &report.outcome {
-        RunOutcome::JobFailed(reason) => assert!(
-            reason.contains("needs 4 slots at once, but the cluster has 2 (1 TaskManager)"),
-            "{reason}"
-        ),
+        RunOutcome::JobFailed(reason) => {
+            assert!(reason.contains("needs 4 slots at once, but the cluster has 2 (1 TaskManager)"), "{reason}")
+        }
         other => panic!("expected the job to fail for lack of slots, got {other}"),
     }
     assert!(matches!(judge(&report, &scenario), Verdict::ExpectedUnrecoverable(_)));

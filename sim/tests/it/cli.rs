@@ -51,3 +51,35 @@ fn usage_errors_exit_with_two() {
     assert_eq!(sluice(&["run", "scenarios/wordcount.yaml", "--mode", "sideways"]).0, 2);
     assert_eq!(sluice(&["run", "scenarios/does-not-exist.yaml"]).0, 2);
 }
+
+#[test]
+fn plan_prints_the_plan_as_text_and_as_dot() {
+    let (status, stdout, stderr) = sluice(&["plan", "tpcds", "--exchange-mode", "pointwise-edges-pipelined"]);
+    assert_eq!(status, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("JobGraph `tpcds` (batch, pointwise-edges-pipelined)"), "{stdout}");
+    assert!(stdout.contains("slots needed at once: 2"), "{stdout}");
+    let (status, dot, _) = sluice(&["plan", "tpcds", "--format", "dot"]);
+    assert_eq!(status, 0);
+    assert!(dot.starts_with("digraph \"tpcds\""), "{dot}");
+    let (status, _, stderr) = sluice(&["plan", "wordcont"]);
+    assert_eq!(status, 2);
+    assert!(stderr.contains("wordcount, tpcds"), "{stderr}");
+}
+
+#[test]
+fn compare_tables_every_exchange_mode_against_all_blocking() {
+    let directory = std::env::temp_dir().join(format!("sluice-compare-{}", std::process::id()));
+    let (status, stdout, stderr) =
+        sluice(&["compare", "scenarios/tpcds.yaml", "--seeds", "1..3", "--failures", directory.to_str().unwrap()]);
+    assert_eq!(status, 0, "{stdout}{stderr}");
+    for row in [
+        "all-edges-blocking",
+        "forward-edges-pipelined",
+        "pointwise-edges-pipelined",
+        "all-edges-pipelined",
+        "baseline",
+    ] {
+        assert!(stdout.contains(row), "missing `{row}` in:\n{stdout}");
+    }
+    let _ = std::fs::remove_dir_all(&directory);
+}

@@ -64,3 +64,10 @@ fn tpcds_with_pointwise_edges_pipelined_survives_random_faults() {
 fn tpcds_with_runtime_decided_parallelism_survives_random_faults() {
     random_fault_scenario("scenarios/tpcds-adaptive.yaml");
 }
+
+#[test]
+fn tpcds_is_exactly_once_and_modes_agree() {
+    let scenario = load("scenarios/tpcds.yaml");
+    let tally = run_and_check("scenarios/tpcds.yaml", &scenario, seeds(&scenario));
+    assert_eq!(tally.unrecoverable, 0, "a fault-free scenario is always recoverable");
+}

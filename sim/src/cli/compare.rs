@@ -1,0 +1,209 @@
+//! `sluice compare`: a scenario's seeds in batch mode under every exchange mode, and in streaming
+//! mode, on worker threads; prints what each variant cost (see [`crate::compare`]).
+//!
+//! Every run must pass [`check_run`] (it finished, exactly once). A failing run is listed with
+//! its seed and variant, gets a replay file in `failures/<mode>-<exchange mode>/` (or under
+//! `--failures DIR`), is left out of the table, and makes the command exit 1. A variant whose
+//! plan does not fit in the cluster's slots is skipped with a note.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::{Options, load};
+use crate::check::{CheckFailure, Verdict, check_run};
+use crate::compare::{RunMetrics, Summary, Variant, render_table, run_metrics, summarize};
+use crate::replay::write_failure;
+use crate::runner::{RunReport, run};
+use crate::scenario::Scenario;
+use crate::seed::SeedResult;
+
+/// One run: its metrics, and its report when it failed.
+struct Outcome {
+    variant: Variant,
+    seed: u64,
+    metrics: RunMetrics,
+    failures: Vec<CheckFailure>,
+    failed_report: Option<RunReport>,
+}
+
+pub(super) fn command(options: &Options) -> i32 {
+    let scenario = match load(options) {
+        Ok(scenario) => scenario,
+        Err(status) => return status,
+    };
+    let seeds = options.seeds.clone().unwrap_or_else(|| scenario.seeds.clone());
+    let jobs = options.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |count| count.get()));
+    let variants = runnable_variants(&scenario);
+    if variants.is_empty() {
+        eprintln!("sluice compare: no variant of `{}` fits in its cluster", scenario.name);
+        return 2;
+    }
+    println!(
+        "compare `{}`: job {}, {} TaskManagers × {} slots, parallelism {}, seeds {}..{}, {jobs} worker threads",
+        scenario.name,
+        scenario.job,
+        scenario.cluster.task_managers,
+        scenario.cluster.slots_per_task_manager,
+        scenario.parallelism,
+        seeds.start,
+        seeds.end
+    );
+    if scenario.adaptive_batch.is_some() {
+        println!("adaptive_batch: runtime-decided parallelism in batch all-edges-blocking only");
+    }
+    let outcomes = run_all(&scenario, work(&variants, seeds), jobs);
+    let failed = report_failures(options, &scenario, outcomes.iter().filter(|outcome| !outcome.failures.is_empty()));
+    print!("{}", render_table(&summaries(&variants, &outcomes)));
+    if failed > 0 {
+        println!("{failed} runs failed; they are not in the table");
+    }
+    i32::from(failed > 0)
+}
+
+/// The variants whose plan fits in the scenario's cluster; prints why the others are skipped.
+fn runnable_variants(scenario: &Scenario) -> Vec<Variant> {
+    let slots = scenario.cluster.total_slots();
+    let fits = |variant: &Variant| match variant.slots_needed(scenario) {
+        Ok(needed) if needed <= slots => true,
+        Ok(needed) => {
+            println!("skipping {variant}: it needs {needed} slots at once, the cluster has {slots}");
+            false
+        }
+        Err(message) => {
+            println!("skipping {variant}: {message}");
+            false
+        }
+    };
+    Variant::all().into_iter().filter(fits).collect()
+}
+
+/// Every (variant, seed) pair, seeds innermost.
+fn work(variants: &[Variant], seeds: Range<u64>) -> Vec<(Variant, u64)> {
+    variants.iter().flat_map(|variant| seeds.clone().map(move |seed| (*variant, seed))).collect()
+}
+
+/// Runs the work on `jobs` worker threads; returns the outcomes sorted by variant and seed.
+fn run_all(scenario: &Scenario, work: Vec<(Variant, u64)>, jobs: usize) -> Vec<Outcome> {
+    let bar = ProgressBar::new(work.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} runs  {per_sec}  eta {eta}").expect("a valid template"),
+    );
+    let (work, scenario, next) = (Arc::new(work), Arc::new(scenario.clone()), Arc::new(AtomicUsize::new(0)));
+    let (sender, receiver) = mpsc::channel::<Outcome>();
+    let workers: Vec<_> = (0..jobs)
+        .map(|_| {
+            let (work, scenario, next, sender) =
+                (Arc::clone(&work), Arc::clone(&scenario), Arc::clone(&next), sender.clone());
+            std::thread::spawn(move || {
+                while let Some(&(variant, seed)) = work.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    if sender.send(run_one(&scenario, variant, seed)).is_err() {
+                        return;
+                    }
+                }
+            })
+        })
+        .collect();
+    drop(sender);
+    let mut outcomes: Vec<Outcome> = receiver.iter().inspect(|_| bar.inc(1)).collect();
+    bar.finish_and_clear();
+    for worker in workers {
+        worker.join().expect("a compare worker panicked outside a simulation");
+    }
+    outcomes.sort_by_key(|outcome| (outcome.variant, outcome.seed));
+    outcomes
+}
+
+fn run_one(scenario: &Scenario, variant: Variant, seed: u64) -> Outcome {
+    let report = run(&variant.apply(scenario), variant.mode, seed);
+    let failures = check_run(&report);
+    let metrics = run_metrics(&report);
+    let failed_report = (!failures.is_empty()).then_some(report);
+    Outcome { variant, seed, metrics, failures, failed_report }
+}
+
+/// Prints each failed run with a replay file; returns how many runs failed.
+fn report_failures<'a>(options: &Options, scenario: &Scenario, failed: impl Iterator<Item = &'a Outcome>) -> usize {
+    let mut count = 0;
+    for outcome in failed {
+        count += 1;
+        for failure in &outcome.failures {
+            println!("FAIL seed {} {}: {failure}", outcome.seed, outcome.variant);
+        }
+        let Some(report) = &outcome.failed_report else { continue };
+        let result = SeedResult {
+            seed: outcome.seed,
+            runs: vec![(report.clone(), Verdict::Fail(outcome.failures.clone()))],
+            agreement: None,
+            determinism: Vec::new(),
+        };
+        let variant = format!("{}-{}", outcome.variant.mode, outcome.variant.exchange_mode);
+        let directory = options.failures_directory().join(variant);
+        match write_failure(&directory, &outcome.variant.apply(scenario), &result) {
+            Ok(path) => println!("    replay: cargo run --release -p sluice-sim -- replay {}", path.display()),
+            Err(error) => eprintln!("sluice: cannot write the replay file: {error}"),
+        }
+    }
+    count
+}
+
+/// One summary per variant over its passing runs, paired with the baseline's.
+fn summaries(variants: &[Variant], outcomes: &[Outcome]) -> Vec<Summary> {
+    let mut passed: BTreeMap<Variant, BTreeMap<u64, RunMetrics>> = BTreeMap::new();
+    for outcome in outcomes.iter().filter(|outcome| outcome.failures.is_empty()) {
+        passed.entry(outcome.variant).or_default().insert(outcome.seed, outcome.metrics);
+    }
+    let empty = BTreeMap::new();
+    let baseline = passed.get(&Variant::BASELINE);
+    variants.iter().map(|variant| summarize(*variant, passed.get(variant).unwrap_or(&empty), baseline)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::main;
+
+    fn scenario_file(name: &str, extra: &str) -> std::path::PathBuf {
+        let directory = std::env::temp_dir().join(format!("sluice-compare-test-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&directory).unwrap();
+        let path = directory.join(format!("{name}.yaml"));
+        let text = format!(
+            "name: {name}\njob: wordcount\nparams: {{ words: 2000, distinct_words: 50 }}\n\
+             cluster: {{ task_managers: 2, slots_per_task_manager: 2 }}\nparallelism: 2\nseeds: 1..3\n{extra}"
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn compare(arguments: &[&str]) -> i32 {
+        main(["compare"].iter().chain(arguments).map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn every_variant_passes_on_a_healthy_cluster() {
+        let path = scenario_file("healthy", "");
+        assert_eq!(compare(&[path.to_str().unwrap(), "--seeds", "1..3", "--jobs", "2"]), 0);
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_failing_run_exits_with_one_and_gets_a_replay_file() {
+        // The job cannot finish in 2ms: every run fails `completed`.
+        let path = scenario_file("too-short", "liveness_bound: 1ms\ntime_limit: 2ms\n");
+        let failures = path.parent().unwrap().join("failures");
+        let arguments =
+            [path.to_str().unwrap(), "--seeds", "1..2", "--jobs", "1", "--failures", failures.to_str().unwrap()];
+        assert_eq!(compare(&arguments), 1);
+        assert!(failures.join("batch-pointwise-edges-pipelined/too-short-1.yaml").exists());
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn usage_errors_exit_with_two() {
+        assert_eq!(compare(&[]), 2);
+        assert_eq!(compare(&["scenarios/does-not-exist.yaml"]), 2);
+        assert_eq!(compare(&["scenarios/wordcount.yaml", "--mode", "batch"]), 2);
+    }
+}
