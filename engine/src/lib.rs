@@ -26,6 +26,7 @@ pub mod catalog;
 pub mod connectors;
 pub mod duration;
 pub mod failover;
+pub mod future;
 pub mod graph;
 pub mod prng;
 pub mod record;

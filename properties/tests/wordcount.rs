@@ -1,6 +1,8 @@
-//! Property: for any seed, input size, cluster shape, parallelism, buffer size and TaskManager
-//! crash (time, victim, and whether and when it restarts), WordCount commits exactly the
-//! reference output in streaming and in batch mode, and the two modes agree.
+//! Property: for any seed, input size, cluster shape, parallelism, buffer size, shuffle
+//! implementation, TaskManager crash (time, victim, and whether and when it restarts) and
+//! storage fault (a lost or corrupted partition or a lost disk, on a TaskManager or the shuffle
+//! service), WordCount commits exactly the reference output in streaming and in batch mode, and
+//! the two modes agree.
 //!
 //! Only recoverable cases are generated: the job must fit the cluster, and a TaskManager that
 //! never comes back must leave enough slots for the job to run again.
@@ -27,20 +29,36 @@ struct Shape {
     slots: u32,
     parallelism: u32,
     buffer_size: usize,
+    remote_shuffle: bool,
 }
 
-fn scenario(shape: Shape, crash: Option<(u64, u32, Option<u64>)>) -> Scenario {
-    let Shape { words, task_managers, slots, parallelism, buffer_size } = shape;
+/// The storage faults the property draws from.
+const STORAGE_FAULTS: [&str; 3] = ["lose_partition", "corrupt_partition", "lose_disk"];
+
+/// A storage fault: when, which kind (an index into [`STORAGE_FAULTS`]), and on which node
+/// (`tm-N`, or the shuffle service when the index is the TaskManager count).
+type StorageFault = (u64, usize, u32);
+
+fn scenario(shape: Shape, crash: Option<(u64, u32, Option<u64>)>, storage: Option<StorageFault>) -> Scenario {
+    let Shape { words, task_managers, slots, parallelism, buffer_size, remote_shuffle } = shape;
+    let shuffle = if remote_shuffle { "remote" } else { "task-manager" };
     let mut text = format!(
         "name: wordcount-property\njob: wordcount\nparams: {{ words: {words}, distinct_words: 50 }}\n\
          cluster: {{ task_managers: {task_managers}, slots_per_task_manager: {slots} }}\n\
-         parallelism: {parallelism}\nbuffer_size: {buffer_size}\n"
+         parallelism: {parallelism}\nbuffer_size: {buffer_size}\nshuffle: {shuffle}\n"
     );
+    if crash.is_some() || storage.is_some() {
+        text.push_str("faults:\n");
+    }
     if let Some((at_ms, victim, restart_after_ms)) = crash {
-        text.push_str(&format!("faults:\n  - at: {at_ms}ms\n    kill: tm-{victim}\n"));
+        text.push_str(&format!("  - at: {at_ms}ms\n    kill: tm-{victim}\n"));
         if let Some(delay) = restart_after_ms {
             text.push_str(&format!("    restart_after: {delay}ms\n"));
         }
+    }
+    if let Some((at_ms, kind, node)) = storage {
+        let node = if node == task_managers { "shuffle-service".to_string() } else { format!("tm-{node}") };
+        text.push_str(&format!("  - at: {at_ms}ms\n    {}: {node}\n", STORAGE_FAULTS[kind]));
     }
     Scenario::parse("property", &text).expect("generated scenarios are valid")
 }
@@ -64,21 +82,26 @@ proptest! {
     })]
 
     #[test]
-    fn wordcount_is_exactly_once_in_both_modes_under_a_crash(
+    fn wordcount_is_exactly_once_in_both_modes_under_a_crash_and_a_storage_fault(
         seed in any::<u64>(),
         words in 1u64..4000,
         task_managers in 1u32..=4,
         slots in 1u32..=3,
         parallelism in 1u32..=4,
         buffer_size in proptest::sample::select(vec![64usize, 512, 4096, 32768]),
+        remote_shuffle in any::<bool>(),
         crash in proptest::option::weighted(0.8, (0u64..1500, 0u32..4, proptest::option::of(50u64..1000))),
+        storage in proptest::option::weighted(0.5, (0u64..1500, 0usize..STORAGE_FAULTS.len(), 0u32..5)),
     ) {
         prop_assume!(parallelism <= task_managers * slots, "the job must fit");
         let crash = crash.map(|(at, victim, restart)| (at, victim % task_managers, restart));
         if let Some((_, _, None)) = crash {
             prop_assume!((task_managers - 1) * slots >= parallelism, "a lost TaskManager must leave room");
         }
-        let scenario = scenario(Shape { words, task_managers, slots, parallelism, buffer_size }, crash);
+        // The node index wraps to a TaskManager, or to the shuffle service (index `task_managers`).
+        let storage = storage.map(|(at, kind, node)| (at, kind, node % (task_managers + 1)));
+        let shape = Shape { words, task_managers, slots, parallelism, buffer_size, remote_shuffle };
+        let scenario = scenario(shape, crash, storage);
         let streaming = run(&scenario, ExecutionMode::Streaming, seed);
         let batch = run(&scenario, ExecutionMode::Batch, seed);
         let replay = format!("seed {seed}; scenario:\n{}", scenario.to_yaml());
@@ -91,18 +114,25 @@ proptest! {
 #[test]
 fn the_property_can_crash_every_task_manager_and_not_restart_it() {
     // Guards the generator: the faults it builds are the ones the property claims to cover.
-    let shape = Shape { words: 10, task_managers: 3, slots: 2, parallelism: 1, buffer_size: 64 };
-    let built = scenario(shape, Some((5, 2, None)));
+    let shape = Shape { words: 10, task_managers: 3, slots: 2, parallelism: 1, buffer_size: 64, remote_shuffle: true };
+    let built = scenario(shape, Some((5, 2, None)), Some((7, 1, 3)));
     assert_eq!(
         built.faults,
-        vec![Fault {
-            trigger: Trigger::At(Duration::from_millis(5)),
-            kind: FaultKind::Kill { node: "tm-2".to_string(), restart_after: None }
-        }]
+        vec![
+            Fault {
+                trigger: Trigger::At(Duration::from_millis(5)),
+                kind: FaultKind::Kill { node: "tm-2".to_string(), restart_after: None }
+            },
+            Fault {
+                trigger: Trigger::At(Duration::from_millis(7)),
+                kind: FaultKind::CorruptPartition { node: "shuffle-service".to_string() }
+            },
+        ]
     );
     assert_eq!(built.buffer_size, 64);
+    assert_eq!(built.shuffle, sluice_engine::shuffle::ShuffleKind::Remote);
     assert_eq!(built.cluster.total_slots(), 6);
-    assert!(scenario(shape, None).faults.is_empty());
+    assert!(scenario(shape, None, None).faults.is_empty());
 }
 
 #[test]

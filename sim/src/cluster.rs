@@ -1,10 +1,12 @@
 //! Builds a simulated cluster from a scenario: a JobMaster, TaskManagers with slots and disks,
-//! the log and the transactional store, each a madsim node with its own address.
+//! the remote shuffle service, the durable store, the log and the transactional store, each a
+//! madsim node with its own address.
 //!
-//! Node names are the fault schedule's vocabulary: `jm`, `tm-0` … `tm-N`, `log`, `txn-store`.
-//! A TaskManager's disk ([`MemoryStorage`]) and the store's state belong to the cluster, not to
-//! the node, so they survive a node restart; killing a TaskManager crashes its disk (unsynced
-//! bytes are lost).
+//! Node names are the fault schedule's vocabulary: `jm`, `tm-0` … `tm-N`, `shuffle-service`,
+//! `durable-store`, `log`, `txn-store`. Disks ([`MemoryStorage`]) and the stores' state belong to
+//! the cluster, not to the node, so they survive a node restart; killing a node crashes its disk
+//! (unsynced bytes are lost). The shuffle service runs in every cluster; only jobs with
+//! `shuffle: remote` use it.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -17,12 +19,17 @@ use madsim::task::NodeId;
 use sluice_engine::catalog::ExternalInput;
 use sluice_engine::connectors::{LOG_SYSTEM, TXN_STORE_SYSTEM};
 use sluice_engine::graph::ExternalSystems;
+use sluice_engine::runtime::jobmaster::SHUFFLE_SERVICE;
 use sluice_engine::runtime::jobmaster::{JobMasterConfig, run_job_master};
-use sluice_engine::runtime::resources::CostModel;
+use sluice_engine::runtime::resources::{CostModel, Resources};
 use sluice_engine::runtime::taskmanager::{TaskManagerConfig, run_task_manager};
 use sluice_engine::shuffle::ShuffleConfig;
-use sluice_engine::storage::{MemoryStorage, Storage};
+use sluice_engine::shuffle::remote::{ShuffleServiceConfig, run_shuffle_service};
+use sluice_engine::storage::remote::RemoteStorage;
+use sluice_engine::storage::{MemoryStorage, Storage, StorageFactory};
 
+use crate::cost::NodeCosts;
+use crate::external::durable_store::{DurableStoreState, run_durable_store};
 use crate::external::log::run_log_server;
 use crate::external::txn_store::{TxnStoreState, run_txn_store};
 use crate::scenario::Scenario;
@@ -34,6 +41,13 @@ pub const JOB_MASTER_ADDRESS: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::
 pub const CLIENT_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 9, 1));
 const LOG_ADDRESS: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 2, 1)), 9092);
 const TXN_STORE_ADDRESS: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 3, 1)), 5432);
+const SHUFFLE_SERVICE_ADDRESS: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 5, 1)), 9700);
+const DURABLE_STORE_ADDRESS: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 6, 1)), 9800);
+
+/// The shuffle service's node name.
+pub const SHUFFLE_SERVICE_NODE: &str = "shuffle-service";
+/// The durable store's node name.
+pub const DURABLE_STORE_NODE: &str = "durable-store";
 
 fn task_manager_address(index: u32) -> SocketAddr {
     let index = u8::try_from(index + 1).expect("at most 254 TaskManagers");
@@ -67,6 +81,9 @@ pub struct Cluster {
     nodes: BTreeMap<String, NodeId>,
     disks: BTreeMap<String, MemoryStorage>,
     store: Arc<Mutex<TxnStoreState>>,
+    durable_store: DurableStoreState,
+    /// The costs of each node with resources (TaskManagers, the shuffle service).
+    costs: BTreeMap<String, NodeCosts>,
     trace: TraceLog,
     network: madsim::net::Config,
 }
@@ -75,24 +92,37 @@ impl Cluster {
     /// Starts every node; call inside the simulation.
     pub fn start(scenario: &Scenario, shuffle: ShuffleConfig, input: Arc<ExternalInput>, trace: &TraceLog) -> Cluster {
         let spec = &scenario.cluster;
-        let costs: Arc<dyn CostModel> = Arc::new(scenario.costs.clone());
+        let mut costs = BTreeMap::new();
         let handle = Handle::current();
         let timing = ClusterTiming::default();
-        let external =
-            ExternalSystems::default().with(LOG_SYSTEM, LOG_ADDRESS).with(TXN_STORE_SYSTEM, TXN_STORE_ADDRESS);
+        let external = ExternalSystems::default()
+            .with(LOG_SYSTEM, LOG_ADDRESS)
+            .with(TXN_STORE_SYSTEM, TXN_STORE_ADDRESS)
+            .with(SHUFFLE_SERVICE, SHUFFLE_SERVICE_ADDRESS);
         let mut nodes = BTreeMap::new();
         let mut disks = BTreeMap::new();
 
-        // The JobMaster's durable (HA) storage: where it keeps submitted jobs and their
-        // attempts, so that a restarted JobMaster resumes them.
-        let ha_storage = MemoryStorage::new();
-        disks.insert("jm".to_string(), ha_storage.clone());
+        // The durable store: where the JobMaster keeps submitted jobs and their attempts, so
+        // that a restarted JobMaster resumes them.
+        let durable_store = DurableStoreState::default();
+        disks.insert(DURABLE_STORE_NODE.to_string(), durable_store.disk.clone());
+        let state = durable_store.clone();
+        let node = handle
+            .create_node()
+            .name(DURABLE_STORE_NODE)
+            .ip(DURABLE_STORE_ADDRESS.ip())
+            .init(move || run_durable_store(DURABLE_STORE_ADDRESS, state.clone()))
+            .build();
+        nodes.insert(DURABLE_STORE_NODE.to_string(), node.id());
+
+        let ha_storage: StorageFactory =
+            Arc::new(|| Arc::new(RemoteStorage::new(DURABLE_STORE_ADDRESS)) as Arc<dyn Storage>);
         let jm_config = JobMasterConfig {
             address: JOB_MASTER_ADDRESS,
             heartbeat_timeout: timing.heartbeat_timeout,
             slot_request_timeout: timing.slot_request_timeout,
             external,
-            storage: Arc::new(ha_storage) as Arc<dyn Storage>,
+            storage: ha_storage,
             tracer: trace.tracer_for("jm"),
         };
         let jm = handle
@@ -107,6 +137,8 @@ impl Cluster {
             let name = format!("tm-{index}");
             let disk = MemoryStorage::new();
             let address = task_manager_address(index);
+            let node_costs = NodeCosts::new(scenario.costs.clone());
+            costs.insert(name.clone(), node_costs.clone());
             let config = TaskManagerConfig {
                 name: name.clone(),
                 address,
@@ -115,7 +147,7 @@ impl Cluster {
                 heartbeat_interval: timing.heartbeat_interval,
                 storage: Arc::new(disk.clone()) as Arc<dyn Storage>,
                 shuffle,
-                costs: Arc::clone(&costs),
+                costs: Arc::new(node_costs) as Arc<dyn CostModel>,
                 cores: scenario.cores(),
                 tracer: trace.tracer_for(&name),
             };
@@ -128,6 +160,24 @@ impl Cluster {
             nodes.insert(name.clone(), node.id());
             disks.insert(name, disk);
         }
+
+        let service_costs = NodeCosts::new(scenario.costs.clone());
+        costs.insert(SHUFFLE_SERVICE_NODE.to_string(), service_costs.clone());
+        let service_disk = MemoryStorage::new();
+        disks.insert(SHUFFLE_SERVICE_NODE.to_string(), service_disk.clone());
+        let service_config = ShuffleServiceConfig {
+            address: SHUFFLE_SERVICE_ADDRESS,
+            storage: Arc::new(service_disk) as Arc<dyn Storage>,
+            resources: Arc::new(Resources::new(Arc::new(service_costs), scenario.cores() as usize)),
+            tracer: trace.tracer_for(SHUFFLE_SERVICE_NODE),
+        };
+        let service = handle
+            .create_node()
+            .name(SHUFFLE_SERVICE_NODE)
+            .ip(SHUFFLE_SERVICE_ADDRESS.ip())
+            .init(move || run_shuffle_service(service_config.clone()))
+            .build();
+        nodes.insert(SHUFFLE_SERVICE_NODE.to_string(), service.id());
 
         let log = handle
             .create_node()
@@ -149,7 +199,7 @@ impl Cluster {
         nodes.insert(TXN_STORE_SYSTEM.to_string(), store_node.id());
 
         let network = madsim::net::Config::default();
-        Cluster { handle, nodes, disks, store, trace: trace.clone(), network }
+        Cluster { handle, nodes, disks, store, durable_store, costs, trace: trace.clone(), network }
     }
 
     fn node(&self, name: &str) -> NodeId {
@@ -170,6 +220,12 @@ impl Cluster {
     pub fn restart(&self, node: &str) {
         self.kill(node);
         self.handle.restart(self.node(node));
+    }
+
+    /// Multiplies a node's CPU, disk and network costs by `factor` (1 restores them); false if
+    /// the node does no costed work (the JobMaster, the stores, the log).
+    pub fn set_slowdown(&self, node: &str, factor: u32) -> bool {
+        self.costs.get(node).map(|costs| costs.set_slowdown(factor)).is_some()
     }
 
     /// Pauses a node: its tasks stop being scheduled until resumed.
@@ -220,6 +276,49 @@ impl Cluster {
     pub fn restore_network(&self) {
         let baseline = self.network.clone();
         NetSim::current().update_config(|config| *config = baseline);
+    }
+
+    fn disk(&self, node: &str) -> &MemoryStorage {
+        self.disks.get(node).unwrap_or_else(|| panic!("internal: node `{node}` has no disk (scenarios are validated)"))
+    }
+
+    /// The newest partition data file on a node's disk (a TaskManager's or the shuffle service's).
+    fn newest_partition(&self, node: &str) -> Option<String> {
+        let prefix = if node == SHUFFLE_SERVICE_NODE { "shuffle/" } else { "partitions/" };
+        let disk = self.disk(node);
+        disk.paths(prefix)
+            .into_iter()
+            .filter(|path| path.ends_with("/data"))
+            .filter_map(|path| disk.write_order(&path).map(|order| (order, path)))
+            .max()
+            .map(|(_, path)| path)
+    }
+
+    /// Loses every file of the partition written last on a node; returns its directory.
+    pub fn lose_partition(&self, node: &str) -> Option<String> {
+        let data = self.newest_partition(node)?;
+        let directory = data.trim_end_matches("/data").to_string();
+        for path in self.disk(node).paths(&format!("{directory}/")) {
+            self.disk(node).lose(&path);
+        }
+        Some(directory)
+    }
+
+    /// Flips a byte in the middle of the partition written last on a node; returns its file.
+    pub fn corrupt_partition(&self, node: &str) -> Option<String> {
+        let data = self.newest_partition(node)?;
+        let disk = self.disk(node);
+        disk.corrupt(&data, disk.used_bytes_of(&data) / 2).then_some(data)
+    }
+
+    /// Loses a node's whole disk, synced bytes included.
+    pub fn lose_disk(&self, node: &str) {
+        self.disk(node).wipe();
+    }
+
+    /// The durable store's state.
+    pub fn durable_store(&self) -> &DurableStoreState {
+        &self.durable_store
     }
 
     /// The transactional store's state.

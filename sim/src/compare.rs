@@ -360,6 +360,8 @@ mod tests {
                 records_out: 0,
                 disk_bytes_read,
                 disk_bytes_written,
+                backpressure_micros: 0,
+                peak_buffered_bytes: 0,
             },
         )
     }

@@ -3,7 +3,12 @@
 //! A scenario's `costs:` sets it; the defaults describe a modest machine (1 µs per record per
 //! chained operator, a 200 MiB/s disk, a 125 MiB/s — one gigabit — network interface, as many
 //! cores as slots). The engine charges it through `sluice_engine::runtime::resources`.
+//!
+//! Each node with resources (a TaskManager, the shuffle service) gets its own [`NodeCosts`]: the
+//! scenario's costs times the node's slowdown, which a `slow` fault raises for a while.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -52,6 +57,47 @@ impl CostSpec {
     /// True if every cost is the default (so replay files need not spell it out).
     pub fn is_default(&self) -> bool {
         *self == CostSpec::default()
+    }
+}
+
+/// One node's costs: the scenario's, multiplied by the node's current slowdown (1 = normal).
+#[derive(Clone)]
+pub struct NodeCosts {
+    spec: CostSpec,
+    slowdown: Arc<AtomicU32>,
+}
+
+impl NodeCosts {
+    /// The costs of `spec`, at normal speed.
+    pub fn new(spec: CostSpec) -> NodeCosts {
+        NodeCosts { spec, slowdown: Arc::new(AtomicU32::new(1)) }
+    }
+
+    /// Makes every cost `factor` times what it is normally (1 restores it).
+    pub fn set_slowdown(&self, factor: u32) {
+        self.slowdown.store(factor.max(1), Ordering::SeqCst);
+    }
+
+    fn slowed(&self, cost: Duration) -> Duration {
+        cost.saturating_mul(self.slowdown.load(Ordering::SeqCst))
+    }
+}
+
+impl CostModel for NodeCosts {
+    fn cpu(&self, records: u64, operators: u64) -> Duration {
+        self.slowed(self.spec.cpu(records, operators))
+    }
+
+    fn disk_write(&self, bytes: u64) -> Duration {
+        self.slowed(self.spec.disk_write(bytes))
+    }
+
+    fn disk_read(&self, bytes: u64) -> Duration {
+        self.slowed(self.spec.disk_read(bytes))
+    }
+
+    fn network(&self, bytes: u64) -> Duration {
+        self.slowed(self.spec.network(bytes))
     }
 }
 

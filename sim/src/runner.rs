@@ -157,7 +157,8 @@ fn simulate(
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async move {
         let trace = TraceLog::start();
-        let shuffle = ShuffleConfig { buffer_size: scenario.buffer_size, ..ShuffleConfig::default() };
+        let shuffle =
+            ShuffleConfig { buffer_size: scenario.buffer_size, kind: scenario.shuffle, ..ShuffleConfig::default() };
         let cluster = Arc::new(Cluster::start(scenario, shuffle, input, &trace));
         let spec = JobSpec {
             job_id: scenario.name.clone(),

@@ -21,6 +21,7 @@ use sluice_engine::graph::ExecutionMode;
 use sluice_engine::graph::{ExchangeMode, ExecutionGraph};
 use sluice_engine::scheduler::SchedulingStrategy;
 use sluice_engine::scheduler::adaptive::AdaptiveBatchConfig;
+use sluice_engine::shuffle::ShuffleKind;
 
 use crate::cost::CostSpec;
 use crate::faults::random::Topology;
@@ -68,6 +69,10 @@ pub struct Scenario {
     /// bytes their inputs produced (needs `exchange_mode: all-edges-blocking`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive_batch: Option<AdaptiveBatchConfig>,
+    /// Where blocking partitions live: `task-manager` (the producer's disk) or `remote` (the
+    /// shuffle service).
+    #[serde(default = "default_shuffle")]
+    pub shuffle: ShuffleKind,
     /// Bytes per network buffer.
     #[serde(default = "default_buffer_size")]
     pub buffer_size: usize,
@@ -145,6 +150,8 @@ impl ClusterSpec {
     pub fn node_names(&self) -> Vec<String> {
         let mut names = vec!["jm".to_string()];
         names.extend((0..self.task_managers).map(|index| format!("tm-{index}")));
+        names.push("shuffle-service".to_string());
+        names.push("durable-store".to_string());
         names.push("log".to_string());
         names.push("txn-store".to_string());
         names
@@ -167,6 +174,9 @@ fn default_seeds() -> Range<u64> {
 }
 fn default_exchange_mode() -> ExchangeMode {
     ExchangeMode::AllEdgesBlocking
+}
+fn default_shuffle() -> ShuffleKind {
+    ShuffleKind::TaskManager
 }
 fn default_buffer_size() -> usize {
     32 * 1024
@@ -406,6 +416,9 @@ impl Scenario {
                 let field = match fault.kind {
                     FaultKind::Kill { .. } => "kill",
                     FaultKind::Slow { .. } => "slow.node",
+                    FaultKind::LosePartition { .. } => "lose_partition",
+                    FaultKind::CorruptPartition { .. } => "corrupt_partition",
+                    FaultKind::LoseDisk { .. } => "lose_disk",
                     _ => "partition.between",
                 };
                 let mut unknown = error(
@@ -470,6 +483,7 @@ impl Scenario {
             slots_per_task_manager: self.cluster.slots_per_task_manager,
             slots_needed,
             vertices,
+            remote_shuffle: self.shuffle == ShuffleKind::Remote,
         }
     }
 
@@ -483,11 +497,15 @@ impl Scenario {
     }
 
     /// True if the schedule kills, for good, something the job cannot run without: the
-    /// JobMaster, an external system, or so many TaskManagers that the job no longer fits.
+    /// JobMaster, the durable store, an external system, the shuffle service (with
+    /// `shuffle: remote`), or so many TaskManagers that the job no longer fits.
     pub fn schedule_is_unsurvivable(&self, schedule: &[Fault]) -> Option<String> {
         let mut dead_task_managers = std::collections::BTreeSet::new();
         for fault in schedule {
             if let FaultKind::Kill { node, restart_after: None } = &fault.kind {
+                if node == "shuffle-service" && self.shuffle == ShuffleKind::TaskManager {
+                    continue; // nothing uses it
+                }
                 if !node.starts_with("tm-") {
                     return Some(format!("{node} is killed and never restarted"));
                 }

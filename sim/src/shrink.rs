@@ -181,7 +181,21 @@ fn simplifications(fault: &Fault, fired_at: Option<Duration>) -> Vec<Fault> {
         ),
         FaultKind::Kill { restart_after: None, .. }
         | FaultKind::CommitFails { count: 1 }
-        | FaultKind::CommitReplyLost { count: 1 } => {}
+        | FaultKind::CommitReplyLost { count: 1 }
+        | FaultKind::LoseNewestObjects { count: 1 } => {}
+        // A corruption is a loss the reader has to detect: losing the partition is simpler.
+        FaultKind::CorruptPartition { node } => {
+            simpler.push(with_kind(FaultKind::LosePartition { node: node.clone() }))
+        }
+        // Losing a disk loses every partition on it: losing one is simpler.
+        FaultKind::LoseDisk { node } => simpler.push(with_kind(FaultKind::LosePartition { node: node.clone() })),
+        FaultKind::LosePartition { .. } => {}
+        FaultKind::DurableStoreUnavailable { duration } => simpler.extend(
+            halve(*duration).map(|shorter| with_kind(FaultKind::DurableStoreUnavailable { duration: shorter })),
+        ),
+        FaultKind::LoseNewestObjects { count } => {
+            simpler.push(with_kind(FaultKind::LoseNewestObjects { count: count / 2 }))
+        }
         FaultKind::Partition { sides, one_way, duration } => {
             simpler.extend(halve(*duration).map(|shorter| {
                 with_kind(FaultKind::Partition { sides: sides.clone(), one_way: *one_way, duration: shorter })

@@ -1108,6 +1108,8 @@ mod tests {
             records_out: 1,
             disk_bytes_read: 0,
             disk_bytes_written: 0,
+            backpressure_micros: 0,
+            peak_buffered_bytes: 0,
         }
     }
 

@@ -24,7 +24,7 @@ pub struct JobVertexId(pub u32);
 pub struct IntermediateDataSetId(pub u32);
 
 /// How a produced partition may be consumed (Flink's `ResultPartitionType`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum ResultPartitionType {
     /// Consumed while produced; producer and consumer run together (same pipelined region).
     Pipelined,

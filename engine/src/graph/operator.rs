@@ -7,17 +7,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::record::Element;
 
-/// A boxed, sendable future: what erased asynchronous hooks return.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use crate::future::BoxFuture;
 
 /// Streaming or batch execution of the same program (Flink's `RuntimeExecutionMode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

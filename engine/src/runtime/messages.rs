@@ -9,7 +9,9 @@ use super::JobSpec;
 use crate::graph::{ExecutionVertexId, ExternalSystems, IntermediateDataSetId};
 use crate::rpc_request;
 use crate::scheduler::SlotId;
-use crate::shuffle::{InputChannelSpec, ResultPartitionId, ShuffleError};
+use crate::shuffle::{
+    InputChannelSpec, PartitionStatistics, ResultPartitionId, ShuffleDescriptor, ShuffleError, WriteError,
+};
 
 /// One run of one subtask: the subtask plus the job attempt it belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -114,22 +116,38 @@ pub struct Heartbeat {
 // Answers whether the JobMaster knows this incarnation (if not, the TaskManager registers again).
 rpc_request!(Heartbeat => bool);
 
+/// What a finished task reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskReport {
+    /// Elements read from the input gate or the source.
+    pub records_in: u64,
+    /// Elements written to the network or the sink.
+    pub records_out: u64,
+    /// Bytes of blocking partitions it read (from a producer's disk or the shuffle service).
+    pub disk_bytes_read: u64,
+    /// Bytes of blocking partitions it wrote (to its disk or the shuffle service).
+    pub disk_bytes_written: u64,
+    /// Statistics of each partition it produced, by data set.
+    pub partitions: Vec<(IntermediateDataSetId, PartitionStatistics)>,
+}
+
+impl TaskReport {
+    /// The longest time any of its output partitions held it back, in simulated microseconds.
+    pub fn backpressure_micros(&self) -> u64 {
+        self.partitions.iter().map(|(_, statistics)| statistics.backpressure_micros).max().unwrap_or(0)
+    }
+
+    /// The most bytes any of its output partitions held in memory at once.
+    pub fn peak_buffered_bytes(&self) -> u64 {
+        self.partitions.iter().map(|(_, statistics)| statistics.peak_buffered_bytes).max().unwrap_or(0)
+    }
+}
+
 /// How a task ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TaskOutcome {
     /// Read all input, wrote all output, committed its sink.
-    Finished {
-        /// Elements read.
-        records_in: u64,
-        /// Elements written to the network or the sink.
-        records_out: u64,
-        /// Bytes of blocking partitions it read (from its producers' disks).
-        disk_bytes_read: u64,
-        /// Bytes of blocking partitions it wrote (to its TaskManager's disk).
-        disk_bytes_written: u64,
-        /// Bytes it wrote to each subpartition of each data set it produces.
-        partition_bytes: Vec<(IntermediateDataSetId, Vec<u64>)>,
-    },
+    Finished(TaskReport),
     /// Failed.
     Failed(TaskFailure),
 }
@@ -137,19 +155,19 @@ pub enum TaskOutcome {
 /// Why a task failed, classified for failover.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TaskFailure {
-    /// An input partition is not held by its producer's TaskManager.
+    /// An input partition is not held where it should be (Flink's `PartitionNotFoundException`).
     PartitionNotFound {
         /// The partition.
         partition: ResultPartitionId,
-        /// Its TaskManager.
-        producer: SocketAddr,
+        /// Where it should have been.
+        location: String,
     },
-    /// An input's producer does not answer.
+    /// The server of an input partition does not answer.
     ProducerUnreachable {
         /// The partition.
         partition: ResultPartitionId,
-        /// Its TaskManager.
-        producer: SocketAddr,
+        /// Where it should have been.
+        location: String,
     },
     /// An input partition's data is corrupt or unreadable.
     CorruptInput {
@@ -160,8 +178,8 @@ pub enum TaskFailure {
     },
     /// A user function, source or sink failed.
     Operator(String),
-    /// The task's own output partition was released under it (its attempt was cancelled).
-    OutputReleased(ResultPartitionId),
+    /// The task could not write one of its output partitions.
+    Output(String),
     /// The task cannot start: its plan does not match the JobMaster's.
     Deployment(String),
 }
@@ -169,29 +187,37 @@ pub enum TaskFailure {
 impl From<ShuffleError> for TaskFailure {
     fn from(error: ShuffleError) -> TaskFailure {
         match error {
-            ShuffleError::PartitionNotFound { partition, producer } => {
-                TaskFailure::PartitionNotFound { partition, producer }
+            ShuffleError::PartitionNotFound { partition, location } => {
+                TaskFailure::PartitionNotFound { partition, location }
             }
-            ShuffleError::ProducerUnreachable { partition, producer } => {
-                TaskFailure::ProducerUnreachable { partition, producer }
+            ShuffleError::ProducerUnreachable { partition, location } => {
+                TaskFailure::ProducerUnreachable { partition, location }
             }
             ShuffleError::Corrupt { partition, detail } => TaskFailure::CorruptInput { partition, detail },
         }
     }
 }
 
+impl From<WriteError> for TaskFailure {
+    fn from(error: WriteError) -> TaskFailure {
+        TaskFailure::Output(error.to_string())
+    }
+}
+
 impl fmt::Display for TaskFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TaskFailure::PartitionNotFound { partition, producer } => {
-                write!(f, "partition {partition} not found on {producer}")
-            }
-            TaskFailure::ProducerUnreachable { partition, producer } => {
-                write!(f, "producer of {partition} at {producer} unreachable")
+            TaskFailure::PartitionNotFound { partition, location } => write!(
+                f,
+                "partition {partition} (data set {}, producer subtask {}) not found on {location}",
+                partition.partition.dataset.0, partition.partition.producer_subtask
+            ),
+            TaskFailure::ProducerUnreachable { partition, location } => {
+                write!(f, "{location}, holding partition {partition}, is unreachable")
             }
             TaskFailure::CorruptInput { partition, detail } => write!(f, "input {partition} corrupt: {detail}"),
             TaskFailure::Operator(message) => write!(f, "operator failed: {message}"),
-            TaskFailure::OutputReleased(partition) => write!(f, "output {partition} released"),
+            TaskFailure::Output(message) => write!(f, "output failed: {message}"),
             TaskFailure::Deployment(message) => write!(f, "deployment failed: {message}"),
         }
     }
@@ -222,6 +248,8 @@ pub struct TaskDeploymentDescriptor {
     pub parallelism: u32,
     /// The slot it runs in.
     pub slot: SlotId,
+    /// The partitions it produces, in the order of its produced data sets.
+    pub outputs: Vec<ShuffleDescriptor>,
     /// Its input channels, in input order.
     pub inputs: Vec<InputChannelSpec>,
     /// Where external systems are.

@@ -114,6 +114,12 @@ pub enum TraceEvent {
         /// Bytes of blocking partitions it wrote (to its TaskManager's disk).
         #[serde(default)]
         disk_bytes_written: u64,
+        /// Longest time, in simulated microseconds, an output partition held it back.
+        #[serde(default)]
+        backpressure_micros: u64,
+        /// Most bytes one of its output partitions held in memory at once.
+        #[serde(default)]
+        peak_buffered_bytes: u64,
     },
     /// A subtask failed.
     TaskFailed {
@@ -151,6 +157,11 @@ pub enum TraceEvent {
         txn_id: String,
         /// Rows it made visible.
         rows: u64,
+    },
+    /// A shuffle service process started, serving the finished partitions its disk kept.
+    ShuffleServiceStarted {
+        /// Finished partitions recovered from its disk.
+        partitions: u32,
     },
     /// The harness injected a fault.
     FaultInjected {
@@ -197,6 +208,7 @@ impl TraceEvent {
             TraceEvent::JobFinished { .. } => "job_finished",
             TraceEvent::JobFailed { .. } => "job_failed",
             TraceEvent::TransactionCommitted { .. } => "transaction_committed",
+            TraceEvent::ShuffleServiceStarted { .. } => "shuffle_service_started",
             TraceEvent::FaultInjected { .. } => "fault_injected",
             TraceEvent::FaultHealed { .. } => "fault_healed",
             TraceEvent::Harness { .. } => "harness",
@@ -239,10 +251,15 @@ impl fmt::Display for TraceEvent {
                 records_out,
                 disk_bytes_read,
                 disk_bytes_written,
+                backpressure_micros,
+                ..
             } => {
                 write!(f, "a{attempt} v{vertex}[{subtask}] finished (in {records_in}, out {records_out}")?;
                 if *disk_bytes_read + *disk_bytes_written > 0 {
                     write!(f, "; disk read {disk_bytes_read} B, written {disk_bytes_written} B")?;
+                }
+                if *backpressure_micros > 0 {
+                    write!(f, "; backpressured {} ms", backpressure_micros / 1000)?;
                 }
                 write!(f, ")")
             }
@@ -255,6 +272,9 @@ impl fmt::Display for TraceEvent {
             TraceEvent::JobFinished { restarts } => write!(f, "job finished after {restarts} restarts"),
             TraceEvent::JobFailed { reason } => write!(f, "job failed: {reason}"),
             TraceEvent::TransactionCommitted { txn_id, rows } => write!(f, "committed {txn_id} ({rows} rows)"),
+            TraceEvent::ShuffleServiceStarted { partitions } => {
+                write!(f, "shuffle service started ({partitions} partitions on disk)")
+            }
             TraceEvent::FaultInjected { index, detail, .. } => write!(f, "fault #{index}: {detail}"),
             TraceEvent::FaultHealed { index, detail, .. } => write!(f, "healed #{index}: {detail}"),
             TraceEvent::Harness { detail } => write!(f, "harness: {detail}"),

@@ -7,7 +7,11 @@
 use crate::prng::fnv1a64;
 use crate::record::{DecodeError, Element, TypeInfo};
 
-/// Accumulates encoded records for one subpartition.
+/// Bytes of the checksum that seals a buffer.
+const CHECKSUM: usize = 8;
+
+/// Accumulates encoded records for one subpartition; a sealed buffer, checksum included, is at
+/// most its capacity unless it holds one record larger than that.
 pub struct BufferBuilder {
     bytes: Vec<u8>,
     records: u32,
@@ -15,7 +19,7 @@ pub struct BufferBuilder {
 }
 
 impl BufferBuilder {
-    /// An empty builder that reports full at `capacity` bytes.
+    /// An empty builder for buffers of `capacity` bytes.
     pub fn new(capacity: usize) -> BufferBuilder {
         BufferBuilder { bytes: Vec::with_capacity(capacity.min(64 * 1024)), records: 0, capacity }
     }
@@ -28,9 +32,16 @@ impl BufferBuilder {
         self.records += 1;
     }
 
-    /// True once the buffer reached its capacity (a single large record may exceed it).
+    /// True if a record of `length` bytes fits in the sealed buffer's capacity (an empty
+    /// buffer takes any record: a single record larger than the capacity gets a buffer of its
+    /// own).
+    pub fn fits(&self, length: usize) -> bool {
+        self.is_empty() || self.bytes.len() + 4 + length + CHECKSUM <= self.capacity
+    }
+
+    /// True once the sealed buffer would have reached its capacity.
     pub fn is_full(&self) -> bool {
-        self.bytes.len() >= self.capacity
+        self.bytes.len() + CHECKSUM >= self.capacity
     }
 
     /// True if no record was pushed since the last seal.
@@ -98,5 +109,28 @@ mod tests {
         assert_eq!(words, vec!["a", "bb", "ccc"]);
         sealed[5] ^= 0xff;
         assert!(decode_buffer(&sealed, &TypeInfo::of::<String>()).is_err());
+    }
+
+    #[test]
+    fn sealed_buffers_never_exceed_their_capacity_unless_one_record_does() {
+        let capacity = 64;
+        let mut builder = BufferBuilder::new(capacity);
+        let mut sealed = Vec::new();
+        for length in (0..200).map(|index| (index * 7) % 23).chain([100, 3, 100]) {
+            let record = vec![b'x'; length];
+            if !builder.fits(record.len()) {
+                sealed.push(builder.seal());
+            }
+            builder.push(&record);
+            if builder.is_full() {
+                sealed.push(builder.seal());
+            }
+        }
+        sealed.push(builder.seal());
+        let oversized = 4 + 100 + CHECKSUM;
+        for buffer in &sealed {
+            assert!(buffer.len() <= capacity || buffer.len() == oversized, "a buffer of {} bytes", buffer.len());
+        }
+        assert_eq!(sealed.iter().filter(|buffer| buffer.len() == oversized).count(), 2);
     }
 }

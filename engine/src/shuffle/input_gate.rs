@@ -1,46 +1,55 @@
-//! [`InputGate`]: the consumer side of a task's inputs, one fetcher per channel.
+//! [`InputGate`]: the consumer side of a task's inputs, one fetcher per channel, with
+//! credit-based flow control.
 //!
-//! Each channel runs a fetcher that requests buffers one after the other from the producer's
-//! TaskManager and hands them to the task through a bounded queue (so a slow task holds its
-//! producers back). A channel that cannot be read fails the gate with an error naming the
-//! partition and its producer, so that failover knows what to re-run.
+//! Each channel owns `credits` slots: its fetcher asks the partition's server for as many items
+//! as it has free slots (at least one), and a slot is freed only when the task takes the item.
+//! So a slow task holds its producers back with bounded memory on both sides. A channel that
+//! cannot be read fails the gate with an error naming the partition (its data set and producer
+//! subtask) and where it lives, so that failover knows what to re-run.
 
 use std::fmt;
-use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
-use super::partition::{PartitionRequestError, RequestSubpartition, ResultPartitionId, SubpartitionData};
+use super::protocol::{BufferResponse, PartitionRequestError, RequestBuffers, StreamItem};
+use super::{GateEventKind, ResultPartitionId, ShuffleDescriptor, ShuffleReader};
+use crate::future::BoxFuture;
 use crate::rpc::{RpcClient, RpcError};
 
 /// Where one channel reads from.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct InputChannelSpec {
-    /// The producer's partition.
-    pub partition: ResultPartitionId,
-    /// The producer's TaskManager.
-    pub producer_address: SocketAddr,
-    /// The subpartitions this channel reads, as one sequence of buffers.
+    /// The producer's partition and where it lives.
+    pub descriptor: ShuffleDescriptor,
+    /// The subpartitions this channel reads, as one stream.
     pub subpartitions: std::ops::Range<u32>,
+}
+
+impl InputChannelSpec {
+    /// The partition read.
+    pub fn partition(&self) -> ResultPartitionId {
+        self.descriptor.partition
+    }
 }
 
 /// Why an input could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ShuffleError {
-    /// The producer's TaskManager does not hold the partition (Flink's `PartitionNotFoundException`).
+    /// The partition's server does not hold it (Flink's `PartitionNotFoundException`).
     PartitionNotFound {
         /// The partition.
         partition: ResultPartitionId,
-        /// Its TaskManager.
-        producer: SocketAddr,
+        /// Where it should have been.
+        location: String,
     },
-    /// The producer's TaskManager does not answer (Flink's `PartitionConnectionException`).
+    /// The partition's server does not answer (Flink's `PartitionConnectionException`).
     ProducerUnreachable {
         /// The partition.
         partition: ResultPartitionId,
-        /// Its TaskManager.
-        producer: SocketAddr,
+        /// Where it should have been.
+        location: String,
     },
     /// The partition's bytes cannot be read or decoded.
     Corrupt {
@@ -54,27 +63,33 @@ pub enum ShuffleError {
 impl fmt::Display for ShuffleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ShuffleError::PartitionNotFound { partition, producer } => {
-                write!(f, "partition {partition} not found on {producer}")
+            ShuffleError::PartitionNotFound { partition, location } => {
+                write!(
+                    f,
+                    "partition {partition} (producer subtask {}) not found on {location}",
+                    partition.partition.producer_subtask
+                )
             }
-            ShuffleError::ProducerUnreachable { partition, producer } => {
-                write!(f, "producer of partition {partition} at {producer} unreachable")
+            ShuffleError::ProducerUnreachable { partition, location } => {
+                write!(f, "{location}, holding partition {partition}, is unreachable")
             }
             ShuffleError::Corrupt { partition, detail } => write!(f, "partition {partition} corrupt: {detail}"),
         }
     }
 }
 
-/// Timing of channel requests.
+/// Timing and flow control of channel requests.
 #[derive(Clone, Copy, Debug)]
 pub struct InputGateConfig {
     /// Timeout of one request.
     pub request_timeout: Duration,
-    /// Consecutive timeouts after which the producer counts as unreachable.
+    /// Consecutive timeouts after which the server counts as unreachable.
     pub max_timeouts: u32,
-    /// How long a channel keeps asking for a partition its producer does not hold yet (a
+    /// How long a channel keeps asking for a partition its server does not hold yet (a
     /// pipelined producer may still be deploying) before it reports partition-not-found.
     pub partition_wait: Duration,
+    /// Items a channel can hold (its credits).
+    pub credits: u32,
 }
 
 impl Default for InputGateConfig {
@@ -83,17 +98,20 @@ impl Default for InputGateConfig {
             request_timeout: Duration::from_secs(1),
             max_timeouts: 3,
             partition_wait: Duration::from_secs(2),
+            credits: 4,
         }
     }
 }
 
 /// What a gate yields.
 pub enum GateEvent {
-    /// A sealed buffer from channel `channel`.
-    Buffer {
+    /// A sealed buffer or an event from channel `channel`.
+    Item {
         /// Index into the gate's channels.
         channel: usize,
-        /// The buffer.
+        /// Buffer or event.
+        kind: GateEventKind,
+        /// Its bytes.
         bytes: Vec<u8>,
     },
     /// Every channel reached its end.
@@ -101,14 +119,14 @@ pub enum GateEvent {
 }
 
 enum ChannelMessage {
-    Buffer(usize, Vec<u8>),
+    Item(usize, StreamItem, OwnedSemaphorePermit),
     End,
     Failed(ShuffleError),
 }
 
 /// The channels of a task's inputs; see the module doc.
 pub struct InputGate {
-    receiver: mpsc::Receiver<ChannelMessage>,
+    receiver: mpsc::UnboundedReceiver<ChannelMessage>,
     fetchers: Vec<madsim::task::JoinHandle<()>>,
     open_channels: usize,
 }
@@ -116,30 +134,44 @@ pub struct InputGate {
 impl InputGate {
     /// Starts one fetcher per channel.
     pub fn open(channels: Vec<InputChannelSpec>, client: RpcClient, config: InputGateConfig) -> InputGate {
-        let (sender, receiver) = mpsc::channel(2 * channels.len().max(1));
+        let (sender, receiver) = mpsc::unbounded_channel();
         let open_channels = channels.len();
         let fetchers = channels
             .into_iter()
             .enumerate()
             .map(|(index, spec)| {
-                madsim::task::spawn(fetch_channel(index, spec, client.clone(), config, sender.clone()))
+                let credits = Arc::new(Semaphore::new(config.credits.max(1) as usize));
+                madsim::task::spawn(fetch_channel(index, spec, client.clone(), config, credits, sender.clone()))
             })
             .collect();
         InputGate { receiver, fetchers, open_channels }
     }
 
-    /// The next buffer, or the end of input once every channel ended.
+    /// The next buffer or event, or the end of input once every channel ended.
     pub async fn next(&mut self) -> Result<GateEvent, ShuffleError> {
         loop {
             if self.open_channels == 0 {
                 return Ok(GateEvent::EndOfInput);
             }
             match self.receiver.recv().await.expect("internal: a fetcher ended without a final message") {
-                ChannelMessage::Buffer(channel, bytes) => return Ok(GateEvent::Buffer { channel, bytes }),
+                // Taking the item frees its slot: the permit is dropped here.
+                ChannelMessage::Item(channel, item, _credit) => {
+                    let (kind, bytes) = match item {
+                        StreamItem::Buffer(bytes) => (GateEventKind::Buffer, bytes),
+                        StreamItem::Event(bytes) => (GateEventKind::Event, bytes),
+                    };
+                    return Ok(GateEvent::Item { channel, kind, bytes });
+                }
                 ChannelMessage::End => self.open_channels -= 1,
                 ChannelMessage::Failed(error) => return Err(error),
             }
         }
+    }
+}
+
+impl ShuffleReader for InputGate {
+    fn next_event(&mut self) -> BoxFuture<'_, Result<GateEvent, ShuffleError>> {
+        Box::pin(self.next())
     }
 }
 
@@ -156,14 +188,15 @@ async fn fetch_channel(
     spec: InputChannelSpec,
     client: RpcClient,
     config: InputGateConfig,
-    sender: mpsc::Sender<ChannelMessage>,
+    credits: Arc<Semaphore>,
+    sender: mpsc::UnboundedSender<ChannelMessage>,
 ) {
-    let message = match read_channel(index, &spec, &client, config, &sender).await {
+    let message = match read_channel(index, &spec, &client, config, credits, &sender).await {
         Ok(()) => ChannelMessage::End,
         Err(error) => ChannelMessage::Failed(error),
     };
     // The gate may be gone (task cancelled); then nobody needs the message.
-    let _ = sender.send(message).await;
+    let _ = sender.send(message);
 }
 
 async fn read_channel(
@@ -171,50 +204,60 @@ async fn read_channel(
     spec: &InputChannelSpec,
     client: &RpcClient,
     config: InputGateConfig,
-    sender: &mpsc::Sender<ChannelMessage>,
+    credits: Arc<Semaphore>,
+    sender: &mpsc::UnboundedSender<ChannelMessage>,
 ) -> Result<(), ShuffleError> {
+    let (partition, location) = (spec.partition(), spec.descriptor.location.to_string());
+    let address = spec.descriptor.location.address();
     let mut sequence = 0;
     let mut timeouts = 0;
     let mut not_found_since: Option<madsim::time::Instant> = None;
     let mut backoff = Duration::from_millis(10);
     loop {
-        let request =
-            RequestSubpartition { partition: spec.partition, subpartitions: spec.subpartitions.clone(), sequence };
-        match client.call(spec.producer_address, request, config.request_timeout).await {
-            Ok(Ok(SubpartitionData::Buffer(bytes))) => {
+        // Wait for at least one free slot, then take every free slot: the credits granted.
+        let first = Arc::clone(&credits).acquire_owned().await.expect("channel credits are never closed");
+        let mut permits = vec![first];
+        while let Ok(permit) = Arc::clone(&credits).try_acquire_owned() {
+            permits.push(permit);
+        }
+        let request = RequestBuffers {
+            partition,
+            subpartitions: spec.subpartitions.clone(),
+            sequence,
+            credits: permits.len() as u32,
+        };
+        match client.call(address, request, config.request_timeout).await {
+            Ok(Ok(BufferResponse::Items { items, .. })) => {
                 timeouts = 0;
                 not_found_since = None;
-                sequence += 1;
-                if sender.send(ChannelMessage::Buffer(index, bytes)).await.is_err() {
-                    return Ok(()); // the gate was dropped
+                assert!(items.len() <= permits.len(), "internal: a server sent more items than the credits granted");
+                sequence += items.len() as u64;
+                for (item, permit) in items.into_iter().zip(permits.drain(..)) {
+                    if sender.send(ChannelMessage::Item(index, item, permit)).is_err() {
+                        return Ok(()); // the gate was dropped
+                    }
                 }
             }
-            Ok(Ok(SubpartitionData::EndOfPartition)) => return Ok(()),
-            Ok(Ok(SubpartitionData::NotYet)) => timeouts = 0,
+            Ok(Ok(BufferResponse::EndOfPartition)) => return Ok(()),
+            Ok(Ok(BufferResponse::NotYet)) => timeouts = 0,
             Ok(Err(PartitionRequestError::NotFound)) => {
                 let since = *not_found_since.get_or_insert_with(madsim::time::Instant::now);
                 if since.elapsed() >= config.partition_wait {
-                    return Err(ShuffleError::PartitionNotFound {
-                        partition: spec.partition,
-                        producer: spec.producer_address,
-                    });
+                    return Err(ShuffleError::PartitionNotFound { partition, location });
                 }
                 madsim::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_millis(200));
             }
-            Ok(Err(error)) => {
-                return Err(ShuffleError::Corrupt { partition: spec.partition, detail: format!("{error:?}") });
+            Ok(Err(error @ PartitionRequestError::NoSuchSubpartition)) => {
+                return Err(ShuffleError::Corrupt { partition, detail: format!("{error:?}") });
             }
             Err(RpcError::Timeout { .. }) => {
                 timeouts += 1;
                 if timeouts >= config.max_timeouts {
-                    return Err(ShuffleError::ProducerUnreachable {
-                        partition: spec.partition,
-                        producer: spec.producer_address,
-                    });
+                    return Err(ShuffleError::ProducerUnreachable { partition, location });
                 }
             }
-            Err(RpcError::Io(detail)) => return Err(ShuffleError::Corrupt { partition: spec.partition, detail }),
+            Err(RpcError::Io(detail)) => return Err(ShuffleError::Corrupt { partition, detail }),
         }
     }
 }

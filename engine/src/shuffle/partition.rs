@@ -1,368 +1,493 @@
-//! Result partitions on the producer's TaskManager, and the protocol consumers read them with.
+//! [`ResultPartitionManager`]: the partitions a TaskManager produces and serves, pipelined
+//! ([`super::pipelined`]) and sort-merge blocking ([`super::sort_merge`]), and their local
+//! writers.
 //!
-//! A consumer channel asks for buffer `n` of its subpartition ([`RequestSubpartition`]); asking
-//! for `n` also acknowledges every buffer before `n`. The producer answers with the buffer, with
-//! `EndOfPartition` once all buffers were read, or with `NotYet` after a short wait without data
-//! (the consumer asks again, so a dead producer shows up as a timeout, never as a hang).
-//!
-//! - PIPELINED subpartitions hold at most [`ShuffleConfig::pipelined_queue_buffers`] unacknowledged
-//!   buffers in memory; a producer that finds the queue full waits (backpressure with bounded
-//!   memory, one buffer in flight per channel until credit-based flow control arrives).
-//! - BLOCKING partitions append every buffer to one data file on the TaskManager's
-//!   [`Storage`], sync it when the producer finishes, and serve any buffer any number of times
-//!   afterwards. They are lost with the TaskManager's disk, or when the TaskManager forgets them.
+//! Serving charges the TaskManager's disk (blocking reads) and network interface; writing a
+//! blocking region charges its disk. A blocking partition whose files are gone (a lost disk or
+//! file) answers `NotFound`, as one the TaskManager never had: the consumer reports
+//! partition-not-found and failover re-runs the producer.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::fmt;
-use std::ops::Range;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
-use crate::graph::{IntermediateResultPartitionId, ResultPartitionType};
-use crate::rpc_request;
+use super::pipelined::PipelinedPartition;
+use super::protocol::{BufferResponse, PartitionRequestError, RequestBuffers, StreamItem};
+use super::sort_merge::{Frame, SortMergePartition};
+use super::{
+    ItemWriter, PartitionStatistics, ResultPartitionId, ShuffleConfig, ShuffleDescriptor, ShuffleWriter, WriteError,
+};
+use crate::future::BoxFuture;
+use crate::graph::ResultPartitionType;
+use crate::record::Record;
 use crate::runtime::resources::Resources;
-use crate::storage::Storage;
+use crate::storage::{Storage, StorageError, framed};
 
-/// Tuning of the data exchange.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ShuffleConfig {
-    /// Bytes per network buffer.
-    pub buffer_size: usize,
-    /// Unacknowledged buffers a pipelined subpartition may hold before its producer waits.
-    pub pipelined_queue_buffers: usize,
+enum Local {
+    Pipelined(PipelinedPartition),
+    SortMerge(SortMergePartition),
 }
 
-impl Default for ShuffleConfig {
-    fn default() -> Self {
-        ShuffleConfig { buffer_size: 32 * 1024, pipelined_queue_buffers: 4 }
-    }
-}
-
-/// One attempt's partition: partitions of different job attempts never mix.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct ResultPartitionId {
-    /// The partition in the execution graph.
-    pub partition: IntermediateResultPartitionId,
-    /// The job attempt that produces it.
-    pub attempt: u32,
-}
-
-impl fmt::Display for ResultPartitionId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ds{}.p{}@a{}", self.partition.dataset.0, self.partition.producer_subtask, self.attempt)
-    }
-}
-
-/// Asks for buffer `sequence` of a range of subpartitions read as one sequence (their buffers
-/// one after the other), acknowledging the ones before it. A range of more than one
-/// subpartition is only for BLOCKING partitions (a consumer whose parallelism was decided at
-/// runtime reads a range of key groups).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RequestSubpartition {
-    /// The partition.
-    pub partition: ResultPartitionId,
-    /// The subpartitions.
-    pub subpartitions: std::ops::Range<u32>,
-    /// The buffer wanted.
-    pub sequence: u64,
-}
-
-/// Answer to [`RequestSubpartition`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum SubpartitionData {
-    /// The buffer asked for.
-    Buffer(Vec<u8>),
-    /// Every buffer was read.
-    EndOfPartition,
-    /// No data yet; ask again.
-    NotYet,
-}
-
-/// Why a partition cannot be read.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum PartitionRequestError {
-    /// This TaskManager does not hold the partition (not deployed yet, released, or lost).
-    NotFound,
-    /// The partition has fewer subpartitions, or a pipelined one was asked for a range.
-    NoSuchSubpartition,
-    /// The partition's data could not be read back.
-    Unreadable(String),
-}
-
-rpc_request!(RequestSubpartition => Result<SubpartitionData, PartitionRequestError>);
-
-enum Subpartition {
-    Pipelined { queue: VecDeque<Vec<u8>>, first_sequence: u64 },
-    Blocking { frames: Vec<(u64, u64)> },
-}
-
-struct Partition {
-    subpartitions: Vec<Subpartition>,
-    finished: bool,
+struct Entry {
+    local: Local,
     notify: Arc<Notify>,
-    data_path: String,
 }
 
-impl Partition {
-    fn is_blocking(&self) -> bool {
-        self.subpartitions.iter().any(|subpartition| matches!(subpartition, Subpartition::Blocking { .. }))
-    }
+/// What a request gets now.
+enum ServeStep {
+    /// Items of a pipelined partition, or its end.
+    Answer(BufferResponse),
+    /// Items of a finished blocking partition, to read from its data file.
+    Read { data_path: String, frames: Vec<Frame>, backlog: u64 },
+    /// Nothing yet: wait for the partition to change.
+    Wait(Arc<Notify>),
 }
 
-/// The partitions a TaskManager produces and serves.
-#[derive(Clone)]
-pub struct ResultPartitionManager {
-    partitions: Arc<Mutex<BTreeMap<ResultPartitionId, Partition>>>,
-    storage: Arc<dyn Storage>,
-    config: ShuffleConfig,
-    resources: Arc<Resources>,
+/// What adding an item did.
+enum AddStep {
+    /// It is in the partition.
+    Added,
+    /// It is in the sort buffer, which is full: spill it.
+    Spill,
+    /// The pipelined subpartition is full: wait for a consumer to take items.
+    Wait(Arc<Notify>),
 }
 
 /// How long a request waits for data before answering `NotYet`.
 const LONG_POLL: Duration = Duration::from_millis(100);
 
+/// The partitions a TaskManager produces and serves; a clone shares them.
+#[derive(Clone)]
+pub struct ResultPartitionManager {
+    entries: Arc<Mutex<BTreeMap<ResultPartitionId, Entry>>>,
+    storage: Arc<dyn Storage>,
+    config: ShuffleConfig,
+    resources: Arc<Resources>,
+}
+
 impl ResultPartitionManager {
     /// A manager writing blocking partitions to `storage`, charging disk and network time to
     /// `resources`.
     pub fn new(storage: Arc<dyn Storage>, config: ShuffleConfig, resources: Arc<Resources>) -> ResultPartitionManager {
-        ResultPartitionManager { partitions: Default::default(), storage, config, resources }
+        ResultPartitionManager { entries: Default::default(), storage, config, resources }
     }
 
-    /// Registers a partition a task is about to produce and returns its writer.
-    pub fn register(
-        &self,
-        id: ResultPartitionId,
-        partition_type: ResultPartitionType,
-        subpartitions: u32,
-    ) -> ResultPartitionWriter {
-        let data_path = format!("partitions/{id}/data");
-        self.storage.delete(&data_path);
-        let subpartitions = (0..subpartitions)
-            .map(|_| match partition_type {
-                ResultPartitionType::Pipelined => Subpartition::Pipelined { queue: VecDeque::new(), first_sequence: 0 },
-                ResultPartitionType::Blocking => Subpartition::Blocking { frames: Vec::new() },
-            })
-            .collect();
-        let partition = Partition { subpartitions, finished: false, notify: Arc::new(Notify::new()), data_path };
-        let previous = self.partitions.lock().expect("partition lock").insert(id, partition);
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<ResultPartitionId, Entry>> {
+        self.entries.lock().expect("partition lock")
+    }
+
+    /// A writer for a partition about to be produced on this TaskManager.
+    pub fn create_writer(&self, descriptor: ShuffleDescriptor) -> Box<dyn ShuffleWriter> {
+        let id = descriptor.partition;
+        let local = match descriptor.partition_type {
+            ResultPartitionType::Pipelined => {
+                Local::Pipelined(PipelinedPartition::new(descriptor.subpartitions, self.config.pipelined_queue_buffers))
+            }
+            ResultPartitionType::Blocking => Local::SortMerge(SortMergePartition::new(
+                format!("partitions/{id}/data"),
+                format!("partitions/{id}/index"),
+                descriptor.subpartitions,
+            )),
+        };
+        let previous = self.lock().insert(id, Entry { local, notify: Arc::new(Notify::new()) });
         assert!(previous.is_none(), "internal: partition {id} registered twice");
-        ResultPartitionWriter { manager: self.clone(), id, blocking: partition_type == ResultPartitionType::Blocking }
+        Box::new(LocalWriter { manager: self.clone(), descriptor, backpressure: Duration::ZERO })
     }
 
-    /// Forgets every partition of attempts before `attempt` and deletes their files.
-    pub fn release_before(&self, attempt: u32) {
-        let mut partitions = self.partitions.lock().expect("partition lock");
-        let released: Vec<ResultPartitionId> = partitions.keys().filter(|id| id.attempt < attempt).copied().collect();
-        for id in released {
-            let partition = partitions.remove(&id).expect("listed above");
-            self.storage.delete(&partition.data_path);
-            // Wake producers waiting for credit: their partition is gone.
-            partition.notify.notify_waiters();
+    /// Forgets partitions and deletes their files.
+    pub async fn release(&self, partitions: &[ResultPartitionId]) {
+        let removed: Vec<Entry> = {
+            let mut entries = self.lock();
+            partitions.iter().filter_map(|id| entries.remove(id)).collect()
+        };
+        for entry in removed {
+            // Wake producers waiting for room: their partition is gone.
+            entry.notify.notify_waiters();
+            if let Local::SortMerge(partition) = entry.local {
+                let _ = self.storage.delete(&partition.data_path).await;
+                let _ = self.storage.delete(&partition.index_path).await;
+            }
         }
+    }
+
+    /// Forgets every partition of attempts before `attempt`.
+    pub async fn release_before(&self, attempt: u32) {
+        let old: Vec<ResultPartitionId> = self.lock().keys().filter(|id| id.attempt < attempt).copied().collect();
+        self.release(&old).await;
     }
 
     /// Partitions currently held, in id order.
     pub fn partition_ids(&self) -> Vec<ResultPartitionId> {
-        self.partitions.lock().expect("partition lock").keys().copied().collect()
+        self.lock().keys().copied().collect()
     }
 
     /// Answers one consumer request, charging the disk read (blocking) and the network send.
-    pub async fn serve(&self, request: RequestSubpartition) -> Result<SubpartitionData, PartitionRequestError> {
-        let (answer, from_disk) = self.answer(request).await?;
-        if let SubpartitionData::Buffer(bytes) = &answer {
-            if from_disk {
-                self.resources.disk_read(bytes.len() as u64).await;
-            }
-            self.resources.network(bytes.len() as u64).await;
-        }
-        Ok(answer)
-    }
-
-    /// The answer to a request, and whether its buffer comes from disk.
-    async fn answer(&self, request: RequestSubpartition) -> Result<(SubpartitionData, bool), PartitionRequestError> {
+    /// A request for data not there yet waits up to [`LONG_POLL`], then answers `NotYet`.
+    pub async fn serve(&self, request: RequestBuffers) -> Result<BufferResponse, PartitionRequestError> {
         let mut waited = false;
         loop {
-            let notify = {
-                let mut partitions = self.partitions.lock().expect("partition lock");
-                let partition = partitions.get_mut(&request.partition).ok_or(PartitionRequestError::NotFound)?;
-                if let Some(answer) = self.try_answer(partition, &request)? {
-                    return Ok((answer, partition.is_blocking()));
+            let notify = match self.serve_step(&request)? {
+                ServeStep::Answer(answer) => {
+                    self.charge_network(&answer).await;
+                    return Ok(answer);
                 }
-                Arc::clone(&partition.notify)
+                ServeStep::Read { data_path, frames, backlog } => {
+                    return self.read_frames(&data_path, frames, backlog).await;
+                }
+                ServeStep::Wait(notify) => notify,
             };
             if waited {
-                return Ok((SubpartitionData::NotYet, false));
+                return Ok(BufferResponse::NotYet);
             }
             let notified = notify.notified();
-            // Re-check after registering interest, so a wake-up between the check and the wait
-            // is not lost.
             tokio::pin!(notified);
             notified.as_mut().enable();
-            {
-                let mut partitions = self.partitions.lock().expect("partition lock");
-                let partition = partitions.get_mut(&request.partition).ok_or(PartitionRequestError::NotFound)?;
-                if let Some(answer) = self.try_answer(partition, &request)? {
-                    return Ok((answer, partition.is_blocking()));
-                }
+            if self.ready(&request) {
+                continue;
             }
             let _ = madsim::time::timeout(LONG_POLL, notified).await;
             waited = true;
         }
     }
 
-    fn try_answer(
-        &self,
-        partition: &mut Partition,
-        request: &RequestSubpartition,
-    ) -> Result<Option<SubpartitionData>, PartitionRequestError> {
-        let finished = partition.finished;
-        let range = request.subpartitions.clone();
-        if range.is_empty() || range.end as usize > partition.subpartitions.len() {
-            return Err(PartitionRequestError::NoSuchSubpartition);
-        }
-        if partition.is_blocking() {
-            if !finished {
-                return Ok(None);
-            }
-            return self.read_blocking(partition, range, request.sequence).map(Some);
-        }
-        if range.len() != 1 {
-            return Err(PartitionRequestError::NoSuchSubpartition);
-        }
-        let Subpartition::Pipelined { queue, first_sequence } = &mut partition.subpartitions[range.start as usize]
-        else {
-            unreachable!("a partition is all pipelined or all blocking")
-        };
-        let mut acknowledged = false;
-        while *first_sequence < request.sequence && !queue.is_empty() {
-            queue.pop_front();
-            *first_sequence += 1;
-            acknowledged = true;
-        }
-        if acknowledged {
-            partition.notify.notify_waiters();
-        }
-        let available = *first_sequence + queue.len() as u64;
-        if request.sequence < available {
-            Ok(Some(SubpartitionData::Buffer(queue[(request.sequence - *first_sequence) as usize].clone())))
-        } else if finished && request.sequence == available {
-            Ok(Some(SubpartitionData::EndOfPartition))
-        } else {
-            Ok(None)
-        }
-    }
-
-    /// Buffer `sequence` of the buffers of `range`, one subpartition after the other.
-    fn read_blocking(
-        &self,
-        partition: &Partition,
-        range: Range<u32>,
-        sequence: u64,
-    ) -> Result<SubpartitionData, PartitionRequestError> {
-        let mut skipped = 0u64;
-        for subpartition in &partition.subpartitions[range.start as usize..range.end as usize] {
-            let Subpartition::Blocking { frames } = subpartition else { unreachable!("checked blocking") };
-            if let Some((offset, length)) = frames.get((sequence - skipped) as usize).filter(|_| sequence >= skipped) {
-                let bytes = self
-                    .storage
-                    .read(&partition.data_path, *offset, *length)
-                    .map_err(|error| PartitionRequestError::Unreadable(error.to_string()))?;
-                return Ok(SubpartitionData::Buffer(bytes));
-            }
-            skipped += frames.len() as u64;
-        }
-        Ok(SubpartitionData::EndOfPartition)
-    }
-}
-
-/// Why a producer could not write its partition.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PartitionReleased(pub ResultPartitionId);
-
-impl fmt::Display for PartitionReleased {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "partition {} was released while its producer ran", self.0)
-    }
-}
-
-/// The producer's handle to its partition.
-pub struct ResultPartitionWriter {
-    manager: ResultPartitionManager,
-    id: ResultPartitionId,
-    blocking: bool,
-}
-
-impl ResultPartitionWriter {
-    /// The partition written.
-    pub fn id(&self) -> ResultPartitionId {
-        self.id
-    }
-
-    /// True for a BLOCKING partition (written to disk).
-    pub fn is_blocking(&self) -> bool {
-        self.blocking
-    }
-
-    /// Adds a sealed buffer to a subpartition; waits while a pipelined queue is full, and for the
-    /// disk when the partition is blocking.
-    pub async fn add_buffer(&self, subpartition: u32, buffer: Vec<u8>) -> Result<(), PartitionReleased> {
-        if self.blocking {
-            self.manager.resources.disk_write(buffer.len() as u64).await;
-        }
-        let capacity = self.manager.config.pipelined_queue_buffers;
-        let mut buffer = Some(buffer);
-        loop {
-            let notify = {
-                let mut partitions = self.manager.partitions.lock().expect("partition lock");
-                let partition = partitions.get_mut(&self.id).ok_or(PartitionReleased(self.id))?;
-                assert!(!partition.finished, "internal: buffer added to finished partition {}", self.id);
-                let data_path = partition.data_path.clone();
-                match &mut partition.subpartitions[subpartition as usize] {
-                    Subpartition::Pipelined { queue, .. } if queue.len() < capacity => {
-                        queue.push_back(buffer.take().expect("added once"));
-                        partition.notify.notify_waiters();
-                        return Ok(());
-                    }
-                    Subpartition::Pipelined { .. } => Arc::clone(&partition.notify),
-                    Subpartition::Blocking { frames } => {
-                        let bytes = buffer.take().expect("added once");
-                        let offset = self.manager.storage.length(&data_path).unwrap_or(0);
-                        self.manager.storage.append(&data_path, &bytes);
-                        frames.push((offset, bytes.len() as u64));
-                        return Ok(());
-                    }
+    /// What a request gets now, decided under the lock.
+    fn serve_step(&self, request: &RequestBuffers) -> Result<ServeStep, PartitionRequestError> {
+        let mut entries = self.lock();
+        let entry = entries.get_mut(&request.partition).ok_or(PartitionRequestError::NotFound)?;
+        match &mut entry.local {
+            Local::Pipelined(partition) => {
+                let (answer, freed) = partition.serve(request)?;
+                if freed {
+                    entry.notify.notify_waiters();
                 }
+                if let Some(answer) = answer {
+                    return Ok(ServeStep::Answer(answer));
+                }
+            }
+            Local::SortMerge(partition) if partition.finished => {
+                if request.subpartitions.is_empty() || request.subpartitions.end > partition.subpartitions() {
+                    return Err(PartitionRequestError::NoSuchSubpartition);
+                }
+                let (frames, backlog) =
+                    partition.frames_for(request.subpartitions.clone(), request.sequence, request.credits);
+                return Ok(ServeStep::Read { data_path: partition.data_path.clone(), frames, backlog });
+            }
+            Local::SortMerge(_) => {}
+        }
+        Ok(ServeStep::Wait(Arc::clone(&entry.notify)))
+    }
+
+    /// True if a request could be answered now (checked after registering for wake-ups).
+    fn ready(&self, request: &RequestBuffers) -> bool {
+        let entries = self.lock();
+        match entries.get(&request.partition).map(|entry| &entry.local) {
+            None => true,
+            Some(Local::SortMerge(partition)) => partition.finished,
+            Some(Local::Pipelined(_)) => false,
+        }
+    }
+
+    async fn read_frames(
+        &self,
+        data_path: &str,
+        frames: Vec<Frame>,
+        backlog: u64,
+    ) -> Result<BufferResponse, PartitionRequestError> {
+        if frames.is_empty() {
+            return Ok(BufferResponse::EndOfPartition);
+        }
+        let mut items = Vec::with_capacity(frames.len());
+        for frame in frames {
+            let bytes = match self.storage.read(data_path, frame.offset, frame.length).await {
+                Ok(bytes) => bytes,
+                // The file is gone or shorter than its index: the partition is lost.
+                Err(StorageError::NotFound(_) | StorageError::OutOfRange { .. }) => {
+                    return Err(PartitionRequestError::NotFound);
+                }
+                Err(StorageError::Unavailable(_)) => return Err(PartitionRequestError::NotFound),
+            };
+            self.resources.disk_read(bytes.len() as u64).await;
+            items.push(if frame.event { StreamItem::Event(bytes) } else { StreamItem::Buffer(bytes) });
+        }
+        let answer = BufferResponse::Items { items, backlog };
+        self.charge_network(&answer).await;
+        Ok(answer)
+    }
+
+    async fn charge_network(&self, answer: &BufferResponse) {
+        if let BufferResponse::Items { items, .. } = answer {
+            self.resources.network(items.iter().map(|item| item.len() as u64).sum()).await;
+        }
+    }
+}
+
+/// A writer of a partition held by this TaskManager.
+struct LocalWriter {
+    manager: ResultPartitionManager,
+    descriptor: ShuffleDescriptor,
+    backpressure: Duration,
+}
+
+impl LocalWriter {
+    fn id(&self) -> ResultPartitionId {
+        self.descriptor.partition
+    }
+
+    /// Adds an item, waiting for room in a pipelined subpartition; spills a full sort buffer.
+    async fn add(&mut self, subpartition: u32, item: StreamItem) -> Result<(), WriteError> {
+        let started = madsim::time::Instant::now();
+        let mut item = Some(item);
+        loop {
+            let notify = match self.try_add(subpartition, &mut item)? {
+                AddStep::Added => break,
+                AddStep::Spill => return self.spill().await,
+                AddStep::Wait(notify) => notify,
             };
             let notified = notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let full = {
-                let partitions = self.manager.partitions.lock().expect("partition lock");
-                let partition = partitions.get(&self.id).ok_or(PartitionReleased(self.id))?;
-                matches!(&partition.subpartitions[subpartition as usize], Subpartition::Pipelined { queue, .. } if queue.len() >= capacity)
-            };
-            if full {
+            if !self.has_room(subpartition)? {
                 notified.await;
+            }
+        }
+        self.backpressure += started.elapsed();
+        Ok(())
+    }
+
+    /// Adds the item if there is room, under the lock.
+    fn try_add(&self, subpartition: u32, item: &mut Option<StreamItem>) -> Result<AddStep, WriteError> {
+        let mut entries = self.manager.lock();
+        let entry = entries.get_mut(&self.id()).ok_or(WriteError::Released(self.id()))?;
+        match &mut entry.local {
+            Local::Pipelined(partition) if partition.has_room(subpartition) => {
+                partition.push(subpartition, item.take().expect("added once"));
+                entry.notify.notify_waiters();
+                Ok(AddStep::Added)
+            }
+            Local::Pipelined(_) => Ok(AddStep::Wait(Arc::clone(&entry.notify))),
+            Local::SortMerge(partition) => {
+                let threshold = self.manager.config.sort_buffer_bytes;
+                let full = partition.add(subpartition, item.take().expect("added once"), threshold);
+                Ok(if full { AddStep::Spill } else { AddStep::Added })
             }
         }
     }
 
-    /// Marks the partition complete: consumers see `EndOfPartition` after the last buffer, and a
-    /// blocking partition's data is synced first.
-    pub fn finish(&self) -> Result<(), PartitionReleased> {
-        let mut partitions = self.manager.partitions.lock().expect("partition lock");
-        let partition = partitions.get_mut(&self.id).ok_or(PartitionReleased(self.id))?;
-        if partition.is_blocking() && self.manager.storage.length(&partition.data_path).is_ok() {
-            self.manager
-                .storage
-                .sync(&partition.data_path)
-                .unwrap_or_else(|error| panic!("internal: syncing a file that exists failed: {error}"));
+    /// True unless the pipelined subpartition is full (checked after registering for wake-ups).
+    fn has_room(&self, subpartition: u32) -> Result<bool, WriteError> {
+        let entries = self.manager.lock();
+        let entry = entries.get(&self.id()).ok_or(WriteError::Released(self.id()))?;
+        Ok(!matches!(&entry.local, Local::Pipelined(partition) if !partition.has_room(subpartition)))
+    }
+
+    /// Writes the sort buffer as a region of the data file.
+    async fn spill(&mut self) -> Result<(), WriteError> {
+        let (spill, data_path) = {
+            let mut entries = self.manager.lock();
+            let entry = entries.get_mut(&self.id()).ok_or(WriteError::Released(self.id()))?;
+            let Local::SortMerge(partition) = &mut entry.local else { unreachable!("only blocking partitions spill") };
+            (partition.take_spill(), partition.data_path.clone())
+        };
+        if spill.bytes.is_empty() {
+            return Ok(());
         }
-        partition.finished = true;
-        partition.notify.notify_waiters();
-        Ok(())
+        self.manager.resources.disk_write(spill.bytes.len() as u64).await;
+        let storage_error =
+            |error: StorageError| WriteError::Storage { partition: self.id(), detail: error.to_string() };
+        self.manager.storage.append(&data_path, &spill.bytes).await.map_err(storage_error)?;
+        let mut index = Vec::new();
+        for entry in &spill.entries {
+            index.extend(framed::frame(&entry.to_bytes()));
+        }
+        let index_path = format!("partitions/{}/index", self.id());
+        self.manager.storage.append(&index_path, &index).await.map_err(storage_error)
+    }
+
+    async fn complete_partition(&mut self) -> Result<PartitionStatistics, WriteError> {
+        let blocking = self.descriptor.partition_type == ResultPartitionType::Blocking;
+        if blocking {
+            self.spill().await?;
+            let storage_error =
+                |error: StorageError| WriteError::Storage { partition: self.id(), detail: error.to_string() };
+            for path in [format!("partitions/{}/data", self.id()), format!("partitions/{}/index", self.id())] {
+                match self.manager.storage.sync(&path).await {
+                    // A partition with no items has no files: nothing to make durable.
+                    Ok(()) | Err(StorageError::NotFound(_)) => {}
+                    Err(error) => return Err(storage_error(error)),
+                }
+            }
+        }
+        let mut entries = self.manager.lock();
+        let entry = entries.get_mut(&self.id()).ok_or(WriteError::Released(self.id()))?;
+        let statistics = match &mut entry.local {
+            Local::Pipelined(partition) => {
+                partition.finish();
+                PartitionStatistics {
+                    bytes_per_subpartition: Vec::new(),
+                    backpressure_micros: self.backpressure.as_micros() as u64,
+                    peak_buffered_bytes: partition.peak_buffered_bytes(),
+                }
+            }
+            Local::SortMerge(partition) => {
+                partition.finished = true;
+                PartitionStatistics {
+                    bytes_per_subpartition: partition.bytes_per_subpartition().to_vec(),
+                    backpressure_micros: 0,
+                    peak_buffered_bytes: self.manager.config.sort_buffer_bytes as u64,
+                }
+            }
+        };
+        entry.notify.notify_waiters();
+        Ok(statistics)
+    }
+}
+
+impl ItemWriter for LocalWriter {
+    fn descriptor(&self) -> &ShuffleDescriptor {
+        &self.descriptor
+    }
+
+    fn add_item(&mut self, subpartition: u32, item: StreamItem) -> BoxFuture<'_, Result<(), WriteError>> {
+        Box::pin(self.add(subpartition, item))
+    }
+
+    fn complete(&mut self) -> BoxFuture<'_, Result<PartitionStatistics, WriteError>> {
+        Box::pin(self.complete_partition())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::graph::{IntermediateDataSetId, IntermediateResultPartitionId};
+    use crate::shuffle::PartitionLocation;
+    use crate::storage::MemoryStorage;
+
+    const BUFFER: usize = 1000;
+    const QUEUE: usize = 4;
+    const SUBPARTITIONS: u32 = 2;
+    const BUFFERS_PER_SUBPARTITION: u8 = 50;
+
+    fn manager(storage: &MemoryStorage) -> ResultPartitionManager {
+        let config = ShuffleConfig { pipelined_queue_buffers: QUEUE, ..ShuffleConfig::default() };
+        ResultPartitionManager::new(Arc::new(storage.clone()), config, Arc::new(Resources::free()))
+    }
+
+    fn descriptor(partition_type: ResultPartitionType) -> ShuffleDescriptor {
+        ShuffleDescriptor {
+            partition: ResultPartitionId {
+                partition: IntermediateResultPartitionId { dataset: IntermediateDataSetId(0), producer_subtask: 0 },
+                attempt: 0,
+            },
+            partition_type,
+            subpartitions: SUBPARTITIONS,
+            location: PartitionLocation::TaskManager { name: "tm-0".into(), address: "10.0.1.1:1".parse().unwrap() },
+        }
+    }
+
+    fn request(descriptor: &ShuffleDescriptor, subpartition: u32, sequence: u64) -> RequestBuffers {
+        RequestBuffers {
+            partition: descriptor.partition,
+            subpartitions: subpartition..subpartition + 1,
+            sequence,
+            credits: 2,
+        }
+    }
+
+    /// Reads a subpartition to its end, one request at a time, pausing `pause` between requests.
+    async fn read_all(
+        manager: &ResultPartitionManager,
+        descriptor: &ShuffleDescriptor,
+        subpartition: u32,
+        pause: Duration,
+    ) -> Vec<StreamItem> {
+        let mut items = Vec::new();
+        loop {
+            madsim::time::sleep(pause).await;
+            match manager.serve(request(descriptor, subpartition, items.len() as u64)).await.unwrap() {
+                BufferResponse::Items { items: more, .. } => items.extend(more),
+                BufferResponse::EndOfPartition => return items,
+                BufferResponse::NotYet => {}
+            }
+        }
+    }
+
+    #[madsim::test]
+    async fn a_slow_consumer_holds_a_pipelined_producer_within_its_queues() {
+        {
+            let manager = manager(&MemoryStorage::new());
+            let descriptor = descriptor(ResultPartitionType::Pipelined);
+            let mut writer = manager.create_writer(descriptor.clone());
+            let producer = madsim::task::spawn(async move {
+                for index in 0..BUFFERS_PER_SUBPARTITION {
+                    for subpartition in 0..SUBPARTITIONS {
+                        writer.write_buffer(subpartition, vec![index; BUFFER]).await.unwrap();
+                    }
+                }
+                writer.finish().await.unwrap()
+            });
+            let readers: Vec<_> = (0..SUBPARTITIONS)
+                .map(|subpartition| {
+                    let (manager, descriptor) = (manager.clone(), descriptor.clone());
+                    madsim::task::spawn(async move {
+                        read_all(&manager, &descriptor, subpartition, Duration::from_millis(10)).await
+                    })
+                })
+                .collect();
+            let statistics = producer.await.unwrap();
+            for reader in readers {
+                let items = reader.await.unwrap();
+                let expected: Vec<StreamItem> =
+                    (0..BUFFERS_PER_SUBPARTITION).map(|index| StreamItem::Buffer(vec![index; BUFFER])).collect();
+                assert_eq!(items, expected, "every buffer arrives once, in order");
+            }
+            let bound = (QUEUE * SUBPARTITIONS as usize * BUFFER) as u64;
+            assert!(
+                statistics.peak_buffered_bytes <= bound,
+                "{} buffered, bound {bound}",
+                statistics.peak_buffered_bytes
+            );
+            assert!(statistics.peak_buffered_bytes >= (QUEUE * BUFFER) as u64, "the queues filled up: {statistics:?}");
+            assert!(
+                statistics.backpressure_micros >= 100_000,
+                "the producer waited for the slow consumer: {statistics:?}"
+            );
+        }
+    }
+
+    #[madsim::test]
+    async fn a_blocking_partition_is_read_by_subpartition_ranges_and_lost_with_its_files() {
+        {
+            let storage = MemoryStorage::new();
+            let manager = manager(&storage);
+            let descriptor = descriptor(ResultPartitionType::Blocking);
+            let mut writer = manager.create_writer(descriptor.clone());
+            for index in 0..BUFFERS_PER_SUBPARTITION {
+                for subpartition in 0..SUBPARTITIONS {
+                    writer.write_buffer(subpartition, vec![index; BUFFER]).await.unwrap();
+                }
+            }
+            let statistics = writer.finish().await.unwrap();
+            assert_eq!(statistics.bytes_per_subpartition, vec![50_000, 50_000]);
+            // One request for both subpartitions reads them as one stream, the first first.
+            let both = RequestBuffers { subpartitions: 0..2, credits: 200, ..request(&descriptor, 0, 0) };
+            let BufferResponse::Items { items, backlog: 0 } = manager.serve(both).await.unwrap() else {
+                panic!("a finished partition answers with items")
+            };
+            assert_eq!(items.len(), 100);
+            assert_eq!(items[0], StreamItem::Buffer(vec![0; BUFFER]));
+            assert_eq!(items[50], StreamItem::Buffer(vec![0; BUFFER]));
+            assert_eq!(items[99], StreamItem::Buffer(vec![49; BUFFER]));
+            // The files were synced: a crash keeps them.
+            storage.crash();
+            assert_eq!(read_all(&manager, &descriptor, 1, Duration::ZERO).await.len(), 50);
+            // A lost data file reads as a partition the TaskManager does not have.
+            storage.lose(&format!("partitions/{}/data", descriptor.partition));
+            assert_eq!(manager.serve(request(&descriptor, 0, 0)).await, Err(PartitionRequestError::NotFound));
+        }
     }
 }

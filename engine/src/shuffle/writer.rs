@@ -1,10 +1,12 @@
-//! [`RecordWriter`]: serializes a task's output records into the buffers of one result partition.
+//! [`RecordWriter`]: serializes a task's output records into the buffers of one partition, and
+//! hands full buffers to its [`ShuffleWriter`].
 
 use std::any::Any;
 
 use super::buffer::BufferBuilder;
-use super::partition::{PartitionReleased, ResultPartitionWriter};
+use super::{PartitionStatistics, ShuffleWriter, WriteError};
 use crate::graph::partitioner::{ChannelSelector, SelectedChannels};
+use crate::graph::{IntermediateDataSetId, ResultPartitionType};
 use crate::record::TypeInfo;
 
 /// Serializes records of one output edge into per-subpartition buffers.
@@ -13,7 +15,7 @@ pub struct RecordWriter {
     type_info: TypeInfo,
     builders: Vec<BufferBuilder>,
     sealed: Vec<(u32, Vec<u8>)>,
-    partition: ResultPartitionWriter,
+    writer: Box<dyn ShuffleWriter>,
     scratch: Vec<u8>,
     records_written: u64,
     bytes_written: u64,
@@ -21,20 +23,20 @@ pub struct RecordWriter {
 }
 
 impl RecordWriter {
-    /// A writer for `partition`, choosing channels with `selector`.
+    /// A writer choosing channels with `selector` and writing through `writer`.
     pub fn new(
         selector: ChannelSelector,
         type_info: TypeInfo,
-        partition: ResultPartitionWriter,
-        subpartitions: u32,
+        writer: Box<dyn ShuffleWriter>,
         buffer_size: usize,
     ) -> RecordWriter {
+        let subpartitions = writer.partition().subpartitions;
         RecordWriter {
             selector,
             type_info,
             builders: (0..subpartitions).map(|_| BufferBuilder::new(buffer_size)).collect(),
             sealed: Vec::new(),
-            partition,
+            writer,
             scratch: Vec::new(),
             records_written: 0,
             bytes_written: 0,
@@ -53,6 +55,9 @@ impl RecordWriter {
         };
         for channel in channels {
             let builder = &mut self.builders[channel as usize];
+            if !builder.fits(self.scratch.len()) {
+                self.sealed.push((channel, builder.seal()));
+            }
             builder.push(&self.scratch);
             if builder.is_full() {
                 self.sealed.push((channel, builder.seal()));
@@ -61,45 +66,53 @@ impl RecordWriter {
         self.records_written += 1;
     }
 
-    /// Hands full buffers to the partition; waits on backpressure.
-    pub async fn flush_full(&mut self) -> Result<(), PartitionReleased> {
+    /// Hands full buffers to the partition; may wait (backpressure, disk, network).
+    pub async fn flush_full(&mut self) -> Result<(), WriteError> {
         for (channel, buffer) in std::mem::take(&mut self.sealed) {
             self.bytes_written += buffer.len() as u64;
             self.bytes_per_subpartition[channel as usize] += buffer.len() as u64;
-            self.partition.add_buffer(channel, buffer).await?;
+            self.writer.write_buffer(channel, buffer).await?;
         }
         Ok(())
     }
 
-    /// Seals partial buffers, hands everything to the partition and finishes it.
-    pub async fn finish(&mut self) -> Result<(), PartitionReleased> {
+    /// Seals partial buffers, then sends an event to every subpartition after them.
+    pub async fn broadcast_event(&mut self, event: Vec<u8>) -> Result<(), WriteError> {
+        self.seal_partial();
+        self.flush_full().await?;
+        self.writer.broadcast_event(event).await
+    }
+
+    fn seal_partial(&mut self) {
         for (channel, builder) in self.builders.iter_mut().enumerate() {
             if !builder.is_empty() {
                 self.sealed.push((channel as u32, builder.seal()));
             }
         }
+    }
+
+    /// Seals partial buffers, hands everything to the partition and finishes it. The
+    /// statistics count the record buffers written to each subpartition, wherever it lives.
+    pub async fn finish(&mut self) -> Result<PartitionStatistics, WriteError> {
+        self.seal_partial();
         self.flush_full().await?;
-        self.partition.finish()
+        let statistics = self.writer.finish().await?;
+        Ok(PartitionStatistics { bytes_per_subpartition: self.bytes_per_subpartition.clone(), ..statistics })
+    }
+
+    /// The data set it writes.
+    pub fn dataset(&self) -> IntermediateDataSetId {
+        self.writer.partition().partition.partition.dataset
+    }
+
+    /// True if it writes a BLOCKING partition (to a disk, local or remote).
+    pub fn is_blocking(&self) -> bool {
+        self.writer.partition().partition_type == ResultPartitionType::Blocking
     }
 
     /// Records emitted so far.
     pub fn records_written(&self) -> u64 {
         self.records_written
-    }
-
-    /// True if it writes a BLOCKING partition (to disk).
-    pub fn is_blocking(&self) -> bool {
-        self.partition.is_blocking()
-    }
-
-    /// The data set it writes.
-    pub fn dataset(&self) -> crate::graph::IntermediateDataSetId {
-        self.partition.id().partition.dataset
-    }
-
-    /// Bytes handed to each subpartition so far (what the adaptive scheduler decides from).
-    pub fn bytes_per_subpartition(&self) -> &[u64] {
-        &self.bytes_per_subpartition
     }
 
     /// Bytes handed to the partition so far.

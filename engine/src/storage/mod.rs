@@ -1,22 +1,35 @@
-//! The engine's storage trait: files with pending and synced bytes.
+//! The engine's storage trait: files with pending and synced bytes, that can be lost.
 //!
-//! `madsim::fs` never loses data, so the engine writes through [`Storage`] instead: written bytes
-//! stay *pending* until [`Storage::sync`], and a crash loses everything pending
-//! ([`MemoryStorage::crash`]). Blocking shuffle partitions live here now; checkpoints and the
-//! operation log will too. The simulation hands each TaskManager its own storage, which
-//! outlives the process (it is the machine's disk) unless a fault says otherwise.
+//! `madsim::fs` never loses data, so the engine writes through [`Storage`] instead. Written bytes
+//! stay *pending* until [`Storage::sync`]; a crash loses everything pending. Blocking shuffle
+//! partitions live on a TaskManager's storage, the remote shuffle service's on its own, and the
+//! JobMaster's durable metadata (and, later, checkpoints) on the durable store. The trait is
+//! asynchronous because a storage may be a remote service that can be unavailable.
 //!
-//! Depends on: nothing. Invariants: a read returns synced and pending bytes alike (the page
-//! cache), only [`Storage::sync`] makes bytes survive a crash, and listings are sorted.
+//! [`MemoryStorage`] models a disk for the simulation and carries its faults: a crash (pending
+//! bytes lost), a lost disk (everything lost), a lost file, corrupted bytes, and losing the
+//! newest file (an object store rolling back its last write). Corruption is never silent:
+//! [`framed`] records carry checksums, and shuffle buffers carry their own.
+//!
+//! Depends on: [`crate::future`]. Invariants: only `sync` makes bytes survive a crash; listings
+//! are sorted; a missing file is `NotFound`, never empty data.
 
-use std::collections::BTreeMap;
+pub mod framed;
+pub mod memory;
+pub mod remote;
+
+pub use memory::MemoryStorage;
+
 use std::fmt;
-use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use crate::future::BoxFuture;
 
 /// Why a storage operation failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StorageError {
-    /// No such file.
+    /// No such file (never written, deleted, or lost).
     NotFound(String),
     /// The requested range lies beyond the end of the file.
     OutOfRange {
@@ -25,6 +38,8 @@ pub enum StorageError {
         /// Its length.
         length: u64,
     },
+    /// The storage does not answer (a remote store that is down or unreachable).
+    Unavailable(String),
 }
 
 impl fmt::Display for StorageError {
@@ -32,6 +47,7 @@ impl fmt::Display for StorageError {
         match self {
             StorageError::NotFound(path) => write!(f, "no file `{path}`"),
             StorageError::OutOfRange { path, length } => write!(f, "read beyond the end of `{path}` ({length} bytes)"),
+            StorageError::Unavailable(detail) => write!(f, "storage unavailable: {detail}"),
         }
     }
 }
@@ -41,121 +57,31 @@ impl std::error::Error for StorageError {}
 /// A flat namespace of append-only files; see the module doc.
 pub trait Storage: Send + Sync {
     /// Appends to a file, creating it if needed; the bytes are pending until synced.
-    fn append(&self, path: &str, bytes: &[u8]);
+    fn append<'a>(&'a self, path: &'a str, bytes: &'a [u8]) -> BoxFuture<'a, Result<(), StorageError>>;
     /// Makes everything written to the file so far survive a crash.
-    fn sync(&self, path: &str) -> Result<(), StorageError>;
+    fn sync<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), StorageError>>;
     /// Reads `length` bytes at `offset`.
-    fn read(&self, path: &str, offset: u64, length: u64) -> Result<Vec<u8>, StorageError>;
+    fn read<'a>(&'a self, path: &'a str, offset: u64, length: u64) -> BoxFuture<'a, Result<Vec<u8>, StorageError>>;
     /// The file's length, pending bytes included.
-    fn length(&self, path: &str) -> Result<u64, StorageError>;
-    /// Removes a file (no-op if absent).
-    fn delete(&self, path: &str);
+    fn length<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<u64, StorageError>>;
+    /// Removes a file (no error if absent).
+    fn delete<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), StorageError>>;
     /// Paths starting with `prefix`, sorted.
-    fn list(&self, prefix: &str) -> Vec<String>;
+    fn list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>, StorageError>>;
 }
 
-#[derive(Default)]
-struct File {
-    bytes: Vec<u8>,
-    synced: usize,
+/// Opens a storage; a process calls it when it starts, so that a client of a remote store
+/// belongs to the process that uses it.
+pub type StorageFactory = std::sync::Arc<dyn Fn() -> std::sync::Arc<dyn Storage> + Send + Sync>;
+
+/// Reads a whole file.
+pub async fn read_all(storage: &dyn Storage, path: &str) -> Result<Vec<u8>, StorageError> {
+    let length = storage.length(path).await?;
+    storage.read(path, 0, length).await
 }
 
-/// An in-memory [`Storage`] that models the pending/synced distinction; a clone shares the disk.
-#[derive(Clone, Default)]
-pub struct MemoryStorage {
-    files: Arc<Mutex<BTreeMap<String, File>>>,
-}
-
-impl MemoryStorage {
-    /// An empty disk.
-    pub fn new() -> MemoryStorage {
-        MemoryStorage::default()
-    }
-
-    /// A power failure: every file loses its unsynced bytes; files never synced disappear.
-    pub fn crash(&self) {
-        let mut files = self.files.lock().expect("storage lock");
-        files.retain(|_, file| file.synced > 0);
-        for file in files.values_mut() {
-            file.bytes.truncate(file.synced);
-        }
-    }
-
-    /// Total bytes stored, pending included.
-    pub fn used_bytes(&self) -> u64 {
-        self.files.lock().expect("storage lock").values().map(|file| file.bytes.len() as u64).sum()
-    }
-}
-
-impl Storage for MemoryStorage {
-    fn append(&self, path: &str, bytes: &[u8]) {
-        self.files.lock().expect("storage lock").entry(path.to_string()).or_default().bytes.extend_from_slice(bytes);
-    }
-
-    fn sync(&self, path: &str) -> Result<(), StorageError> {
-        let mut files = self.files.lock().expect("storage lock");
-        let file = files.get_mut(path).ok_or_else(|| StorageError::NotFound(path.to_string()))?;
-        file.synced = file.bytes.len();
-        Ok(())
-    }
-
-    fn read(&self, path: &str, offset: u64, length: u64) -> Result<Vec<u8>, StorageError> {
-        let files = self.files.lock().expect("storage lock");
-        let file = files.get(path).ok_or_else(|| StorageError::NotFound(path.to_string()))?;
-        let end = offset.checked_add(length).filter(|end| *end <= file.bytes.len() as u64);
-        match end {
-            Some(end) => Ok(file.bytes[offset as usize..end as usize].to_vec()),
-            None => Err(StorageError::OutOfRange { path: path.to_string(), length: file.bytes.len() as u64 }),
-        }
-    }
-
-    fn length(&self, path: &str) -> Result<u64, StorageError> {
-        let files = self.files.lock().expect("storage lock");
-        files.get(path).map(|file| file.bytes.len() as u64).ok_or_else(|| StorageError::NotFound(path.to_string()))
-    }
-
-    fn delete(&self, path: &str) {
-        self.files.lock().expect("storage lock").remove(path);
-    }
-
-    fn list(&self, prefix: &str) -> Vec<String> {
-        let files = self.files.lock().expect("storage lock");
-        files
-            .range(prefix.to_string()..)
-            .map(|(path, _)| path)
-            .take_while(|path| path.starts_with(prefix))
-            .cloned()
-            .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn crash_drops_pending_bytes_and_never_synced_files() {
-        let disk = MemoryStorage::new();
-        disk.append("a", b"durable");
-        disk.sync("a").unwrap();
-        disk.append("a", b"-lost");
-        disk.append("b", b"never synced");
-        assert_eq!(disk.read("a", 0, 12).unwrap(), b"durable-lost");
-        disk.crash();
-        assert_eq!(disk.length("a").unwrap(), 7);
-        assert_eq!(disk.read("a", 0, 7).unwrap(), b"durable");
-        assert_eq!(disk.length("b"), Err(StorageError::NotFound("b".to_string())));
-    }
-
-    #[test]
-    fn reads_check_ranges_and_listings_are_sorted() {
-        let disk = MemoryStorage::new();
-        disk.append("p/2", b"x");
-        disk.append("p/1", b"y");
-        disk.append("q/1", b"z");
-        assert_eq!(disk.list("p/"), vec!["p/1".to_string(), "p/2".to_string()]);
-        assert!(matches!(disk.read("p/1", 0, 2), Err(StorageError::OutOfRange { .. })));
-        disk.delete("p/1");
-        assert_eq!(disk.list("p/"), vec!["p/2".to_string()]);
-    }
+/// Appends and syncs: the bytes are durable when this returns.
+pub async fn append_durably(storage: &dyn Storage, path: &str, bytes: &[u8]) -> Result<(), StorageError> {
+    storage.append(path, bytes).await?;
+    storage.sync(path).await
 }

@@ -69,6 +69,11 @@ async fn wait_for_trigger(cluster: &Cluster, trigger: &Trigger) {
     }
 }
 
+/// Records what a fault did, where the schedule alone cannot say (which file it hit).
+fn note(cluster: &Cluster, detail: String) {
+    cluster.trace().record("harness", TraceEvent::Harness { detail });
+}
+
 /// Applies a fault; returns true once a fault with a duration has healed.
 async fn apply(cluster: &Cluster, kind: &FaultKind) -> bool {
     match kind {
@@ -93,6 +98,11 @@ async fn apply(cluster: &Cluster, kind: &FaultKind) -> bool {
             madsim::time::sleep(*duration).await;
             cluster.restore_network();
         }
+        FaultKind::Slow { node, factor, duration } if cluster.set_slowdown(node, *factor) => {
+            madsim::time::sleep(*duration).await;
+            cluster.set_slowdown(node, 1);
+        }
+        // A node without costed work is slowed by pausing it most of the time.
         FaultKind::Slow { node, factor, duration } => {
             let end = madsim::time::Instant::now() + *duration;
             while madsim::time::Instant::now() < end {
@@ -113,6 +123,47 @@ async fn apply(cluster: &Cluster, kind: &FaultKind) -> bool {
         }
         FaultKind::CommitReplyLost { count } => {
             cluster.store().lock().expect("store lock").faults.lost_commit_replies += count;
+            return false;
+        }
+        FaultKind::LosePartition { node } => {
+            let lost = cluster.lose_partition(node);
+            note(
+                cluster,
+                lost.map_or_else(|| format!("{node} held no partition to lose"), |path| format!("lost {node}:{path}")),
+            );
+            return false;
+        }
+        FaultKind::CorruptPartition { node } => {
+            let corrupted = cluster.corrupt_partition(node);
+            note(
+                cluster,
+                corrupted.map_or_else(
+                    || format!("{node} held no partition to corrupt"),
+                    |path| format!("corrupted {node}:{path}"),
+                ),
+            );
+            return false;
+        }
+        FaultKind::LoseDisk { node } => {
+            cluster.lose_disk(node);
+            return false;
+        }
+        FaultKind::DurableStoreUnavailable { duration } => {
+            cluster.durable_store().set_unavailable(true);
+            madsim::time::sleep(*duration).await;
+            cluster.durable_store().set_unavailable(false);
+        }
+        FaultKind::LoseNewestObjects { count } => {
+            for _ in 0..*count {
+                let lost = cluster.durable_store().lose_newest_object();
+                note(
+                    cluster,
+                    lost.map_or_else(
+                        || "the durable store held no object to lose".to_string(),
+                        |path| format!("lost durable-store:{path}"),
+                    ),
+                );
+            }
             return false;
         }
     }

@@ -9,6 +9,8 @@
 //!     partition: { between: [[jm], [tm-0, tm-2]], for: 800ms, one_way: false }
 //!   - after_committed: 5000           # trigger: rows committed so far
 //!     commit_reply_lost: 2
+//!   - when: { vertex: 0, state: finished }
+//!     lose_partition: tm-0            # or corrupt_partition, lose_disk; or shuffle-service
 //! ```
 
 use std::fmt;
@@ -61,9 +63,9 @@ pub enum TaskStateTrigger {
 /// duration, an injector arm and (if random schedules should draw it) a generator arm.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FaultKind {
-    /// Kill a node's process (a TaskManager's disk loses unsynced bytes), maybe restart it.
+    /// Kill a node's process (its disk loses unsynced bytes), maybe restart it.
     Kill {
-        /// `jm`, `tm-N`, `log` or `txn-store`.
+        /// `jm`, `tm-N`, `shuffle-service`, `durable-store`, `log` or `txn-store`.
         node: String,
         /// Restart after this long; never if `None`.
         restart_after: Option<Duration>,
@@ -93,7 +95,9 @@ pub enum FaultKind {
         /// How long.
         duration: Duration,
     },
-    /// A node gets only `1/factor` of the time for a while: it is paused the rest.
+    /// A node is `factor` times slower for a while: a TaskManager's or the shuffle service's CPU,
+    /// disk and network costs are multiplied (it still answers heartbeats); another node gets
+    /// only `1/factor` of the time, paused the rest.
     Slow {
         /// The node.
         node: String,
@@ -117,6 +121,36 @@ pub enum FaultKind {
         /// How many.
         count: u32,
     },
+    /// The blocking partition written last on a node (`tm-N` or `shuffle-service`) is gone.
+    LosePartition {
+        /// The node.
+        node: String,
+    },
+    /// A byte in the middle of the blocking partition written last on a node is flipped.
+    CorruptPartition {
+        /// The node.
+        node: String,
+    },
+    /// A node's (`tm-N` or `shuffle-service`) whole disk is gone, synced files included.
+    LoseDisk {
+        /// The node.
+        node: String,
+    },
+    /// The durable store refuses every call for a while.
+    DurableStoreUnavailable {
+        /// How long.
+        duration: Duration,
+    },
+    /// The durable store loses its `count` newest objects (never the JobMaster's metadata).
+    LoseNewestObjects {
+        /// How many.
+        count: u32,
+    },
+}
+
+/// Nodes with partition files: the targets of partition and disk faults.
+fn holds_partitions(node: &str) -> bool {
+    node.starts_with("tm-") || node == "shuffle-service"
 }
 
 /// The names of the kinds, as random schedules and sweep summaries use them.
@@ -131,6 +165,13 @@ pub const KIND_NAMES: &[&str] = &[
     "store-unavailable",
     "commit-fails",
     "commit-reply-lost",
+    "shuffle-service-crash",
+    "durable-store-crash",
+    "partition-loss",
+    "partition-corruption",
+    "disk-loss",
+    "durable-store-unavailable",
+    "object-loss",
 ];
 
 impl FaultKind {
@@ -139,6 +180,8 @@ impl FaultKind {
         match self {
             FaultKind::Kill { node, .. } if node.starts_with("tm-") => "tm-crash",
             FaultKind::Kill { node, .. } if node == "jm" => "jm-crash",
+            FaultKind::Kill { node, .. } if node == "shuffle-service" => "shuffle-service-crash",
+            FaultKind::Kill { node, .. } if node == "durable-store" => "durable-store-crash",
             FaultKind::Kill { .. } => "external-crash",
             FaultKind::Partition { .. } => "partition",
             FaultKind::PacketLoss { .. } => "packet-loss",
@@ -147,6 +190,11 @@ impl FaultKind {
             FaultKind::StoreUnavailable { .. } => "store-unavailable",
             FaultKind::CommitFails { .. } => "commit-fails",
             FaultKind::CommitReplyLost { .. } => "commit-reply-lost",
+            FaultKind::LosePartition { .. } => "partition-loss",
+            FaultKind::CorruptPartition { .. } => "partition-corruption",
+            FaultKind::LoseDisk { .. } => "disk-loss",
+            FaultKind::DurableStoreUnavailable { .. } => "durable-store-unavailable",
+            FaultKind::LoseNewestObjects { .. } => "object-loss",
         }
     }
 
@@ -159,15 +207,25 @@ impl FaultKind {
             | FaultKind::PacketLoss { duration, .. }
             | FaultKind::Latency { duration, .. }
             | FaultKind::Slow { duration, .. }
-            | FaultKind::StoreUnavailable { duration } => Some(*duration),
-            FaultKind::CommitFails { .. } | FaultKind::CommitReplyLost { .. } => None,
+            | FaultKind::StoreUnavailable { duration }
+            | FaultKind::DurableStoreUnavailable { duration } => Some(*duration),
+            FaultKind::CommitFails { .. }
+            | FaultKind::CommitReplyLost { .. }
+            | FaultKind::LosePartition { .. }
+            | FaultKind::CorruptPartition { .. }
+            | FaultKind::LoseDisk { .. }
+            | FaultKind::LoseNewestObjects { .. } => None,
         }
     }
 
     /// The nodes it names.
     pub fn nodes(&self) -> Vec<&str> {
         match self {
-            FaultKind::Kill { node, .. } | FaultKind::Slow { node, .. } => vec![node.as_str()],
+            FaultKind::Kill { node, .. }
+            | FaultKind::Slow { node, .. }
+            | FaultKind::LosePartition { node }
+            | FaultKind::CorruptPartition { node }
+            | FaultKind::LoseDisk { node } => vec![node.as_str()],
             FaultKind::Partition { sides, .. } => sides.iter().flatten().map(String::as_str).collect(),
             _ => Vec::new(),
         }
@@ -204,6 +262,13 @@ impl fmt::Display for FaultKind {
             }
             FaultKind::CommitFails { count } => write!(f, "fail the next {count} commits"),
             FaultKind::CommitReplyLost { count } => write!(f, "lose the replies of the next {count} commits"),
+            FaultKind::LosePartition { node } => write!(f, "lose the newest partition on {node}"),
+            FaultKind::CorruptPartition { node } => write!(f, "corrupt the newest partition on {node}"),
+            FaultKind::LoseDisk { node } => write!(f, "lose the disk of {node}"),
+            FaultKind::DurableStoreUnavailable { duration: length } => {
+                write!(f, "durable-store unavailable for {}", duration(length))
+            }
+            FaultKind::LoseNewestObjects { count } => write!(f, "lose the {count} newest objects of the durable store"),
         }
     }
 }
@@ -255,6 +320,16 @@ struct FaultSpec {
     commit_fails: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     commit_reply_lost: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lose_partition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    corrupt_partition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lose_disk: Option<String>,
+    #[serde(default, with = "sluice_engine::duration::optional_text", skip_serializing_if = "Option::is_none")]
+    durable_store_unavailable: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lose_newest_objects: Option<u32>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -305,8 +380,18 @@ struct SlowSpec {
 }
 
 const TRIGGER_KEYS: &str = "`at`, `when` or `after_committed`";
-const KIND_KEYS: &str =
-    "`kill`, `partition`, `packet_loss`, `latency`, `slow`, `store_unavailable`, `commit_fails` or `commit_reply_lost`";
+const KIND_KEYS: &str = "`kill`, `partition`, `packet_loss`, `latency`, `slow`, `store_unavailable`, `commit_fails`, \
+     `commit_reply_lost`, `lose_partition`, `corrupt_partition`, `lose_disk`, `durable_store_unavailable` or \
+     `lose_newest_objects`";
+
+/// A node with partition files, for the partition and disk faults.
+fn partition_holder(node: String, key: &str) -> Result<String, String> {
+    if holds_partitions(&node) {
+        Ok(node)
+    } else {
+        Err(format!("`{key}` names a TaskManager (`tm-N`) or `shuffle-service`, not `{node}`"))
+    }
+}
 
 fn trigger_of(spec: &FaultSpec) -> Result<Trigger, String> {
     let mut triggers = Vec::new();
@@ -374,6 +459,21 @@ fn kind_of(spec: FaultSpec) -> Result<FaultKind, String> {
     if let Some(count) = spec.commit_reply_lost {
         kinds.push(FaultKind::CommitReplyLost { count: positive(count, "commit_reply_lost")? });
     }
+    if let Some(node) = spec.lose_partition {
+        kinds.push(FaultKind::LosePartition { node: partition_holder(node, "lose_partition")? });
+    }
+    if let Some(node) = spec.corrupt_partition {
+        kinds.push(FaultKind::CorruptPartition { node: partition_holder(node, "corrupt_partition")? });
+    }
+    if let Some(node) = spec.lose_disk {
+        kinds.push(FaultKind::LoseDisk { node: partition_holder(node, "lose_disk")? });
+    }
+    if let Some(duration) = spec.durable_store_unavailable {
+        kinds.push(FaultKind::DurableStoreUnavailable { duration });
+    }
+    if let Some(count) = spec.lose_newest_objects {
+        kinds.push(FaultKind::LoseNewestObjects { count: positive(count, "lose_newest_objects")? });
+    }
     match kinds.len() {
         1 => Ok(kinds.remove(0)),
         0 => Err(format!("a fault needs a kind: {KIND_KEYS}")),
@@ -414,6 +514,11 @@ impl From<Fault> for FaultSpec {
             FaultKind::StoreUnavailable { duration } => spec.store_unavailable = Some(duration),
             FaultKind::CommitFails { count } => spec.commit_fails = Some(count),
             FaultKind::CommitReplyLost { count } => spec.commit_reply_lost = Some(count),
+            FaultKind::LosePartition { node } => spec.lose_partition = Some(node),
+            FaultKind::CorruptPartition { node } => spec.corrupt_partition = Some(node),
+            FaultKind::LoseDisk { node } => spec.lose_disk = Some(node),
+            FaultKind::DurableStoreUnavailable { duration } => spec.durable_store_unavailable = Some(duration),
+            FaultKind::LoseNewestObjects { count } => spec.lose_newest_objects = Some(count),
         }
         spec
     }
@@ -439,6 +544,13 @@ mod tests {
             "after_committed: 5000\nstore_unavailable: 1s\n",
             "at: 0ms\ncommit_fails: 3\n",
             "at: 0ms\ncommit_reply_lost: 2\n",
+            "at: 2s\nkill: shuffle-service\nrestart_after: 1s\n",
+            "at: 2s\nkill: durable-store\n",
+            "when:\n  vertex: 0\n  state: finished\nlose_partition: tm-0\n",
+            "at: 1s\ncorrupt_partition: shuffle-service\n",
+            "at: 1s\nlose_disk: tm-2\n",
+            "at: 1s\ndurable_store_unavailable: 2s\n",
+            "at: 1s\nlose_newest_objects: 1\n",
         ];
         let mut names = Vec::new();
         for yaml in faults {
@@ -446,7 +558,10 @@ mod tests {
             assert_eq!(serde_yaml::to_string(&fault).unwrap(), yaml);
             names.push(fault.kind.name());
         }
-        assert_eq!(names.len(), 9);
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), faults.len(), "every kind, each once: {names:?}");
+        assert_eq!(names.len(), KIND_NAMES.len() - 1, "all kinds but external-crash are listed");
     }
 
     #[test]
@@ -460,6 +575,9 @@ mod tests {
         assert!(parse("at: 1s\nslow: { node: tm-0, factor: 1, for: 1s }\n").unwrap_err().contains("at least 2"));
         assert!(parse("at: 1s\npartition: { between: [[jm]], for: 1s }\n").unwrap_err().contains("exactly two"));
         assert!(parse("at: 1s\nkil: tm-0\n").unwrap_err().contains("unknown field `kil`"));
+        assert!(parse("at: 1s\nlose_disk: jm\n").unwrap_err().contains("`lose_disk` names a TaskManager"));
+        assert!(parse("at: 1s\nlose_partition: log\n").unwrap_err().contains("or `shuffle-service`, not `log`"));
+        assert!(parse("at: 1s\nlose_newest_objects: 0\n").unwrap_err().contains("at least 1"));
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod harness;
 mod plans;
 mod scenario_errors;
 mod scenarios;
+mod shuffle;
 mod support;
 mod tidy;
 mod timeline;

@@ -71,3 +71,20 @@ fn tpcds_is_exactly_once_and_modes_agree() {
     let tally = run_and_check("scenarios/tpcds.yaml", &scenario, seeds(&scenario));
     assert_eq!(tally.unrecoverable, 0, "a fault-free scenario is always recoverable");
 }
+
+#[test]
+fn wordcount_with_the_remote_shuffle_service_survives_random_faults() {
+    let scenario = load("scenarios/wordcount-remote-shuffle.yaml");
+    assert_eq!(scenario.shuffle, sluice_engine::shuffle::ShuffleKind::Remote);
+    random_fault_scenario("scenarios/wordcount-remote-shuffle.yaml");
+}
+
+#[test]
+fn tpcds_with_task_manager_shuffle_survives_storage_faults() {
+    random_fault_scenario("scenarios/tpcds-shuffle-chaos.yaml");
+}
+
+#[test]
+fn tpcds_with_the_remote_shuffle_service_survives_random_faults() {
+    random_fault_scenario("scenarios/tpcds-remote-shuffle.yaml");
+}

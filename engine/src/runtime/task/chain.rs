@@ -4,11 +4,11 @@
 //! and serializes it into the record writers of the network edges it feeds. Sinks are leaves.
 //! Nodes are kept in chain order, which is topological: a parent comes before its children.
 
-use crate::graph::OperatorError;
 use crate::graph::operator::{ErasedSinkWriter, Output, StreamOperator};
+use crate::graph::{IntermediateDataSetId, OperatorError};
 use crate::record::{Element, TypeInfo};
 use crate::runtime::messages::TaskFailure;
-use crate::shuffle::RecordWriter;
+use crate::shuffle::{PartitionStatistics, RecordWriter};
 
 /// What a chain node runs.
 pub(super) enum ChainBody {
@@ -118,7 +118,7 @@ impl OperatorChain {
     /// Ships full buffers and lets sinks stage what they buffered.
     pub(super) async fn flush(&mut self, end_of_input: bool) -> Result<(), TaskFailure> {
         for writer in &mut self.writers {
-            writer.flush_full().await.map_err(|released| TaskFailure::OutputReleased(released.0))?;
+            writer.flush_full().await?;
         }
         for node in &mut self.nodes {
             if let ChainBody::Sink(sink) = &mut node.body {
@@ -141,31 +141,24 @@ impl OperatorChain {
         Ok(())
     }
 
-    /// Flushes everything and finishes the output partitions; returns the records written.
-    pub(super) async fn finish(&mut self) -> Result<u64, TaskFailure> {
+    /// Flushes everything and finishes the output partitions; returns the records written and
+    /// each partition's statistics.
+    pub(super) async fn finish(
+        &mut self,
+    ) -> Result<(u64, Vec<(IntermediateDataSetId, PartitionStatistics)>), TaskFailure> {
         self.flush(true).await?;
         let mut records = self.sink_records;
+        let mut partitions = Vec::with_capacity(self.writers.len());
         for writer in &mut self.writers {
-            writer.finish().await.map_err(|released| TaskFailure::OutputReleased(released.0))?;
+            partitions.push((writer.dataset(), writer.finish().await?));
             records += writer.records_written();
         }
-        Ok(records)
+        Ok((records, partitions))
     }
 
-    /// Bytes written to output partitions, split by whether they went to disk (blocking).
-    pub(super) fn bytes_written(&self) -> (u64, u64) {
-        self.writers.iter().fold((0, 0), |(pipelined, blocking), writer| {
-            if writer.is_blocking() {
-                (pipelined, blocking + writer.bytes_written())
-            } else {
-                (pipelined + writer.bytes_written(), blocking)
-            }
-        })
-    }
-
-    /// Bytes written to each subpartition, per produced data set.
-    pub(super) fn partition_bytes(&self) -> Vec<(crate::graph::IntermediateDataSetId, Vec<u64>)> {
-        self.writers.iter().map(|writer| (writer.dataset(), writer.bytes_per_subpartition().to_vec())).collect()
+    /// Bytes written to blocking partitions (to a disk, local or remote).
+    pub(super) fn blocking_bytes_written(&self) -> u64 {
+        self.writers.iter().filter(|writer| writer.is_blocking()).map(RecordWriter::bytes_written).sum()
     }
 
     /// Pre-commits the sink at node `node`: its committables, encoded.

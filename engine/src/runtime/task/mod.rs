@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use chain::{ChainBody, ChainNode, OperatorChain};
 
-use super::messages::{TaskDeploymentDescriptor, TaskFailure};
+use super::messages::{TaskDeploymentDescriptor, TaskFailure, TaskReport};
 use super::resources::Resources;
 use crate::graph::operator::{ErasedCommitter, ErasedSourceReader};
 use crate::graph::partitioner::ChannelSelector;
@@ -27,22 +27,11 @@ use crate::graph::{
 use crate::record::{Element, KeySelector, TypeInfo};
 use crate::rpc::RpcClient;
 use crate::shuffle::buffer::decode_buffer;
-use crate::shuffle::{GateEvent, InputGate, InputGateConfig, RecordWriter, ResultPartitionId, ResultPartitionManager};
-
-/// Counts a finished task reports.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TaskMetrics {
-    /// Elements read from the input gate or the source.
-    pub records_in: u64,
-    /// Elements written to record writers or sinks.
-    pub records_out: u64,
-    /// Bytes of BLOCKING partitions read (read from the producers' disks).
-    pub disk_bytes_read: u64,
-    /// Bytes of BLOCKING partitions written (to this TaskManager's disk).
-    pub disk_bytes_written: u64,
-    /// Bytes written to each subpartition of each produced data set.
-    pub partition_bytes: Vec<(crate::graph::IntermediateDataSetId, Vec<u64>)>,
-}
+use crate::shuffle::remote::RemoteWriter;
+use crate::shuffle::{
+    GateEvent, GateEventKind, InputGate, InputGateConfig, PartitionLocation, RecordWriter, ResultPartitionManager,
+    ShuffleWriter,
+};
 
 /// What a task needs from its TaskManager.
 pub struct TaskEnvironment {
@@ -50,7 +39,7 @@ pub struct TaskEnvironment {
     pub descriptor: TaskDeploymentDescriptor,
     /// The plan, rebuilt from the catalog.
     pub graph: Arc<ExecutionGraph>,
-    /// Where the task's output partitions live.
+    /// The TaskManager's partitions: where TaskManager-local outputs live.
     pub partitions: ResultPartitionManager,
     /// For reading input channels.
     pub client: RpcClient,
@@ -85,8 +74,8 @@ struct Built {
 fn build_chain(
     descriptor: &TaskDeploymentDescriptor,
     graph: &ExecutionGraph,
-    partitions: &ResultPartitionManager,
-) -> Built {
+    outputs: &OutputFactory<'_>,
+) -> Result<Built, TaskFailure> {
     let execution = descriptor.execution;
     let job_graph = graph.job_graph();
     let vertex = job_graph.vertex(execution.vertex.vertex);
@@ -94,10 +83,22 @@ fn build_chain(
     let position: BTreeMap<_, _> = vertex.chain.iter().enumerate().map(|(index, node)| (*node, index)).collect();
     let mut writers = Vec::new();
     let mut writers_of: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for produced in graph.produced_partitions(execution.vertex) {
+    let produced = graph.produced_partitions(execution.vertex);
+    if produced.len() != descriptor.outputs.len() {
+        return Err(TaskFailure::Deployment(format!(
+            "{execution} produces {} partitions, but its deployment names {}",
+            produced.len(),
+            descriptor.outputs.len()
+        )));
+    }
+    for (produced, output) in produced.iter().zip(&descriptor.outputs) {
+        if output.partition.partition != produced.id || output.subpartitions != produced.num_subpartitions {
+            return Err(TaskFailure::Deployment(format!(
+                "{execution}'s deployment names partition {} where its plan produces data set {} with {} subpartitions",
+                output.partition, produced.id.dataset.0, produced.num_subpartitions
+            )));
+        }
         let edge = job_graph.edge(produced.id.dataset);
-        let id = ResultPartitionId { partition: produced.id, attempt: execution.attempt };
-        let partition = partitions.register(id, produced.partition_type, produced.num_subpartitions);
         let selector = ChannelSelector::new(
             edge.partitioner.clone(),
             produced.num_subpartitions,
@@ -109,8 +110,7 @@ fn build_chain(
         writers.push(RecordWriter::new(
             selector,
             element_type,
-            partition,
-            produced.num_subpartitions,
+            outputs.create(output.clone()),
             descriptor.spec.shuffle.buffer_size,
         ));
     }
@@ -144,7 +144,25 @@ fn build_chain(
         let writers = writers_of.remove(&index).unwrap_or_default();
         nodes.push(ChainNode { body, output_type: node.output_type.clone(), children, writers });
     }
-    Built { chain: OperatorChain::new(nodes, writers), source, committers }
+    Ok(Built { chain: OperatorChain::new(nodes, writers), source, committers })
+}
+
+/// Creates the writer of an output partition where its descriptor says it lives.
+struct OutputFactory<'a> {
+    partitions: &'a ResultPartitionManager,
+    client: &'a RpcClient,
+    resources: &'a Arc<Resources>,
+}
+
+impl OutputFactory<'_> {
+    fn create(&self, descriptor: crate::shuffle::ShuffleDescriptor) -> Box<dyn ShuffleWriter> {
+        match descriptor.location {
+            PartitionLocation::TaskManager { .. } => self.partitions.create_writer(descriptor),
+            PartitionLocation::Remote { .. } => {
+                Box::new(RemoteWriter::new(descriptor, self.client.clone(), Arc::clone(self.resources)))
+            }
+        }
+    }
 }
 
 fn input_channels(descriptor: &TaskDeploymentDescriptor, job_graph: &JobGraph) -> Vec<Channel> {
@@ -152,7 +170,7 @@ fn input_channels(descriptor: &TaskDeploymentDescriptor, job_graph: &JobGraph) -
         .inputs
         .iter()
         .map(|spec| {
-            let edge = job_graph.edge(spec.partition.partition.dataset);
+            let edge = job_graph.edge(spec.partition().partition.dataset);
             Channel {
                 element_type: job_graph.stream_graph.node(edge.source_node).output_type.clone(),
                 input: edge.target_input,
@@ -169,9 +187,25 @@ fn decode(
     index: usize,
 ) -> Result<Vec<Element>, TaskFailure> {
     decode_buffer(bytes, &channel.element_type).map_err(|error| TaskFailure::CorruptInput {
-        partition: descriptor.inputs[index].partition,
+        partition: descriptor.inputs[index].partition(),
         detail: error.message,
     })
+}
+
+/// No event is defined on data channels yet (checkpoint barriers come with checkpointing):
+/// one arriving means the partition's bytes are not what its producer wrote.
+fn expect_buffer(
+    kind: GateEventKind,
+    descriptor: &TaskDeploymentDescriptor,
+    channel: usize,
+) -> Result<(), TaskFailure> {
+    match kind {
+        GateEventKind::Buffer => Ok(()),
+        GateEventKind::Event => Err(TaskFailure::CorruptInput {
+            partition: descriptor.inputs[channel].partition(),
+            detail: "an event arrived, and this task expects none".to_string(),
+        }),
+    }
 }
 
 fn head_of(
@@ -192,15 +226,16 @@ fn head_of(
 }
 
 /// Runs a task to its end; see the module doc.
-pub async fn run_task(environment: TaskEnvironment) -> Result<TaskMetrics, TaskFailure> {
+pub async fn run_task(environment: TaskEnvironment) -> Result<TaskReport, TaskFailure> {
     let TaskEnvironment { descriptor, graph, partitions, client, resources } = environment;
     let job_graph = graph.job_graph();
     let vertex = job_graph.vertex(descriptor.execution.vertex.vertex);
-    let Built { mut chain, source, committers } = build_chain(&descriptor, &graph, &partitions);
+    let outputs = OutputFactory { partitions: &partitions, client: &client, resources: &resources };
+    let Built { mut chain, source, committers } = build_chain(&descriptor, &graph, &outputs)?;
     let operators = vertex.chain.len() as u64;
     let mut cpu = resources.cpu_meter();
-    let mut metrics = TaskMetrics::default();
-    match head_of(vertex, job_graph, &descriptor, source, client) {
+    let mut metrics = TaskReport::default();
+    match head_of(vertex, job_graph, &descriptor, source, client.clone()) {
         Head::Source(mut reader) => {
             while let Some(batch) = reader.poll_next().await.map_err(operator_failure)? {
                 let count = batch.len() as u64;
@@ -211,7 +246,8 @@ pub async fn run_task(environment: TaskEnvironment) -> Result<TaskMetrics, TaskF
             }
         }
         Head::Input { mut gate, channels, sort_by: None } => {
-            while let GateEvent::Buffer { channel, bytes } = gate.next().await? {
+            while let GateEvent::Item { channel, kind, bytes } = gate.next().await? {
+                expect_buffer(kind, &descriptor, channel)?;
                 if channels[channel].blocking {
                     metrics.disk_bytes_read += bytes.len() as u64;
                 }
@@ -225,7 +261,8 @@ pub async fn run_task(environment: TaskEnvironment) -> Result<TaskMetrics, TaskF
         }
         Head::Input { mut gate, channels, sort_by: Some(keys) } => {
             let mut keyed: Vec<(Vec<u8>, u32, Element)> = Vec::new();
-            while let GateEvent::Buffer { channel, bytes } = gate.next().await? {
+            while let GateEvent::Item { channel, kind, bytes } = gate.next().await? {
+                expect_buffer(kind, &descriptor, channel)?;
                 if channels[channel].blocking {
                     metrics.disk_bytes_read += bytes.len() as u64;
                 }
@@ -253,9 +290,8 @@ pub async fn run_task(environment: TaskEnvironment) -> Result<TaskMetrics, TaskF
         }
     }
     chain.end_input()?;
-    metrics.records_out = chain.finish().await?;
-    metrics.disk_bytes_written = chain.bytes_written().1;
-    metrics.partition_bytes = chain.partition_bytes();
+    (metrics.records_out, metrics.partitions) = chain.finish().await?;
+    metrics.disk_bytes_written = chain.blocking_bytes_written();
     cpu.pay().await;
     for (node, mut committer) in committers {
         let committables = chain.prepare_commit(node).await?;

@@ -29,7 +29,7 @@ use super::task::{TaskEnvironment, run_task};
 use super::trace::{TraceEvent, TracerHandle};
 use crate::graph::ExecutionGraph;
 use crate::rpc::{RpcClient, serve};
-use crate::shuffle::partition::RequestSubpartition;
+use crate::shuffle::protocol::{ReleasePartitions, RequestBuffers};
 use crate::shuffle::{ResultPartitionManager, ShuffleConfig};
 use crate::storage::Storage;
 
@@ -86,8 +86,9 @@ struct TaskManager {
 pub async fn run_task_manager(config: TaskManagerConfig) {
     let instance: u64 = madsim::rand::random();
     config.tracer.record(TraceEvent::TaskManagerStarted { instance, slots: config.slots });
-    for path in config.storage.list("partitions/") {
-        config.storage.delete(&path);
+    // Best effort: a file it cannot delete now is deleted by the next instance.
+    for path in config.storage.list("partitions/").await.unwrap_or_default() {
+        let _ = config.storage.delete(&path).await;
     }
     let endpoint = Endpoint::bind(config.address).await.unwrap_or_else(|error| {
         panic!("internal: task manager {} cannot bind {}: {error}", config.name, config.address)
@@ -103,17 +104,22 @@ pub async fn run_task_manager(config: TaskManagerConfig) {
     let this = Arc::clone(&task_manager);
     serve(&endpoint, move |request: SubmitTask| {
         let this = Arc::clone(&this);
-        async move { this.submit(request.descriptor) }
+        async move { this.submit(request.descriptor).await }
     });
     let this = Arc::clone(&task_manager);
     serve(&endpoint, move |request: CancelJobAttempts| {
         let this = Arc::clone(&this);
-        async move { this.cancel_before(&request.job_id, request.attempt) }
+        async move { this.cancel_before(&request.job_id, request.attempt).await }
     });
     let partitions = task_manager.partitions.clone();
-    serve(&endpoint, move |request: RequestSubpartition| {
+    serve(&endpoint, move |request: RequestBuffers| {
         let partitions = partitions.clone();
         async move { partitions.serve(request).await }
+    });
+    let partitions = task_manager.partitions.clone();
+    serve(&endpoint, move |request: ReleasePartitions| {
+        let partitions = partitions.clone();
+        async move { partitions.release(&request.partitions).await }
     });
     task_manager.register_and_heartbeat(instance).await;
 }
@@ -137,7 +143,12 @@ impl TaskManager {
         }
     }
 
-    fn cancel_before(&self, job_id: &str, attempt: u32) {
+    async fn cancel_before(&self, job_id: &str, attempt: u32) {
+        self.cancel_tasks_before(job_id, attempt);
+        self.partitions.release_before(attempt).await;
+    }
+
+    fn cancel_tasks_before(&self, job_id: &str, attempt: u32) {
         let mut tasks = self.tasks.lock().expect("tasks lock");
         let newest = tasks.newest_attempt.entry(job_id.to_string()).or_insert(attempt);
         *newest = (*newest).max(attempt);
@@ -150,8 +161,6 @@ impl TaskManager {
         for key in cancelled {
             tasks.running.remove(&key).expect("listed above").handle.abort();
         }
-        drop(tasks);
-        self.partitions.release_before(attempt);
     }
 
     fn plan_for(&self, descriptor: &TaskDeploymentDescriptor) -> Result<Arc<ExecutionGraph>, String> {
@@ -171,7 +180,7 @@ impl TaskManager {
         Ok(plan)
     }
 
-    fn submit(self: &Arc<Self>, descriptor: TaskDeploymentDescriptor) -> Result<(), String> {
+    async fn submit(self: &Arc<Self>, descriptor: TaskDeploymentDescriptor) -> Result<(), String> {
         let job_id = descriptor.spec.job_id.clone();
         let execution = descriptor.execution;
         let newest = self.tasks.lock().expect("tasks lock").newest_attempt.get(&job_id).copied();
@@ -180,7 +189,7 @@ impl TaskManager {
                 return Err(format!("{execution} belongs to an older attempt than a{newest}"));
             }
             Some(newest) if execution.attempt == newest => {}
-            _ => self.cancel_before(&job_id, execution.attempt),
+            _ => self.cancel_before(&job_id, execution.attempt).await,
         }
         let graph = match self.plan_for(&descriptor) {
             Ok(graph) => graph,
@@ -208,13 +217,7 @@ impl TaskManager {
                 subtask: execution.vertex.subtask,
             });
             let outcome = match run_task(environment).await {
-                Ok(metrics) => TaskOutcome::Finished {
-                    records_in: metrics.records_in,
-                    records_out: metrics.records_out,
-                    disk_bytes_read: metrics.disk_bytes_read,
-                    disk_bytes_written: metrics.disk_bytes_written,
-                    partition_bytes: metrics.partition_bytes,
-                },
+                Ok(report) => TaskOutcome::Finished(report),
                 Err(failure) => TaskOutcome::Failed(failure),
             };
             this.tasks.lock().expect("tasks lock").running.remove(&(job_id.clone(), execution));

@@ -1,0 +1,235 @@
+//! Scheduling and deployment: runtime parallelism decisions, slot allocation per pipelined
+//! region, partition registration with the shuffle master, and task deployment; and what a
+//! finished task changes (slots, partitions, the job's end).
+
+use std::sync::Arc;
+
+use madsim::time::Instant;
+
+use super::{Event, Execution, JobMaster};
+use crate::graph::{ExecutionVertexId, JobVertexId, RegionId};
+use crate::runtime::messages::{ExecutionAttemptId, JobStatus, SubmitTask, TaskDeploymentDescriptor, TaskReport};
+use crate::runtime::trace::TraceEvent;
+use crate::scheduler::SlotId;
+use crate::scheduler::adaptive::decide;
+use crate::shuffle::{InputChannelSpec, PartitionLocation, ResultPartitionId};
+
+impl JobMaster {
+    /// A subtask of the current attempt finished: frees its slot once the slot's other subtasks
+    /// are done, marks its partitions produced, releases partitions nobody needs any more, and
+    /// ends the job when it was the last one.
+    pub(super) async fn on_task_finished(&mut self, vertex: ExecutionVertexId, report: TaskReport) {
+        let job = self.job.as_mut().expect("a finished task belongs to a job");
+        for (dataset, statistics) in &report.partitions {
+            job.partition_bytes.insert((*dataset, vertex.subtask), statistics.bytes_per_subpartition.clone());
+            let partition =
+                crate::graph::IntermediateResultPartitionId { dataset: *dataset, producer_subtask: vertex.subtask };
+            job.partitions.produced(ResultPartitionId { partition, attempt: job.attempt });
+        }
+        let slot = job.executions[&vertex].slot.clone();
+        let users = job.slot_users.get_mut(&slot).expect("internal: an execution's slot is tracked");
+        users.remove(&vertex);
+        if users.is_empty() {
+            job.slot_users.remove(&slot);
+            self.slot_pool.release(&slot);
+        }
+        job.strategy.on_vertex_finished(vertex);
+        let released = if vertex_finished(job, vertex.vertex) {
+            job.partitions.consumer_finished(vertex.vertex)
+        } else {
+            Vec::new()
+        };
+        let all_finished = job.strategy.all_finished();
+        let restarts = job.restarts.restarts();
+        let event = TraceEvent::TaskFinished {
+            attempt: job.attempt,
+            vertex: vertex.vertex.0,
+            subtask: vertex.subtask,
+            records_in: report.records_in,
+            records_out: report.records_out,
+            disk_bytes_read: report.disk_bytes_read,
+            disk_bytes_written: report.disk_bytes_written,
+            backpressure_micros: report.backpressure_micros(),
+            peak_buffered_bytes: report.peak_buffered_bytes(),
+        };
+        self.trace(event);
+        self.release_partitions(released);
+        if all_finished {
+            self.end_job(JobStatus::Finished).await;
+            self.trace(TraceEvent::JobFinished { restarts });
+        }
+        self.try_schedule().await;
+    }
+
+    /// Decides the parallelism of vertices whose inputs are all produced (adaptive batch).
+    fn decide_parallelism(&mut self) {
+        let Some(job) = &mut self.job else { return };
+        let Some(config) = job.spec.adaptive else { return };
+        for vertex in job.strategy.decidable_vertices() {
+            let job_graph = Arc::clone(job.strategy.graph().job_graph());
+            let mut bytes = vec![0u64; job_graph.vertex(vertex).max_parallelism as usize];
+            for dataset in &job_graph.vertex(vertex).inputs {
+                for ((produced, _), produced_bytes) in job.partition_bytes.range((*dataset, 0)..=(*dataset, u32::MAX)) {
+                    assert_eq!(produced, dataset, "internal: partition bytes out of range");
+                    assert_eq!(
+                        produced_bytes.len(),
+                        bytes.len(),
+                        "internal: a producer of v{} wrote {} subpartitions, not one per key group",
+                        vertex.0,
+                        produced_bytes.len()
+                    );
+                    for (total, add) in bytes.iter_mut().zip(produced_bytes) {
+                        *total += add;
+                    }
+                }
+            }
+            let decision = decide(&bytes, &config);
+            let event = TraceEvent::ParallelismDecided {
+                attempt: job.attempt,
+                vertex: vertex.0,
+                parallelism: decision.parallelism(),
+                input_bytes: decision.input_bytes,
+            };
+            job.strategy.initialize_vertex(vertex, decision.ranges);
+            self.config.tracer.record(event);
+        }
+    }
+
+    /// Deploys every region that can run and fits the free slots; fails the job if a region
+    /// waited too long for more slots than the cluster has.
+    pub(super) async fn try_schedule(&mut self) {
+        self.decide_parallelism();
+        let Some(job) = &self.job else { return };
+        if job.status != JobStatus::Running {
+            return;
+        }
+        let mut waiting = false;
+        for region in job.strategy.schedulable_regions() {
+            let needed = self.job.as_ref().expect("checked").strategy.slot_sharing(region).groups.len() as u32;
+            match self.slot_pool.allocate_bulk(needed) {
+                Some(slots) => self.deploy_region(region, slots),
+                None => waiting = true,
+            }
+        }
+        let now = Instant::now();
+        let total_slots = self.slot_pool.total_slots();
+        let task_managers = self.slot_pool.task_manager_count();
+        let job = self.job.as_mut().expect("checked");
+        if !waiting {
+            job.waiting_for_slots_since = None;
+            return;
+        }
+        let since = *job.waiting_for_slots_since.get_or_insert(now);
+        let plural = if task_managers == 1 { "" } else { "s" };
+        let needed = job.strategy.max_slots_per_region();
+        if now.duration_since(since) >= self.config.slot_request_timeout && needed > total_slots {
+            let reason = format!(
+                "not enough slots: a pipelined region of job {} needs {needed} slots at once, but the cluster has {total_slots} ({task_managers} TaskManager{plural})",
+                job.spec.job_id
+            );
+            self.end_job(JobStatus::Failed(reason.clone())).await;
+            self.trace(TraceEvent::JobFailed { reason });
+        }
+    }
+
+    /// Places a region's subtasks in `slots`, registers every partition they produce (so that
+    /// pipelined consumers in the region know where to read), and deploys them.
+    fn deploy_region(&mut self, region: RegionId, slots: Vec<SlotId>) {
+        let job = self.job.as_mut().expect("deploying needs a job");
+        let sharing = job.strategy.slot_sharing(region);
+        job.strategy.mark_scheduled(region);
+        for (slot, group) in slots.iter().zip(&sharing.groups) {
+            job.slot_users.insert(slot.clone(), group.iter().copied().collect());
+            for vertex in group {
+                job.executions.insert(*vertex, Execution { slot: slot.clone(), finished: false });
+                let task_manager = &self.task_managers[&slot.task_manager];
+                let producer =
+                    PartitionLocation::TaskManager { name: slot.task_manager.clone(), address: task_manager.address };
+                let job_graph = Arc::clone(job.strategy.graph().job_graph());
+                for produced in job.strategy.graph().produced_partitions(*vertex) {
+                    let id = ResultPartitionId { partition: produced.id, attempt: job.attempt };
+                    let descriptor = job.shuffle.register_partition(
+                        id,
+                        produced.partition_type,
+                        produced.num_subpartitions,
+                        producer.clone(),
+                    );
+                    job.partitions.track(descriptor, job_graph.edge(produced.id.dataset).target);
+                }
+            }
+        }
+        let attempt = job.attempt;
+        self.trace(TraceEvent::RegionScheduled {
+            attempt,
+            region: region.0,
+            slots: slots.iter().map(ToString::to_string).collect(),
+        });
+        for (slot, group) in slots.iter().zip(&sharing.groups) {
+            for vertex in group {
+                self.deploy(*vertex, slot.clone());
+            }
+        }
+    }
+
+    fn deploy(&self, vertex: ExecutionVertexId, slot: SlotId) {
+        let job = self.job.as_ref().expect("deploying needs a job");
+        let execution = ExecutionAttemptId { vertex, attempt: job.attempt };
+        let graph = job.strategy.graph();
+        let descriptor_of = |partition| {
+            let id = ResultPartitionId { partition, attempt: job.attempt };
+            job.partitions
+                .descriptor(id)
+                .unwrap_or_else(|| panic!("internal: {vertex} deployed before its partition {id} was registered"))
+                .clone()
+        };
+        let outputs =
+            graph.produced_partitions(vertex).into_iter().map(|produced| descriptor_of(produced.id)).collect();
+        let inputs = graph
+            .consumed_inputs(vertex)
+            .into_iter()
+            .flat_map(|input| input.channels)
+            .map(|channel| InputChannelSpec {
+                descriptor: descriptor_of(channel.partition),
+                subpartitions: channel.subpartitions,
+            })
+            .collect();
+        let descriptor = TaskDeploymentDescriptor {
+            spec: job.spec.clone(),
+            plan_fingerprint: job.plan_fingerprint,
+            execution,
+            parallelism: graph.parallelism(vertex.vertex).expect("internal: a deployed vertex is initialized"),
+            slot: slot.clone(),
+            outputs,
+            inputs,
+            external: self.config.external.clone(),
+        };
+        self.trace(TraceEvent::TaskDeployed {
+            attempt: job.attempt,
+            vertex: vertex.vertex.0,
+            subtask: vertex.subtask,
+            slot: slot.to_string(),
+        });
+        let address = self.task_managers[&slot.task_manager].address;
+        let client = self.client.clone();
+        let events = self.events.clone();
+        madsim::task::spawn(async move {
+            let error = match client.call(address, SubmitTask { descriptor }, super::CONTROL_TIMEOUT).await {
+                Ok(Ok(())) => return,
+                Ok(Err(refused)) => refused,
+                Err(error) => error.to_string(),
+            };
+            let _ = events.send(Event::DeployFailed { execution, error });
+        });
+    }
+}
+
+/// True if every subtask of `vertex` in the current attempt finished.
+fn vertex_finished(job: &super::JobRun, vertex: JobVertexId) -> bool {
+    let Some(parallelism) = job.strategy.graph().parallelism(vertex) else { return false };
+    let finished = job
+        .executions
+        .range(ExecutionVertexId { vertex, subtask: 0 }..=ExecutionVertexId { vertex, subtask: u32::MAX })
+        .filter(|(_, execution)| execution.finished)
+        .count();
+    finished as u32 == parallelism
+}

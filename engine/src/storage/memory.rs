@@ -1,0 +1,226 @@
+//! [`MemoryStorage`]: an in-memory disk with pending and synced bytes, and its faults.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use super::{Storage, StorageError};
+use crate::future::BoxFuture;
+
+#[derive(Default)]
+struct File {
+    bytes: Vec<u8>,
+    synced: usize,
+    /// When the file was last appended to, in write order: the newest file has the highest.
+    written: u64,
+}
+
+#[derive(Default)]
+struct Disk {
+    files: BTreeMap<String, File>,
+    writes: u64,
+}
+
+/// An in-memory [`Storage`]; a clone shares the disk.
+#[derive(Clone, Default)]
+pub struct MemoryStorage {
+    disk: Arc<Mutex<Disk>>,
+}
+
+impl MemoryStorage {
+    /// An empty disk.
+    pub fn new() -> MemoryStorage {
+        MemoryStorage::default()
+    }
+
+    fn disk(&self) -> std::sync::MutexGuard<'_, Disk> {
+        self.disk.lock().expect("storage lock")
+    }
+
+    /// A power failure: every file loses its unsynced bytes; files never synced disappear.
+    pub fn crash(&self) {
+        let mut disk = self.disk();
+        disk.files.retain(|_, file| file.synced > 0);
+        for file in disk.files.values_mut() {
+            file.bytes.truncate(file.synced);
+        }
+    }
+
+    /// The disk is gone: every file, synced or not.
+    pub fn wipe(&self) {
+        self.disk().files.clear();
+    }
+
+    /// One file is gone; returns whether it existed.
+    pub fn lose(&self, path: &str) -> bool {
+        self.disk().files.remove(path).is_some()
+    }
+
+    /// Flips every bit of the byte at `offset` of a file; returns whether there was one.
+    pub fn corrupt(&self, path: &str, offset: u64) -> bool {
+        let mut disk = self.disk();
+        match disk.files.get_mut(path).and_then(|file| file.bytes.get_mut(offset as usize)) {
+            Some(byte) => {
+                *byte = !*byte;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The most recently written file with a path starting with `prefix`.
+    pub fn newest(&self, prefix: &str) -> Option<String> {
+        let disk = self.disk();
+        disk.files
+            .iter()
+            .filter(|(path, _)| path.starts_with(prefix))
+            .max_by_key(|(_, file)| file.written)
+            .map(|(path, _)| path.clone())
+    }
+
+    /// When a file was last appended to, as a position in the disk's write order (higher is
+    /// newer); `None` if there is no such file.
+    pub fn write_order(&self, path: &str) -> Option<u64> {
+        self.disk().files.get(path).map(|file| file.written)
+    }
+
+    /// Paths starting with `prefix`, sorted (without going through the asynchronous trait).
+    pub fn paths(&self, prefix: &str) -> Vec<String> {
+        self.disk()
+            .files
+            .range(prefix.to_string()..)
+            .map(|(path, _)| path)
+            .take_while(|path| path.starts_with(prefix))
+            .cloned()
+            .collect()
+    }
+
+    /// A file's length, pending bytes included (0 if there is no such file).
+    pub fn used_bytes_of(&self, path: &str) -> u64 {
+        self.disk().files.get(path).map_or(0, |file| file.bytes.len() as u64)
+    }
+
+    /// Total bytes stored, pending included.
+    pub fn used_bytes(&self) -> u64 {
+        self.disk().files.values().map(|file| file.bytes.len() as u64).sum()
+    }
+
+    fn append_now(&self, path: &str, bytes: &[u8]) {
+        let mut disk = self.disk();
+        disk.writes += 1;
+        let written = disk.writes;
+        let file = disk.files.entry(path.to_string()).or_default();
+        file.bytes.extend_from_slice(bytes);
+        file.written = written;
+    }
+
+    fn sync_now(&self, path: &str) -> Result<(), StorageError> {
+        let mut disk = self.disk();
+        let file = disk.files.get_mut(path).ok_or_else(|| StorageError::NotFound(path.to_string()))?;
+        file.synced = file.bytes.len();
+        Ok(())
+    }
+
+    fn read_now(&self, path: &str, offset: u64, length: u64) -> Result<Vec<u8>, StorageError> {
+        let disk = self.disk();
+        let file = disk.files.get(path).ok_or_else(|| StorageError::NotFound(path.to_string()))?;
+        let end = offset.checked_add(length).filter(|end| *end <= file.bytes.len() as u64);
+        match end {
+            Some(end) => Ok(file.bytes[offset as usize..end as usize].to_vec()),
+            None => Err(StorageError::OutOfRange { path: path.to_string(), length: file.bytes.len() as u64 }),
+        }
+    }
+
+    fn length_now(&self, path: &str) -> Result<u64, StorageError> {
+        self.disk()
+            .files
+            .get(path)
+            .map(|file| file.bytes.len() as u64)
+            .ok_or_else(|| StorageError::NotFound(path.to_string()))
+    }
+}
+
+impl Storage for MemoryStorage {
+    fn append<'a>(&'a self, path: &'a str, bytes: &'a [u8]) -> BoxFuture<'a, Result<(), StorageError>> {
+        self.append_now(path, bytes);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn sync<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(std::future::ready(self.sync_now(path)))
+    }
+
+    fn read<'a>(&'a self, path: &'a str, offset: u64, length: u64) -> BoxFuture<'a, Result<Vec<u8>, StorageError>> {
+        Box::pin(std::future::ready(self.read_now(path, offset, length)))
+    }
+
+    fn length<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<u64, StorageError>> {
+        Box::pin(std::future::ready(self.length_now(path)))
+    }
+
+    fn delete<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), StorageError>> {
+        self.lose(path);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>, StorageError>> {
+        Box::pin(std::future::ready(Ok(self.paths(prefix))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now<T>(future: BoxFuture<'_, T>) -> T {
+        // MemoryStorage's futures are ready at once.
+        let waker = std::task::Waker::noop();
+        let mut context = std::task::Context::from_waker(waker);
+        let mut future = future;
+        match future.as_mut().poll(&mut context) {
+            std::task::Poll::Ready(value) => value,
+            std::task::Poll::Pending => panic!("MemoryStorage never waits"),
+        }
+    }
+
+    #[test]
+    fn crash_drops_pending_bytes_and_never_synced_files_but_keeps_synced_ones() {
+        let disk = MemoryStorage::new();
+        now(disk.append("a", b"durable")).unwrap();
+        now(disk.sync("a")).unwrap();
+        now(disk.append("a", b"-lost")).unwrap();
+        now(disk.append("b", b"never synced")).unwrap();
+        assert_eq!(now(disk.read("a", 0, 12)).unwrap(), b"durable-lost");
+        disk.crash();
+        assert_eq!(now(disk.length("a")).unwrap(), 7);
+        assert_eq!(now(disk.read("a", 0, 7)).unwrap(), b"durable");
+        assert_eq!(now(disk.length("b")), Err(StorageError::NotFound("b".to_string())));
+    }
+
+    #[test]
+    fn reads_check_ranges_and_listings_are_sorted() {
+        let disk = MemoryStorage::new();
+        now(disk.append("p/2", b"x")).unwrap();
+        now(disk.append("p/1", b"y")).unwrap();
+        now(disk.append("q/1", b"z")).unwrap();
+        assert_eq!(now(disk.list("p/")).unwrap(), vec!["p/1".to_string(), "p/2".to_string()]);
+        assert!(matches!(now(disk.read("p/1", 0, 2)), Err(StorageError::OutOfRange { .. })));
+        now(disk.delete("p/1")).unwrap();
+        assert_eq!(disk.paths("p/"), vec!["p/2".to_string()]);
+    }
+
+    #[test]
+    fn faults_lose_and_corrupt_and_the_newest_file_is_known() {
+        let disk = MemoryStorage::new();
+        now(disk.append("a", b"1")).unwrap();
+        now(disk.append("b", b"2")).unwrap();
+        now(disk.append("a", b"3")).unwrap();
+        assert_eq!(disk.newest(""), Some("a".to_string()));
+        assert!(disk.corrupt("b", 0));
+        assert_ne!(now(disk.read("b", 0, 1)).unwrap(), b"2");
+        assert!(!disk.corrupt("b", 9));
+        assert!(disk.lose("a"));
+        assert_eq!(disk.newest(""), Some("b".to_string()));
+        disk.wipe();
+        assert!(disk.paths("").is_empty());
+    }
+}

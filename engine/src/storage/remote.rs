@@ -1,0 +1,204 @@
+//! [`RemoteStorage`]: a [`Storage`] on another node — the durable store that keeps the
+//! JobMaster's metadata (and, later, checkpoints) — and the protocol it speaks.
+//!
+//! Every call has a timeout and is retried a few times; a store that stays silent is
+//! `Unavailable`. Appends name the offset they expect to write at, so a retried append whose
+//! first try was applied (and whose reply was lost) is recognized instead of doubled.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Storage, StorageError};
+use crate::future::BoxFuture;
+use crate::rpc::{RpcClient, RpcError};
+use crate::rpc_request;
+
+/// One storage operation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StorageOperation {
+    /// Append `bytes`, which must start at `offset` (the file's length before the append).
+    Append {
+        /// The file.
+        path: String,
+        /// Where the bytes start.
+        offset: u64,
+        /// The bytes.
+        bytes: Vec<u8>,
+    },
+    /// Make the file durable.
+    Sync {
+        /// The file.
+        path: String,
+    },
+    /// Read a range.
+    Read {
+        /// The file.
+        path: String,
+        /// First byte.
+        offset: u64,
+        /// How many bytes.
+        length: u64,
+    },
+    /// The file's length.
+    Length {
+        /// The file.
+        path: String,
+    },
+    /// Remove the file.
+    Delete {
+        /// The file.
+        path: String,
+    },
+    /// Paths with a prefix.
+    List {
+        /// The prefix.
+        prefix: String,
+    },
+}
+
+/// The answer to a [`StorageOperation`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StorageAnswer {
+    /// Done.
+    Done,
+    /// Bytes read.
+    Bytes(Vec<u8>),
+    /// A length.
+    Length(u64),
+    /// Paths, sorted.
+    Paths(Vec<String>),
+}
+
+/// A storage call to a storage node.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StorageCall {
+    /// The operation.
+    pub operation: StorageOperation,
+}
+rpc_request!(StorageCall => Result<StorageAnswer, StorageError>);
+
+/// How long one call waits, and how often it is tried.
+const CALL_TIMEOUT: Duration = Duration::from_millis(500);
+const CALL_ATTEMPTS: u32 = 4;
+
+/// A storage node's client; see the module doc.
+pub struct RemoteStorage {
+    address: SocketAddr,
+    client: tokio::sync::OnceCell<RpcClient>,
+}
+
+impl RemoteStorage {
+    /// A client of the storage node at `address`.
+    pub fn new(address: SocketAddr) -> RemoteStorage {
+        RemoteStorage { address, client: tokio::sync::OnceCell::new() }
+    }
+
+    async fn call(&self, operation: StorageOperation) -> Result<StorageAnswer, StorageError> {
+        let client = self
+            .client
+            .get_or_try_init(RpcClient::bind_ephemeral)
+            .await
+            .map_err(|error| StorageError::Unavailable(error.to_string()))?;
+        let mut last = String::new();
+        for _ in 0..CALL_ATTEMPTS {
+            match client.call(self.address, StorageCall { operation: operation.clone() }, CALL_TIMEOUT).await {
+                Ok(Err(StorageError::Unavailable(detail))) => {
+                    last = detail;
+                    madsim::time::sleep(CALL_TIMEOUT).await;
+                }
+                Ok(answer) => return answer,
+                Err(error @ RpcError::Timeout { .. }) => last = error.to_string(),
+                Err(error) => return Err(StorageError::Unavailable(error.to_string())),
+            }
+        }
+        Err(StorageError::Unavailable(format!("{} after {CALL_ATTEMPTS} attempts: {last}", self.address)))
+    }
+
+    async fn append_at(&self, path: &str, bytes: &[u8]) -> Result<(), StorageError> {
+        let offset = match self.length_of(path).await {
+            Ok(length) => length,
+            Err(StorageError::NotFound(_)) => 0,
+            Err(error) => return Err(error),
+        };
+        let operation = StorageOperation::Append { path: path.to_string(), offset, bytes: bytes.to_vec() };
+        self.call(operation).await.map(|_| ())
+    }
+
+    async fn length_of(&self, path: &str) -> Result<u64, StorageError> {
+        match self.call(StorageOperation::Length { path: path.to_string() }).await? {
+            StorageAnswer::Length(length) => Ok(length),
+            other => Err(unexpected(other)),
+        }
+    }
+}
+
+fn unexpected(answer: StorageAnswer) -> StorageError {
+    StorageError::Unavailable(format!("the storage node answered {answer:?} out of turn"))
+}
+
+impl Storage for RemoteStorage {
+    fn append<'a>(&'a self, path: &'a str, bytes: &'a [u8]) -> BoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(self.append_at(path, bytes))
+    }
+
+    fn sync<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(async move { self.call(StorageOperation::Sync { path: path.to_string() }).await.map(|_| ()) })
+    }
+
+    fn read<'a>(&'a self, path: &'a str, offset: u64, length: u64) -> BoxFuture<'a, Result<Vec<u8>, StorageError>> {
+        Box::pin(async move {
+            match self.call(StorageOperation::Read { path: path.to_string(), offset, length }).await? {
+                StorageAnswer::Bytes(bytes) => Ok(bytes),
+                other => Err(unexpected(other)),
+            }
+        })
+    }
+
+    fn length<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<u64, StorageError>> {
+        Box::pin(self.length_of(path))
+    }
+
+    fn delete<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(async move { self.call(StorageOperation::Delete { path: path.to_string() }).await.map(|_| ()) })
+    }
+
+    fn list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>, StorageError>> {
+        Box::pin(async move {
+            match self.call(StorageOperation::List { prefix: prefix.to_string() }).await? {
+                StorageAnswer::Paths(paths) => Ok(paths),
+                other => Err(unexpected(other)),
+            }
+        })
+    }
+}
+
+/// Serves storage calls against `storage` (the storage node's side); an append at the wrong
+/// offset is either a retry that was already applied (accepted) or a conflict (refused).
+pub async fn apply(storage: &dyn Storage, operation: StorageOperation) -> Result<StorageAnswer, StorageError> {
+    match operation {
+        StorageOperation::Append { path, offset, bytes } => {
+            let length = match storage.length(&path).await {
+                Ok(length) => length,
+                Err(StorageError::NotFound(_)) => 0,
+                Err(error) => return Err(error),
+            };
+            if length == offset {
+                storage.append(&path, &bytes).await?;
+            } else if length != offset + bytes.len() as u64
+                || storage.read(&path, offset, bytes.len() as u64).await? != bytes
+            {
+                return Err(StorageError::OutOfRange { path, length });
+            }
+            Ok(StorageAnswer::Done)
+        }
+        StorageOperation::Sync { path } => storage.sync(&path).await.map(|()| StorageAnswer::Done),
+        StorageOperation::Read { path, offset, length } => {
+            storage.read(&path, offset, length).await.map(StorageAnswer::Bytes)
+        }
+        StorageOperation::Length { path } => storage.length(&path).await.map(StorageAnswer::Length),
+        StorageOperation::Delete { path } => storage.delete(&path).await.map(|()| StorageAnswer::Done),
+        StorageOperation::List { prefix } => storage.list(&prefix).await.map(StorageAnswer::Paths),
+    }
+}
