@@ -23,6 +23,7 @@
 
 pub mod api;
 pub mod catalog;
+pub mod checkpoint;
 pub mod connectors;
 pub mod duration;
 pub mod failover;

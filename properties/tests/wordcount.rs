@@ -1,8 +1,9 @@
 //! Property: for any seed, input size, cluster shape, parallelism, buffer size, shuffle
-//! implementation, TaskManager crash (time, victim, and whether and when it restarts) and
-//! storage fault (a lost or corrupted partition or a lost disk, on a TaskManager or the shuffle
-//! service), WordCount commits exactly the reference output in streaming and in batch mode, and
-//! the two modes agree.
+//! implementation, checkpoint interval (or none), TaskManager crash (time, victim, and whether
+//! and when it restarts), storage fault (a lost or corrupted partition or a lost disk, on a
+//! TaskManager or the shuffle service) and commit fault (failed or ambiguous commits after the
+//! first commit), WordCount commits exactly the reference output in streaming and in batch mode,
+//! never commits for a checkpoint that did not complete, and the two modes agree.
 //!
 //! Only recoverable cases are generated: the job must fit the cluster, and a TaskManager that
 //! never comes back must leave enough slots for the job to run again.
@@ -30,7 +31,15 @@ struct Shape {
     parallelism: u32,
     buffer_size: usize,
     remote_shuffle: bool,
+    /// Streaming mode's checkpoint interval in milliseconds, if it checkpoints.
+    checkpoint_ms: Option<u64>,
 }
+
+/// The commit faults the property draws from.
+const COMMIT_FAULTS: [&str; 2] = ["commit_fails", "commit_reply_lost"];
+
+/// A commit fault: which kind (an index into [`COMMIT_FAULTS`]) and how many commits it hits.
+type CommitFault = (usize, u32);
 
 /// The storage faults the property draws from.
 const STORAGE_FAULTS: [&str; 3] = ["lose_partition", "corrupt_partition", "lose_disk"];
@@ -39,15 +48,23 @@ const STORAGE_FAULTS: [&str; 3] = ["lose_partition", "corrupt_partition", "lose_
 /// (`tm-N`, or the shuffle service when the index is the TaskManager count).
 type StorageFault = (u64, usize, u32);
 
-fn scenario(shape: Shape, crash: Option<(u64, u32, Option<u64>)>, storage: Option<StorageFault>) -> Scenario {
-    let Shape { words, task_managers, slots, parallelism, buffer_size, remote_shuffle } = shape;
+fn scenario(
+    shape: Shape,
+    crash: Option<(u64, u32, Option<u64>)>,
+    storage: Option<StorageFault>,
+    commit: Option<CommitFault>,
+) -> Scenario {
+    let Shape { words, task_managers, slots, parallelism, buffer_size, remote_shuffle, checkpoint_ms } = shape;
     let shuffle = if remote_shuffle { "remote" } else { "task-manager" };
     let mut text = format!(
         "name: wordcount-property\njob: wordcount\nparams: {{ words: {words}, distinct_words: 50 }}\n\
          cluster: {{ task_managers: {task_managers}, slots_per_task_manager: {slots} }}\n\
          parallelism: {parallelism}\nbuffer_size: {buffer_size}\nshuffle: {shuffle}\n"
     );
-    if crash.is_some() || storage.is_some() {
+    if let Some(interval) = checkpoint_ms {
+        text.push_str(&format!("checkpoints: {{ interval: {interval}ms }}\n"));
+    }
+    if crash.is_some() || storage.is_some() || commit.is_some() {
         text.push_str("faults:\n");
     }
     if let Some((at_ms, victim, restart_after_ms)) = crash {
@@ -59,6 +76,9 @@ fn scenario(shape: Shape, crash: Option<(u64, u32, Option<u64>)>, storage: Optio
     if let Some((at_ms, kind, node)) = storage {
         let node = if node == task_managers { "shuffle-service".to_string() } else { format!("tm-{node}") };
         text.push_str(&format!("  - at: {at_ms}ms\n    {}: {node}\n", STORAGE_FAULTS[kind]));
+    }
+    if let Some((kind, count)) = commit {
+        text.push_str(&format!("  - after_committed: 1\n    {}: {count}\n", COMMIT_FAULTS[kind]));
     }
     Scenario::parse("property", &text).expect("generated scenarios are valid")
 }
@@ -92,6 +112,8 @@ proptest! {
         remote_shuffle in any::<bool>(),
         crash in proptest::option::weighted(0.8, (0u64..1500, 0u32..4, proptest::option::of(50u64..1000))),
         storage in proptest::option::weighted(0.5, (0u64..1500, 0usize..STORAGE_FAULTS.len(), 0u32..5)),
+        checkpoint_ms in proptest::option::weighted(0.7, 10u64..300),
+        commit in proptest::option::weighted(0.3, (0usize..COMMIT_FAULTS.len(), 1u32..4)),
     ) {
         prop_assume!(parallelism <= task_managers * slots, "the job must fit");
         let crash = crash.map(|(at, victim, restart)| (at, victim % task_managers, restart));
@@ -100,8 +122,8 @@ proptest! {
         }
         // The node index wraps to a TaskManager, or to the shuffle service (index `task_managers`).
         let storage = storage.map(|(at, kind, node)| (at, kind, node % (task_managers + 1)));
-        let shape = Shape { words, task_managers, slots, parallelism, buffer_size, remote_shuffle };
-        let scenario = scenario(shape, crash, storage);
+        let shape = Shape { words, task_managers, slots, parallelism, buffer_size, remote_shuffle, checkpoint_ms };
+        let scenario = scenario(shape, crash, storage, commit);
         let streaming = run(&scenario, ExecutionMode::Streaming, seed);
         let batch = run(&scenario, ExecutionMode::Batch, seed);
         let replay = format!("seed {seed}; scenario:\n{}", scenario.to_yaml());
@@ -114,8 +136,16 @@ proptest! {
 #[test]
 fn the_property_can_crash_every_task_manager_and_not_restart_it() {
     // Guards the generator: the faults it builds are the ones the property claims to cover.
-    let shape = Shape { words: 10, task_managers: 3, slots: 2, parallelism: 1, buffer_size: 64, remote_shuffle: true };
-    let built = scenario(shape, Some((5, 2, None)), Some((7, 1, 3)));
+    let shape = Shape {
+        words: 10,
+        task_managers: 3,
+        slots: 2,
+        parallelism: 1,
+        buffer_size: 64,
+        remote_shuffle: true,
+        checkpoint_ms: Some(20),
+    };
+    let built = scenario(shape, Some((5, 2, None)), Some((7, 1, 3)), Some((1, 2)));
     assert_eq!(
         built.faults,
         vec![
@@ -127,12 +157,16 @@ fn the_property_can_crash_every_task_manager_and_not_restart_it() {
                 trigger: Trigger::At(Duration::from_millis(7)),
                 kind: FaultKind::CorruptPartition { node: "shuffle-service".to_string() }
             },
+            Fault { trigger: Trigger::RecordsCommitted(1), kind: FaultKind::CommitReplyLost { count: 2 } },
         ]
     );
+    assert_eq!(built.checkpoints.map(|config| config.interval), Some(Duration::from_millis(20)));
     assert_eq!(built.buffer_size, 64);
     assert_eq!(built.shuffle, sluice_engine::shuffle::ShuffleKind::Remote);
     assert_eq!(built.cluster.total_slots(), 6);
-    assert!(scenario(shape, None, None).faults.is_empty());
+    let plain = scenario(Shape { checkpoint_ms: None, ..shape }, None, None, None);
+    assert!(plain.faults.is_empty());
+    assert!(plain.checkpoints.is_none());
 }
 
 #[test]

@@ -7,6 +7,9 @@
 //!   in streaming mode this compares every committed update, not just the final values. Its
 //!   safety half (nothing beyond the reference) holds for every run, even one that did not
 //!   finish; its completeness half only for runs that finished.
+//! - `checkpoint-commits`: a transaction written for checkpoint `n` (streaming with checkpoints)
+//!   is committed only after a checkpoint at least that new completed: nothing is committed for
+//!   a checkpoint that never completed.
 //! - `expectation`: the scenario's own `expect:` holds (canaries set deliberately wrong ones).
 //! - `streaming == batch`: the final value per key (upsert) or the multiset of rows (append) is
 //!   the same in both modes for the same seed.
@@ -25,6 +28,7 @@ use std::fmt;
 use std::time::Duration;
 
 use sluice_engine::catalog::{ExpectedOutput, Updates};
+use sluice_engine::connectors::txn_store::txn_checkpoint;
 use sluice_engine::connectors::{Row, SinkKind};
 
 use sluice_engine::duration::format_duration;
@@ -33,7 +37,7 @@ use sluice_engine::runtime::trace::TraceEvent;
 use crate::external::txn_store::{CommittedView, TableView};
 use crate::runner::{RunOutcome, RunReport};
 use crate::scenario::Scenario;
-use crate::trace::first_difference;
+use crate::trace::{TraceRecord, first_difference};
 
 /// A check that failed, with details.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -247,11 +251,52 @@ fn submitted_at(report: &RunReport) -> Duration {
         .map_or(Duration::ZERO, |record| record.time)
 }
 
+/// Every transaction committed for checkpoint `n` was committed after some checkpoint `>= n`
+/// completed or was restored (any attempt: checkpoints are the job's, and a restart restores
+/// the newest).
+pub fn commits_follow_checkpoints(trace: &[TraceRecord]) -> Result<(), CheckFailure> {
+    let mut newest_completed: Option<u64> = None;
+    let mut premature = Vec::new();
+    for record in trace {
+        match &record.event {
+            // A restore also proves completion: a JobMaster that crashed right after recording a
+            // checkpoint never traced its completion, and its successor restores it.
+            TraceEvent::CheckpointCompleted { checkpoint, .. } | TraceEvent::CheckpointRestored { checkpoint, .. } => {
+                newest_completed = newest_completed.max(Some(*checkpoint));
+            }
+            TraceEvent::TransactionCommitted { txn_id, .. } => {
+                if let Some(needed) = txn_checkpoint(txn_id)
+                    && newest_completed.is_none_or(|newest| newest < needed)
+                {
+                    premature.push(format!("{txn_id} at {:.3}s", record.time.as_secs_f64()));
+                }
+            }
+            _ => {}
+        }
+    }
+    if premature.is_empty() {
+        return Ok(());
+    }
+    let more = premature.len().saturating_sub(WITNESSES);
+    premature.truncate(WITNESSES);
+    Err(CheckFailure {
+        check: "checkpoint-commits",
+        detail: format!(
+            "committed before any checkpoint that new completed: {}{}",
+            premature.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        ),
+    })
+}
+
 /// Judges one run; see the module doc.
 pub fn judge(report: &RunReport, scenario: &Scenario) -> Verdict {
     let mut failures = Vec::new();
     if let RunOutcome::Panicked(message) = &report.outcome {
         return Verdict::Fail(vec![CheckFailure { check: "completed", detail: format!("panicked: {message}") }]);
+    }
+    if let Err(failure) = commits_follow_checkpoints(&report.trace) {
+        failures.push(failure);
     }
     let finished = report.outcome == RunOutcome::Finished;
     let exactly = if finished { exactly_once } else { nothing_beyond_reference };
@@ -311,6 +356,9 @@ pub fn check_run(report: &RunReport) -> Vec<CheckFailure> {
         return failures;
     }
     if let Err(failure) = exactly_once(&report.committed, &report.expected) {
+        failures.push(failure);
+    }
+    if let Err(failure) = commits_follow_checkpoints(&report.trace) {
         failures.push(failure);
     }
     failures
@@ -438,6 +486,30 @@ mod tests {
         let wrong = exactly_once(&view(vec![row("a", "10"), row("a", "20")]), &expected);
         assert!(wrong.unwrap_err().detail.contains("a ends at Some(\"20\"), expected 30"));
         assert_eq!(nothing_beyond_reference(&view(vec![row("a", "20")]), &expected), Ok(()));
+    }
+
+    #[test]
+    fn a_transaction_committed_before_its_checkpoint_completed_is_caught() {
+        let at = |millis: u64, event: TraceEvent| TraceRecord {
+            time: Duration::from_millis(millis),
+            node: "x".to_string(),
+            event,
+        };
+        let commit = |millis: u64, checkpoint: u64| {
+            at(millis, TraceEvent::TransactionCommitted { txn_id: format!("j/t#4/0/c{checkpoint}"), epoch: 0, rows: 1 })
+        };
+        let completed = |millis: u64, checkpoint: u64| {
+            at(millis, TraceEvent::CheckpointCompleted { attempt: 0, checkpoint, is_final: false })
+        };
+        // c2 is committed with checkpoint 3 (checkpoint 2 was aborted): allowed.
+        let good = vec![completed(10, 1), commit(11, 1), completed(20, 3), commit(21, 2), commit(22, 3)];
+        assert_eq!(commits_follow_checkpoints(&good), Ok(()));
+        let eoi = at(5, TraceEvent::TransactionCommitted { txn_id: "j/t#4/0/eoi".to_string(), epoch: 0, rows: 1 });
+        assert_eq!(commits_follow_checkpoints(&[eoi]), Ok(()), "end-of-input transactions need no checkpoint");
+        let bad = vec![completed(10, 1), commit(11, 2)];
+        let failure = commits_follow_checkpoints(&bad).unwrap_err();
+        assert_eq!(failure.check, "checkpoint-commits");
+        assert!(failure.detail.contains("j/t#4/0/c2 at 0.011s"), "{failure}");
     }
 
     #[test]

@@ -115,14 +115,14 @@ impl Cluster {
             .build();
         nodes.insert(DURABLE_STORE_NODE.to_string(), node.id());
 
-        let ha_storage: StorageFactory =
+        let durable_storage: StorageFactory =
             Arc::new(|| Arc::new(RemoteStorage::new(DURABLE_STORE_ADDRESS)) as Arc<dyn Storage>);
         let jm_config = JobMasterConfig {
             address: JOB_MASTER_ADDRESS,
             heartbeat_timeout: timing.heartbeat_timeout,
             slot_request_timeout: timing.slot_request_timeout,
             external,
-            storage: ha_storage,
+            storage: Arc::clone(&durable_storage),
             tracer: trace.tracer_for("jm"),
         };
         let jm = handle
@@ -146,6 +146,7 @@ impl Cluster {
                 job_master: JOB_MASTER_ADDRESS,
                 heartbeat_interval: timing.heartbeat_interval,
                 storage: Arc::new(disk.clone()) as Arc<dyn Storage>,
+                checkpoint_storage: Arc::clone(&durable_storage),
                 shuffle,
                 costs: Arc::new(node_costs) as Arc<dyn CostModel>,
                 cores: scenario.cores(),

@@ -171,6 +171,7 @@ fn simulate(
             adaptive: scenario.adaptive_batch,
             restart_strategy: scenario.restart_strategy,
             shuffle,
+            checkpoint: scenario.checkpoints,
         };
         let client = madsim::runtime::Handle::current().create_node().name("client").ip(CLIENT_IP).build();
         let limit = scenario.time_limit;

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use sluice_engine::api::JobConfig;
 use sluice_engine::catalog::{self, JobParams};
+use sluice_engine::checkpoint::CheckpointConfig;
 pub use sluice_engine::duration::{format_duration, parse_duration};
 use sluice_engine::failover::RestartStrategy;
 use sluice_engine::graph::ExecutionMode;
@@ -69,6 +70,10 @@ pub struct Scenario {
     /// bytes their inputs produced (needs `exchange_mode: all-edges-blocking`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive_batch: Option<AdaptiveBatchConfig>,
+    /// Streaming mode checkpoints: `{ interval, timeout, retained }`. Without it a streaming job
+    /// commits at end of input and restarts from the beginning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoints: Option<CheckpointConfig>,
     /// Where blocking partitions live: `task-manager` (the producer's disk) or `remote` (the
     /// shuffle service).
     #[serde(default = "default_shuffle")]
@@ -372,6 +377,21 @@ impl Scenario {
                 format!("{} bytes is too small; use at least 64", self.buffer_size),
             ));
         }
+        if let Some(checkpoints) = &self.checkpoints {
+            if checkpoints.interval < Duration::from_millis(1) || checkpoints.timeout < Duration::from_millis(1) {
+                return Err(error("checkpoints", None, "`interval` and `timeout` are at least 1ms".into()));
+            }
+            if checkpoints.retained == 0 {
+                return Err(error("checkpoints", None, "`retained` is at least 1".into()));
+            }
+            if !self.modes.contains(&ExecutionMode::Streaming) {
+                return Err(error(
+                    "checkpoints",
+                    None,
+                    "only streaming mode checkpoints; add `streaming` to `modes`".into(),
+                ));
+            }
+        }
         if let Some(adaptive) = &self.adaptive_batch {
             if self.exchange_mode != ExchangeMode::AllEdgesBlocking {
                 return Err(error(
@@ -440,6 +460,21 @@ impl Scenario {
                     format!("job `{}` has vertices 0..{vertices}, not {vertex}", self.job),
                 ));
             }
+            let checkpoint_trigger = match fault.trigger {
+                Trigger::Checkpoint(_) => Some("after_checkpoint"),
+                Trigger::Prepared(_) => Some("after_prepared"),
+                _ => None,
+            };
+            if let Some(field) = checkpoint_trigger
+                && self.checkpoints.is_none()
+            {
+                return Err(error(
+                    &format!("faults[{index}].{field}"),
+                    None,
+                    "waits for a checkpoint, but the scenario takes none: add `checkpoints: { interval: 100ms }`"
+                        .to_string(),
+                ));
+            }
         }
         if let Some(random) = &self.random_faults {
             random.validate().map_err(|message| error("random_faults.kinds", None, message))?;
@@ -484,6 +519,7 @@ impl Scenario {
             slots_needed,
             vertices,
             remote_shuffle: self.shuffle == ShuffleKind::Remote,
+            checkpointing: self.checkpoints.is_some() && self.modes.contains(&ExecutionMode::Streaming),
         }
     }
 

@@ -172,7 +172,7 @@ fn simplifications(fault: &Fault, fired_at: Option<Duration>) -> Vec<Fault> {
     match &fault.trigger {
         Trigger::At(time) => simpler.extend(halve(*time).map(|earlier| with_trigger(Trigger::At(earlier)))),
         // An event trigger becomes a time trigger at the moment it fired.
-        Trigger::Task { .. } | Trigger::RecordsCommitted(_) => simpler
+        Trigger::Task { .. } | Trigger::RecordsCommitted(_) | Trigger::Checkpoint(_) | Trigger::Prepared(_) => simpler
             .extend(fired_at.map(|time| with_trigger(Trigger::At(Duration::from_millis(time.as_millis() as u64))))),
     }
     match &fault.kind {

@@ -140,6 +140,20 @@ pub enum MarkerKind {
         /// Rows it made visible.
         rows: u64,
     },
+    /// A checkpoint completed (recorded durably, tasks told).
+    CheckpointCompleted {
+        /// The checkpoint.
+        checkpoint: u64,
+        /// The final checkpoint of a bounded job.
+        is_final: bool,
+    },
+    /// A checkpoint was aborted: it is never committed against.
+    CheckpointAborted {
+        /// The checkpoint.
+        checkpoint: u64,
+        /// Why.
+        reason: String,
+    },
     /// The job finished.
     JobFinished,
     /// The job failed for good.
@@ -234,6 +248,18 @@ impl MarkerKind {
                 placement: Placement::CommitsRow,
                 glyph: glyph('c', TextRow::Commits, 2),
             },
+            MarkerKind::CheckpointCompleted { .. } => MarkerStyle {
+                meaning: "checkpoint completed",
+                colour: "#17becf",
+                placement: Placement::CommitsRow,
+                glyph: glyph('k', TextRow::Commits, 3),
+            },
+            MarkerKind::CheckpointAborted { .. } => MarkerStyle {
+                meaning: "checkpoint aborted",
+                colour: "#ff7f0e",
+                placement: Placement::CommitsRow,
+                glyph: glyph('a', TextRow::Commits, 3),
+            },
             MarkerKind::JobFinished => MarkerStyle {
                 meaning: "job finished",
                 colour: "#111111",
@@ -258,6 +284,11 @@ impl MarkerKind {
             MarkerKind::Fault { detail } => detail.clone(),
             MarkerKind::Healed { detail } => format!("healed: {detail}"),
             MarkerKind::Commit { txn_id, rows } => format!("{txn_id} ({rows} rows)"),
+            MarkerKind::CheckpointCompleted { checkpoint, is_final: false } => format!("checkpoint {checkpoint}"),
+            MarkerKind::CheckpointCompleted { checkpoint, is_final: true } => format!("final checkpoint {checkpoint}"),
+            MarkerKind::CheckpointAborted { checkpoint, reason } => {
+                format!("checkpoint {checkpoint} aborted: {reason}")
+            }
             MarkerKind::JobFinished => "job finished".to_string(),
             MarkerKind::JobFailed => "job failed".to_string(),
         }
@@ -417,7 +448,15 @@ fn marker_of(event: &TraceEvent, closed: Option<usize>) -> Option<MarkerKind> {
         TraceEvent::JobRecovered { attempt, .. } => MarkerKind::Recovered { attempt: *attempt },
         TraceEvent::FaultInjected { detail, .. } => MarkerKind::Fault { detail: detail.clone() },
         TraceEvent::FaultHealed { detail, .. } => MarkerKind::Healed { detail: detail.clone() },
-        TraceEvent::TransactionCommitted { txn_id, rows } => MarkerKind::Commit { txn_id: txn_id.clone(), rows: *rows },
+        TraceEvent::TransactionCommitted { txn_id, rows, .. } => {
+            MarkerKind::Commit { txn_id: txn_id.clone(), rows: *rows }
+        }
+        TraceEvent::CheckpointCompleted { checkpoint, is_final, .. } => {
+            MarkerKind::CheckpointCompleted { checkpoint: *checkpoint, is_final: *is_final }
+        }
+        TraceEvent::CheckpointAborted { checkpoint, reason, .. } => {
+            MarkerKind::CheckpointAborted { checkpoint: *checkpoint, reason: reason.clone() }
+        }
         TraceEvent::JobFinished { .. } => MarkerKind::JobFinished,
         TraceEvent::JobFailed { .. } => MarkerKind::JobFailed,
         _ => return None,
@@ -1163,7 +1202,11 @@ mod tests {
             ),
             record(60, "jm", finished(1, 0, 0)),
             record(60, "jm", finished(1, 0, 1)),
-            record(70, "txn-store", TraceEvent::TransactionCommitted { txn_id: "demo-0".to_string(), rows: 5 }),
+            record(
+                70,
+                "txn-store",
+                TraceEvent::TransactionCommitted { txn_id: "demo-0".to_string(), epoch: 0, rows: 5 },
+            ),
             record(80, "jm", finished(1, 1, 0)),
             record(80, "jm", finished(1, 1, 1)),
             record(80, "jm", TraceEvent::JobFinished { restarts: 1 }),
@@ -1272,7 +1315,7 @@ tm-10/s0  ..0000x.............
    0.030s  a0 v0[1] failed: producer unreachable
    0.030s  restart as a1 in 10 ms: v0[1] failed
    0.050s  healed #0: kill tm-10 <now>
-   0.070s  committed demo-0 (5 rows)
+   0.070s  committed demo-0 (epoch 0, 5 rows)
    0.080s  job finished after 1 restarts
 ";
         assert_eq!(build(&trace()).to_text(20), expected);

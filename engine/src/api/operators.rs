@@ -114,6 +114,14 @@ impl<T: Record, K: Key> StreamOperator for StreamGroupedReduceOperator<T, K> {
         output.collect(Box::new(reduced));
         Ok(())
     }
+
+    fn snapshot_state(&self) -> Vec<u8> {
+        self.backend.snapshot()
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError> {
+        self.backend.restore(state).map_err(|error| OperatorError::new(format!("reduce state: {error}")))
+    }
 }
 
 /// Reads input sorted by key and emits one final value per key, when the key changes and at
@@ -243,6 +251,15 @@ impl<L: Record, R: Record, K: Key, O: Record> StreamOperator for JoinOperator<L,
         }
         Ok(())
     }
+
+    fn snapshot_state(&self) -> Vec<u8> {
+        self.backend.snapshot()
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError> {
+        self.current_key = None;
+        self.backend.restore(state).map_err(|error| OperatorError::new(format!("join state: {error}")))
+    }
 }
 
 #[cfg(test)]
@@ -275,6 +292,8 @@ mod tests {
             parallelism: 1,
             max_parallelism: 128,
             attempt: 0,
+            checkpointing: false,
+            restored_checkpoint: None,
             external: ExternalSystems::default(),
         }
     }
@@ -318,6 +337,22 @@ mod tests {
         feed(reduce.as_mut(), pairs(&["a", "b", "a"]), &mut output);
         let emitted = output.take::<(String, i64)>();
         assert_eq!(emitted, vec![("a".into(), 1), ("b".into(), 1), ("a".into(), 2)]);
+    }
+
+    #[test]
+    fn a_restored_streaming_reduce_continues_from_its_snapshot() {
+        let mut first = reduce_operator(summing(), &task(ExecutionMode::Streaming));
+        let mut output = Collected::default();
+        for pair in pairs(&["a", "b", "a"]) {
+            first.process_element(Box::new(pair), &mut output).unwrap();
+        }
+        let snapshot = first.snapshot_state();
+        let mut restored = reduce_operator(summing(), &task(ExecutionMode::Streaming));
+        restored.restore_state(&snapshot).unwrap();
+        let mut output = Collected::default();
+        feed(restored.as_mut(), pairs(&["a", "b"]), &mut output);
+        assert_eq!(output.take::<(String, i64)>(), vec![("a".to_string(), 3), ("b".to_string(), 2)]);
+        assert!(restored.restore_state(b"garbage").is_err());
     }
 
     #[test]

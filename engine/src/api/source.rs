@@ -15,9 +15,14 @@ pub trait Source<T: Record>: Send + Sync + 'static {
 }
 
 /// Reads one subtask's share of a source.
-pub trait SourceReader<T>: Send {
+pub trait SourceReader<T>: Send + Sync {
     /// The next batch, or `None` when this subtask's share is exhausted. May wait on I/O.
     fn poll_next(&mut self) -> BoxFuture<'_, Result<Option<Vec<T>>, OperatorError>>;
+    /// The position after the last batch returned, for a checkpoint: a reader restored from it
+    /// returns exactly the elements after that batch.
+    fn snapshot_state(&self) -> Vec<u8>;
+    /// Continues from a snapshot's position; called before the first poll.
+    fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError>;
 }
 
 struct ReaderAdapter<T> {
@@ -30,6 +35,14 @@ impl<T: Record> ErasedSourceReader for ReaderAdapter<T> {
             let batch = self.reader.poll_next().await?;
             Ok(batch.map(|items| items.into_iter().map(|item| Box::new(item) as Element).collect()))
         })
+    }
+
+    fn snapshot_state(&self) -> Vec<u8> {
+        self.reader.snapshot_state()
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError> {
+        self.reader.restore_state(state)
     }
 }
 

@@ -3,7 +3,8 @@
 //! A topic has partitions; a partition is a sequence of encoded records addressed by offset. A
 //! source subtask reads the partitions `p` with `p % parallelism == subtask_index`, from offset
 //! zero up to the end offsets it saw when it started, so the source is bounded and a restarted
-//! reader reads exactly the same records.
+//! reader reads exactly the same records. A checkpoint saves each partition's next offset and end
+//! offset; a reader restored from it reads exactly the records after it.
 
 use std::marker::PhantomData;
 
@@ -84,6 +85,7 @@ impl<T: Record> Source<T> for LogSource<T> {
             fetch_size: self.fetch_size,
             task: task.clone(),
             state: None,
+            restored: None,
             _type: PhantomData,
         })
     }
@@ -97,11 +99,17 @@ struct ReaderState {
     next_split: usize,
 }
 
+/// A reader's position: (partition, next offset, end offset) of every partition not exhausted,
+/// and which of them is read next.
+type Position = (Vec<(u32, u64, u64)>, u64);
+
 struct LogReader<T> {
     topic: String,
     fetch_size: u32,
     task: TaskInfo,
     state: Option<ReaderState>,
+    /// Where to continue from, until the reader opens.
+    restored: Option<Position>,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -109,6 +117,10 @@ impl<T: Record> LogReader<T> {
     async fn open(&mut self) -> Result<(), OperatorError> {
         let client = RpcClient::bind_ephemeral().await.map_err(|error| OperatorError::new(error.to_string()))?;
         let log = self.task.external.address(LOG_SYSTEM)?;
+        if let Some((splits, next_split)) = self.restored.take() {
+            self.state = Some(ReaderState { client, log, splits, next_split: next_split as usize });
+            return Ok(());
+        }
         let description = call_with_retries(&client, log, DescribeTopic { topic: self.topic.clone() }, LOG_SYSTEM)
             .await?
             .map_err(OperatorError::new)?;
@@ -166,5 +178,21 @@ impl<T: Record> LogReader<T> {
 impl<T: Record> SourceReader<T> for LogReader<T> {
     fn poll_next(&mut self) -> BoxFuture<'_, Result<Option<Vec<T>>, OperatorError>> {
         Box::pin(self.next_batch())
+    }
+
+    fn snapshot_state(&self) -> Vec<u8> {
+        let position: Option<Position> = match &self.state {
+            Some(state) => Some((state.splits.clone(), state.next_split as u64)),
+            // Not opened yet: nothing was read since the start (or since the restored position).
+            None => self.restored.clone(),
+        };
+        position.to_bytes()
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError> {
+        let position = Option::<Position>::from_bytes(state)
+            .map_err(|error| OperatorError::new(format!("log reader state of `{}`: {error}", self.topic)))?;
+        self.restored = position;
+        Ok(())
     }
 }

@@ -202,6 +202,27 @@ pub fn end_of_input_txn_id(task: &TaskInfo, table: &str) -> String {
     format!("{}/{}#{}/{}/eoi", task.job_id, table, task.operator_id, task.subtask_index)
 }
 
+/// The transaction id of the rows a sink subtask writes before checkpoint `checkpoint`'s barrier
+/// (and after the previous one's): committed only once a checkpoint at least that new completed.
+pub fn checkpoint_txn_id(task: &TaskInfo, table: &str, checkpoint: u64) -> String {
+    format!("{}/{}#{}/{}/c{checkpoint}", task.job_id, table, task.operator_id, task.subtask_index)
+}
+
+/// The checkpoint a transaction id of [`checkpoint_txn_id`] belongs to.
+pub fn txn_checkpoint(txn_id: &str) -> Option<u64> {
+    txn_id.rsplit_once("/c").and_then(|(_, number)| number.parse().ok())
+}
+
+/// The first transaction a subtask writes to: end of input without checkpoints, otherwise the
+/// one for the checkpoint after the restored one.
+fn first_txn_id(task: &TaskInfo, table: &str) -> String {
+    if task.checkpointing {
+        checkpoint_txn_id(task, table, task.restored_checkpoint.unwrap_or(0) + 1)
+    } else {
+        end_of_input_txn_id(task, table)
+    }
+}
+
 impl<T: Record> Sink<T> for TxnStoreSink<T> {
     type Committable = TxnCommittable;
 
@@ -211,10 +232,11 @@ impl<T: Record> Sink<T> for TxnStoreSink<T> {
             kind: self.kind,
             to_row: Arc::clone(&self.to_row),
             batch_rows: self.batch_rows,
-            txn_id: end_of_input_txn_id(task, &self.table),
+            txn_id: first_txn_id(task, &self.table),
             epoch: u64::from(task.attempt),
             task: task.clone(),
             connection: None,
+            begun: false,
             buffer: Vec::new(),
             staged_batches: 0,
             already_committed: false,
@@ -275,6 +297,8 @@ struct TxnStoreWriter<T> {
     epoch: u64,
     task: TaskInfo,
     connection: Option<Connection>,
+    /// The current transaction was begun.
+    begun: bool,
     buffer: Vec<Row>,
     staged_batches: u64,
     already_committed: bool,
@@ -282,10 +306,13 @@ struct TxnStoreWriter<T> {
 
 impl<T: Record> TxnStoreWriter<T> {
     async fn begin_if_needed(&mut self) -> Result<(), OperatorError> {
-        if self.connection.is_some() {
+        if self.begun {
             return Ok(());
         }
-        let connection = connect(&self.task).await?;
+        if self.connection.is_none() {
+            self.connection = Some(connect(&self.task).await?);
+        }
+        let connection = self.connection.as_ref().expect("connected above");
         let request = BeginTransaction {
             table: self.table.clone(),
             kind: self.kind,
@@ -294,11 +321,14 @@ impl<T: Record> TxnStoreWriter<T> {
         };
         let outcome = connection.call(request, "begin", &self.txn_id).await?;
         self.already_committed = outcome == TxnOutcome::AlreadyCommitted;
-        self.connection = Some(connection);
+        self.begun = true;
         Ok(())
     }
 
     async fn stage(&mut self, end_of_input: bool) -> Result<(), OperatorError> {
+        if self.buffer.is_empty() {
+            return Ok(()); // nothing to stage: no transaction needed yet
+        }
         self.begin_if_needed().await?;
         if self.already_committed {
             // A previous attempt committed this transaction; what this attempt computes again
@@ -319,6 +349,10 @@ impl<T: Record> TxnStoreWriter<T> {
     }
 
     async fn prepare(&mut self) -> Result<Vec<TxnCommittable>, OperatorError> {
+        if self.task.checkpointing && !self.begun && self.buffer.is_empty() {
+            return Ok(Vec::new()); // nothing written since the last checkpoint: no transaction
+        }
+        self.begin_if_needed().await?;
         self.stage(true).await?;
         let committable = TxnCommittable { txn_id: self.txn_id.clone(), epoch: self.epoch };
         if self.already_committed {
@@ -350,6 +384,15 @@ impl<T: Record> SinkWriter<T, TxnCommittable> for TxnStoreWriter<T> {
 
     fn prepare_commit(&mut self) -> BoxFuture<'_, Result<Vec<TxnCommittable>, OperatorError>> {
         Box::pin(self.prepare())
+    }
+
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<Vec<u8>, OperatorError> {
+        // What follows the barrier goes into the next checkpoint's transaction.
+        self.txn_id = checkpoint_txn_id(&self.task, &self.table, checkpoint_id + 1);
+        self.begun = false;
+        self.staged_batches = 0;
+        self.already_committed = false;
+        Ok(Vec::new())
     }
 }
 

@@ -86,6 +86,10 @@ pub struct TaskInfo {
     pub max_parallelism: u32,
     /// The job attempt: 0 for the first run, +1 on every restart.
     pub attempt: u32,
+    /// Streaming with checkpoints: sinks commit per checkpoint, not at end of input.
+    pub checkpointing: bool,
+    /// The checkpoint this subtask was restored from, if any.
+    pub restored_checkpoint: Option<u64>,
     /// Where external systems are.
     pub external: ExternalSystems,
 }
@@ -138,16 +142,30 @@ pub trait StreamOperator: Send {
     fn end_input(&mut self, _output: &mut dyn Output) -> Result<(), OperatorError> {
         Ok(())
     }
+
+    /// The operator's state for a checkpoint (keyed state included); empty if it has none.
+    fn snapshot_state(&self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    /// Restores the state a checkpoint saved, before the first element.
+    fn restore_state(&mut self, _state: &[u8]) -> Result<(), OperatorError> {
+        Ok(())
+    }
 }
 
 /// Creates an operator instance for one subtask.
 pub type OperatorFactory = Arc<dyn Fn(&TaskInfo) -> Box<dyn StreamOperator> + Send + Sync>;
 
 /// The reader half of a source (Flink's `SourceReader`), erased.
-pub trait ErasedSourceReader: Send {
+pub trait ErasedSourceReader: Send + Sync {
     /// The next batch of elements, or `None` once this subtask's share of a bounded source is
     /// exhausted. May wait for the external system.
     fn poll_next(&mut self) -> BoxFuture<'_, Result<Option<Vec<Element>>, OperatorError>>;
+    /// The reader's position after the last batch returned (for a checkpoint).
+    fn snapshot_state(&self) -> Vec<u8>;
+    /// Continues from a checkpoint's position, before the first poll.
+    fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError>;
 }
 
 /// Creates a source reader for one subtask.
@@ -161,10 +179,15 @@ pub trait ErasedSinkWriter: Send {
     fn flush(&mut self, end_of_input: bool) -> BoxFuture<'_, Result<(), OperatorError>>;
     /// Pre-commits what was written and returns the encoded committables.
     fn prepare_commit(&mut self) -> BoxFuture<'_, Result<Vec<Vec<u8>>, OperatorError>>;
+    /// Called after `prepare_commit` at barrier `checkpoint_id`: the writer's state, and from
+    /// now on it writes for the next checkpoint.
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<Vec<u8>, OperatorError>;
+    /// Restores the state a checkpoint saved, before the first element.
+    fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError>;
 }
 
 /// The committer half of a Sink V2 sink, erased.
-pub trait ErasedCommitter: Send {
+pub trait ErasedCommitter: Send + Sync {
     /// Commits encoded committables; must be idempotent.
     fn commit(&mut self, committables: Vec<Vec<u8>>) -> BoxFuture<'_, Result<(), OperatorError>>;
 }

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use serde::{Deserialize, Serialize};
 
 use super::JobSpec;
+use crate::checkpoint::{CheckpointId, SnapshotKind, StateHandle};
 use crate::graph::{ExecutionVertexId, ExternalSystems, IntermediateDataSetId};
 use crate::rpc_request;
 use crate::scheduler::SlotId;
@@ -254,6 +255,10 @@ pub struct TaskDeploymentDescriptor {
     pub inputs: Vec<InputChannelSpec>,
     /// Where external systems are.
     pub external: ExternalSystems,
+    /// Streaming with checkpoints: take snapshots at barriers, commit when checkpoints complete.
+    pub checkpointing: bool,
+    /// The checkpoint to restore from, and this subtask's snapshot in it.
+    pub restore: Option<(CheckpointId, StateHandle)>,
 }
 
 /// JobMaster → TaskManager: run a subtask.
@@ -263,6 +268,51 @@ pub struct SubmitTask {
     pub descriptor: TaskDeploymentDescriptor,
 }
 rpc_request!(SubmitTask => Result<(), String>);
+
+/// JobMaster → TaskManager: the source tasks `executions` inject barrier `checkpoint_id`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TriggerCheckpoint {
+    /// The job instance.
+    pub job_id: String,
+    /// The source tasks on this TaskManager.
+    pub executions: Vec<ExecutionAttemptId>,
+    /// The checkpoint.
+    pub checkpoint_id: CheckpointId,
+}
+// Answers with the executions it does not run (their trigger is lost).
+rpc_request!(TriggerCheckpoint => Vec<ExecutionAttemptId>);
+
+/// Task → JobMaster: a task saved its snapshot for a checkpoint, or its final one.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AcknowledgeCheckpoint {
+    /// The job instance.
+    pub job_id: String,
+    /// The task run.
+    pub execution: ExecutionAttemptId,
+    /// Which checkpoint.
+    pub kind: SnapshotKind,
+    /// Where the snapshot is.
+    pub handle: StateHandle,
+    /// The last barrier the task took before this snapshot (for an end-of-input snapshot: its
+    /// consumers saw everything it sent after that barrier).
+    pub last_barrier: Option<CheckpointId>,
+}
+rpc_request!(AcknowledgeCheckpoint => ());
+
+/// JobMaster → TaskManager: checkpoint `checkpoint_id` of attempt `attempt` completed; its tasks
+/// commit what they prepared up to it (everything, if it is the final checkpoint).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NotifyCheckpointComplete {
+    /// The job instance.
+    pub job_id: String,
+    /// The attempt whose tasks are notified.
+    pub attempt: u32,
+    /// The checkpoint.
+    pub checkpoint_id: CheckpointId,
+    /// It is the final checkpoint: the tasks waiting for it commit and finish.
+    pub is_final: bool,
+}
+rpc_request!(NotifyCheckpointComplete => ());
 
 /// JobMaster → TaskManager: cancel every task of a job from attempts before `attempt` and
 /// release their partitions.

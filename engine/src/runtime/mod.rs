@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::JobConfig;
 use crate::catalog::{self, JobParams};
+use crate::checkpoint::CheckpointConfig;
 use crate::failover::RestartStrategy;
 use crate::graph::{ExchangeMode, ExecutionMode, JobGraph};
 use crate::scheduler::adaptive::AdaptiveBatchConfig;
@@ -54,6 +55,10 @@ pub struct JobSpec {
     pub restart_strategy: RestartStrategy,
     /// Network buffer tuning.
     pub shuffle: ShuffleConfig,
+    /// Streaming only: checkpoint at this interval (otherwise sinks commit at end of input and
+    /// a restart starts from the beginning).
+    #[serde(default)]
+    pub checkpoint: Option<CheckpointConfig>,
 }
 
 impl JobSpec {
@@ -66,6 +71,11 @@ impl JobSpec {
             exchange_mode: self.exchange_mode.effective(self.mode),
             adaptive_parallelism: self.adaptive.is_some() && self.mode == ExecutionMode::Batch,
         }
+    }
+
+    /// The checkpoint configuration, if this job checkpoints (streaming mode only).
+    pub fn checkpointing(&self) -> Option<CheckpointConfig> {
+        self.checkpoint.filter(|_| self.mode == ExecutionMode::Streaming)
     }
 
     /// Builds the job's plan from the catalog.

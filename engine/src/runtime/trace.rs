@@ -121,6 +121,38 @@ pub enum TraceEvent {
         #[serde(default)]
         peak_buffered_bytes: u64,
     },
+    /// The JobMaster asked the sources to inject a checkpoint's barriers.
+    CheckpointTriggered {
+        /// Job attempt.
+        attempt: u32,
+        /// The checkpoint.
+        checkpoint: u64,
+    },
+    /// A checkpoint's metadata is durable: its sinks may commit.
+    CheckpointCompleted {
+        /// Job attempt.
+        attempt: u32,
+        /// The checkpoint.
+        checkpoint: u64,
+        /// The final checkpoint of a bounded job.
+        is_final: bool,
+    },
+    /// A checkpoint was given up: nothing is committed for it.
+    CheckpointAborted {
+        /// Job attempt.
+        attempt: u32,
+        /// The checkpoint.
+        checkpoint: u64,
+        /// Why.
+        reason: String,
+    },
+    /// An attempt's tasks restore from a completed checkpoint.
+    CheckpointRestored {
+        /// Job attempt.
+        attempt: u32,
+        /// The checkpoint.
+        checkpoint: u64,
+    },
     /// A subtask failed.
     TaskFailed {
         /// Job attempt.
@@ -151,10 +183,19 @@ pub enum TraceEvent {
         /// Why.
         reason: String,
     },
+    /// A transaction was prepared: a sink pre-committed it (reported by the transactional store).
+    TransactionPrepared {
+        /// The transaction.
+        txn_id: String,
+        /// The attempt that wrote it; a newer attempt's begin discards what older ones staged.
+        epoch: u64,
+    },
     /// A transaction was committed (reported by the transactional store).
     TransactionCommitted {
         /// The transaction.
         txn_id: String,
+        /// The attempt whose rows it made visible.
+        epoch: u64,
         /// Rows it made visible.
         rows: u64,
     },
@@ -204,9 +245,14 @@ impl TraceEvent {
             TraceEvent::TaskRunning { .. } => "task_running",
             TraceEvent::TaskFinished { .. } => "task_finished",
             TraceEvent::TaskFailed { .. } => "task_failed",
+            TraceEvent::CheckpointTriggered { .. } => "checkpoint_triggered",
+            TraceEvent::CheckpointCompleted { .. } => "checkpoint_completed",
+            TraceEvent::CheckpointAborted { .. } => "checkpoint_aborted",
+            TraceEvent::CheckpointRestored { .. } => "checkpoint_restored",
             TraceEvent::JobRestarting { .. } => "job_restarting",
             TraceEvent::JobFinished { .. } => "job_finished",
             TraceEvent::JobFailed { .. } => "job_failed",
+            TraceEvent::TransactionPrepared { .. } => "transaction_prepared",
             TraceEvent::TransactionCommitted { .. } => "transaction_committed",
             TraceEvent::ShuffleServiceStarted { .. } => "shuffle_service_started",
             TraceEvent::FaultInjected { .. } => "fault_injected",
@@ -269,9 +315,25 @@ impl fmt::Display for TraceEvent {
             TraceEvent::JobRestarting { attempt, delay_ms, cause } => {
                 write!(f, "restart as a{attempt} in {delay_ms} ms: {cause}")
             }
+            TraceEvent::CheckpointTriggered { attempt, checkpoint } => {
+                write!(f, "a{attempt} trigger checkpoint {checkpoint}")
+            }
+            TraceEvent::CheckpointCompleted { attempt, checkpoint, is_final } => {
+                let kind = if *is_final { "final checkpoint" } else { "checkpoint" };
+                write!(f, "a{attempt} {kind} {checkpoint} completed")
+            }
+            TraceEvent::CheckpointAborted { attempt, checkpoint, reason } => {
+                write!(f, "a{attempt} checkpoint {checkpoint} aborted: {reason}")
+            }
+            TraceEvent::CheckpointRestored { attempt, checkpoint } => {
+                write!(f, "a{attempt} restores checkpoint {checkpoint}")
+            }
             TraceEvent::JobFinished { restarts } => write!(f, "job finished after {restarts} restarts"),
             TraceEvent::JobFailed { reason } => write!(f, "job failed: {reason}"),
-            TraceEvent::TransactionCommitted { txn_id, rows } => write!(f, "committed {txn_id} ({rows} rows)"),
+            TraceEvent::TransactionPrepared { txn_id, epoch } => write!(f, "prepared {txn_id} (epoch {epoch})"),
+            TraceEvent::TransactionCommitted { txn_id, epoch, rows } => {
+                write!(f, "committed {txn_id} (epoch {epoch}, {rows} rows)")
+            }
             TraceEvent::ShuffleServiceStarted { partitions } => {
                 write!(f, "shuffle service started ({partitions} partitions on disk)")
             }

@@ -7,6 +7,7 @@
 //! cannot be read fails the gate with an error naming the partition (its data set and producer
 //! subtask) and where it lives, so that failover knows what to re-run.
 
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -114,14 +115,26 @@ pub enum GateEvent {
         /// Its bytes.
         bytes: Vec<u8>,
     },
+    /// Channel `channel` delivered its last item.
+    ChannelEnd {
+        /// Index into the gate's channels.
+        channel: usize,
+    },
     /// Every channel reached its end.
     EndOfInput,
 }
 
 enum ChannelMessage {
     Item(usize, StreamItem, OwnedSemaphorePermit),
-    End,
+    End(usize),
     Failed(ShuffleError),
+}
+
+/// An item of a blocked channel, held until the channel is unblocked; it keeps its credit, so
+/// the channel's fetcher stops asking once its credits are held.
+enum Held {
+    Item(StreamItem, OwnedSemaphorePermit),
+    End,
 }
 
 /// The channels of a task's inputs; see the module doc.
@@ -129,6 +142,10 @@ pub struct InputGate {
     receiver: mpsc::UnboundedReceiver<ChannelMessage>,
     fetchers: Vec<madsim::task::JoinHandle<()>>,
     open_channels: usize,
+    blocked: BTreeSet<usize>,
+    held: BTreeMap<usize, VecDeque<Held>>,
+    /// Items of unblocked channels, delivered before anything newer.
+    released: VecDeque<(usize, Held)>,
 }
 
 impl InputGate {
@@ -144,26 +161,67 @@ impl InputGate {
                 madsim::task::spawn(fetch_channel(index, spec, client.clone(), config, credits, sender.clone()))
             })
             .collect();
-        InputGate { receiver, fetchers, open_channels }
+        InputGate {
+            receiver,
+            fetchers,
+            open_channels,
+            blocked: BTreeSet::new(),
+            held: BTreeMap::new(),
+            released: VecDeque::new(),
+        }
     }
 
-    /// The next buffer or event, or the end of input once every channel ended.
+    /// The next buffer or event, the end of a channel, or the end of input once every channel
+    /// ended. Cancel-safe: dropping the future loses nothing.
     pub async fn next(&mut self) -> Result<GateEvent, ShuffleError> {
         loop {
+            if let Some((channel, held)) = self.released.pop_front() {
+                return Ok(self.deliver(channel, held));
+            }
             if self.open_channels == 0 {
                 return Ok(GateEvent::EndOfInput);
             }
-            match self.receiver.recv().await.expect("internal: a fetcher ended without a final message") {
-                // Taking the item frees its slot: the permit is dropped here.
-                ChannelMessage::Item(channel, item, _credit) => {
-                    let (kind, bytes) = match item {
-                        StreamItem::Buffer(bytes) => (GateEventKind::Buffer, bytes),
-                        StreamItem::Event(bytes) => (GateEventKind::Event, bytes),
-                    };
-                    return Ok(GateEvent::Item { channel, kind, bytes });
-                }
-                ChannelMessage::End => self.open_channels -= 1,
-                ChannelMessage::Failed(error) => return Err(error),
+            let (channel, held) =
+                match self.receiver.recv().await.expect("internal: a fetcher ended without a final message") {
+                    ChannelMessage::Item(channel, item, credit) => (channel, Held::Item(item, credit)),
+                    ChannelMessage::End(channel) => (channel, Held::End),
+                    ChannelMessage::Failed(error) => return Err(error),
+                };
+            if self.blocked.contains(&channel) {
+                self.held.entry(channel).or_default().push_back(held);
+                continue;
+            }
+            return Ok(self.deliver(channel, held));
+        }
+    }
+
+    fn deliver(&mut self, channel: usize, held: Held) -> GateEvent {
+        match held {
+            // Taking the item frees its slot: the credit is dropped here.
+            Held::Item(item, _credit) => {
+                let (kind, bytes) = match item {
+                    StreamItem::Buffer(bytes) => (GateEventKind::Buffer, bytes),
+                    StreamItem::Event(bytes) => (GateEventKind::Event, bytes),
+                };
+                GateEvent::Item { channel, kind, bytes }
+            }
+            Held::End => {
+                self.open_channels -= 1;
+                GateEvent::ChannelEnd { channel }
+            }
+        }
+    }
+
+    /// Holds what `channel` sends from now on (checkpoint barrier alignment).
+    pub fn block(&mut self, channel: usize) {
+        self.blocked.insert(channel);
+    }
+
+    /// Delivers what blocked channels sent, in order per channel, before anything newer.
+    pub fn unblock_all(&mut self) {
+        for channel in std::mem::take(&mut self.blocked) {
+            if let Some(held) = self.held.remove(&channel) {
+                self.released.extend(held.into_iter().map(|item| (channel, item)));
             }
         }
     }
@@ -192,7 +250,7 @@ async fn fetch_channel(
     sender: mpsc::UnboundedSender<ChannelMessage>,
 ) {
     let message = match read_channel(index, &spec, &client, config, credits, &sender).await {
-        Ok(()) => ChannelMessage::End,
+        Ok(()) => ChannelMessage::End(index),
         Err(error) => ChannelMessage::Failed(error),
     };
     // The gate may be gone (task cancelled); then nobody needs the message.

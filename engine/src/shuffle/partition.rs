@@ -260,8 +260,9 @@ impl LocalWriter {
     fn try_add(&self, subpartition: u32, item: &mut Option<StreamItem>) -> Result<AddStep, WriteError> {
         let mut entries = self.manager.lock();
         let entry = entries.get_mut(&self.id()).ok_or(WriteError::Released(self.id()))?;
+        let is_event = matches!(item, Some(StreamItem::Event(_)));
         match &mut entry.local {
-            Local::Pipelined(partition) if partition.has_room(subpartition) => {
+            Local::Pipelined(partition) if is_event || partition.has_room(subpartition) => {
                 partition.push(subpartition, item.take().expect("added once"));
                 entry.notify.notify_waiters();
                 Ok(AddStep::Added)

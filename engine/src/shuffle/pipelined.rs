@@ -41,10 +41,15 @@ impl PipelinedPartition {
         self.queues[subpartition as usize].items.len() < self.capacity
     }
 
-    /// Adds an item; the caller checked [`PipelinedPartition::has_room`].
+    /// Adds an item; for a buffer the caller checked [`PipelinedPartition::has_room`]. Events
+    /// (checkpoint barriers) are always admitted, as Flink's unpooled event buffers are: a barrier
+    /// never waits behind backpressure for room of its own.
     pub(super) fn push(&mut self, subpartition: u32, item: StreamItem) {
         assert!(!self.finished, "internal: an item was added to a finished pipelined partition");
-        assert!(self.has_room(subpartition), "internal: an item was added to a full pipelined subpartition");
+        assert!(
+            matches!(item, StreamItem::Event(_)) || self.has_room(subpartition),
+            "internal: a buffer was added to a full pipelined subpartition"
+        );
         self.buffered_bytes += item.len() as u64;
         self.peak_buffered_bytes = self.peak_buffered_bytes.max(self.buffered_bytes);
         self.queues[subpartition as usize].items.push_back(item);

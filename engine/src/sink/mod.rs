@@ -3,9 +3,13 @@
 //!
 //! A [`Sink`] creates a [`SinkWriter`] per subtask, which writes (and may pre-stage) elements and
 //! returns committables from [`SinkWriter::prepare_commit`], and a [`Committer`], which commits
-//! them. The engine calls `prepare_commit` and `commit` at end of input in both modes (checkpoints
-//! come later), and again after a restart: so [`Committer::commit`] must be idempotent, and
-//! committables must name something stable across attempts (a transaction id).
+//! them. In batch mode, and in streaming mode without checkpoints, the engine calls
+//! `prepare_commit` and `commit` at end of input. In streaming mode with checkpoints it calls
+//! `prepare_commit` then [`SinkWriter::snapshot_state`] at every barrier, keeps the committables
+//! in the checkpoint, and commits them once a checkpoint at least that new completed (the last
+//! ones with the final checkpoint). After a restart it commits again what the restored
+//! checkpoint holds: so [`Committer::commit`] must be idempotent, and committables must name
+//! something stable across attempts (a transaction id).
 //!
 //! Depends on: [`crate::graph::operator`] (the erased contract it converts to) and
 //! [`crate::record`]. Invariant: a committable crosses task boundaries only encoded.
@@ -35,11 +39,21 @@ pub trait SinkWriter<T, C>: Send {
     fn flush(&mut self, end_of_input: bool) -> BoxFuture<'_, Result<(), OperatorError>>;
     /// Pre-commits everything written so far and returns the committables.
     fn prepare_commit(&mut self) -> BoxFuture<'_, Result<Vec<C>, OperatorError>>;
+    /// Called after `prepare_commit` at checkpoint `checkpoint_id`'s barrier (streaming with
+    /// checkpoints): returns the writer's own state, and from now on the writer writes for the
+    /// next checkpoint (a transactional writer opens its next transaction). Stateless by default.
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Vec<u8>, OperatorError> {
+        Ok(Vec::new())
+    }
+    /// Restores what `snapshot_state` returned, before the first element.
+    fn restore_state(&mut self, _state: &[u8]) -> Result<(), OperatorError> {
+        Ok(())
+    }
 }
 
 /// Commits committables (Flink's `Committer`). Must be idempotent: after a failure the engine
 /// commits again committables that may already be committed.
-pub trait Committer<C>: Send {
+pub trait Committer<C>: Send + Sync {
     /// Commits all of them, or fails.
     fn commit(&mut self, committables: Vec<C>) -> BoxFuture<'_, Result<(), OperatorError>>;
 }
@@ -65,6 +79,14 @@ impl<T: Record, C: Record> ErasedSinkWriter for WriterAdapter<T, C> {
             let committables = self.writer.prepare_commit().await?;
             Ok(committables.iter().map(Record::to_bytes).collect())
         })
+    }
+
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<Vec<u8>, OperatorError> {
+        self.writer.snapshot_state(checkpoint_id)
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError> {
+        self.writer.restore_state(state)
     }
 }
 

@@ -52,4 +52,12 @@ impl KeyedStateBackend for BatchExecutionKeyedStateBackend {
     fn key_count(&self) -> usize {
         usize::from(!self.state.is_empty())
     }
+
+    fn snapshot(&self) -> Vec<u8> {
+        panic!("internal: batch mode never checkpoints keyed state")
+    }
+
+    fn restore(&mut self, _snapshot: &[u8]) -> Result<(), crate::record::DecodeError> {
+        panic!("internal: batch mode never restores keyed state")
+    }
 }

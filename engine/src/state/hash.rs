@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::KeyedStateBackend;
+use crate::record::{DecodeError, Record};
 
 /// One key's state: named values and named lists, encoded.
 #[derive(Default)]
@@ -78,4 +79,34 @@ impl KeyedStateBackend for HashMapStateBackend {
     fn key_count(&self) -> usize {
         self.states.len()
     }
+
+    fn snapshot(&self) -> Vec<u8> {
+        let mut keys: Vec<&Vec<u8>> = self.states.keys().collect();
+        keys.sort_unstable();
+        let entries: Vec<SnapshotEntry> = keys
+            .into_iter()
+            .map(|key| {
+                let state = &self.states[key];
+                let values = state.values.iter().map(|(name, value)| (name.clone(), value.clone())).collect();
+                let lists = state.lists.iter().map(|(name, list)| (name.clone(), list.clone())).collect();
+                (key.clone(), values, lists)
+            })
+            .collect();
+        entries.to_bytes()
+    }
+
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), DecodeError> {
+        let entries = Vec::<SnapshotEntry>::from_bytes(snapshot)?;
+        self.states = entries
+            .into_iter()
+            .map(|(key, values, lists)| {
+                (key, KeyState { values: values.into_iter().collect(), lists: lists.into_iter().collect() })
+            })
+            .collect();
+        self.current_key = None;
+        Ok(())
+    }
 }
+
+/// One key's state in a snapshot: the key, its values and its lists, by name.
+type SnapshotEntry = (Vec<u8>, Vec<(String, Vec<u8>)>, Vec<(String, Vec<Vec<u8>>)>);

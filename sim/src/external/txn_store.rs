@@ -157,6 +157,25 @@ impl TxnStoreState {
         self.commit_rows(request).map(|(outcome, _)| outcome)
     }
 
+    /// A commit as the store serves it, with the injected faults: refused while unavailable,
+    /// failed without applying while commits fail, applied but unanswered (the returned flag)
+    /// while replies are lost.
+    fn commit_with_faults(&mut self, request: CommitTransaction) -> (Result<(TxnOutcome, u64), TxnError>, bool) {
+        if self.faults.unavailable {
+            return (Err(TxnError::Unavailable), false);
+        }
+        if self.faults.failing_commits > 0 {
+            self.faults.failing_commits -= 1;
+            return (Err(TxnError::CommitFailed), false);
+        }
+        let answer = self.commit_rows(request);
+        let lose_reply = self.faults.lost_commit_replies > 0;
+        if lose_reply {
+            self.faults.lost_commit_replies -= 1;
+        }
+        (answer, lose_reply)
+    }
+
     /// Commits and says how many rows became visible.
     fn commit_rows(&mut self, request: CommitTransaction) -> Result<(TxnOutcome, u64), TxnError> {
         let transaction = match self.owned(&request.txn_id, request.epoch) {
@@ -188,27 +207,53 @@ pub async fn run_txn_store(address: SocketAddr, state: Arc<Mutex<TxnStoreState>>
         .unwrap_or_else(|error| panic!("internal: txn-store cannot bind {address}: {error}"));
     let shared = Arc::clone(&state);
     serve(&endpoint, move |request: BeginTransaction| {
-        let answer = shared.lock().expect("store lock").begin(request);
+        let mut state = shared.lock().expect("store lock");
+        let answer = if state.faults.unavailable { Err(TxnError::Unavailable) } else { state.begin(request) };
         async move { answer }
     });
     let shared = Arc::clone(&state);
     serve(&endpoint, move |request: StageRows| {
-        let answer = shared.lock().expect("store lock").stage(request);
+        let mut state = shared.lock().expect("store lock");
+        let answer = if state.faults.unavailable { Err(TxnError::Unavailable) } else { state.stage(request) };
         async move { answer }
     });
     let shared = Arc::clone(&state);
+    let prepare_tracer = tracer.clone();
     serve(&endpoint, move |request: PrepareTransaction| {
-        let answer = shared.lock().expect("store lock").prepare(request);
-        async move { answer }
+        let (txn_id, epoch) = (request.txn_id.clone(), request.epoch);
+        let mut state = shared.lock().expect("store lock");
+        if state.faults.unavailable {
+            return std::future::ready(Err(TxnError::Unavailable));
+        }
+        let was_prepared = state.transactions.get(&txn_id).is_some_and(|transaction| transaction.prepared);
+        let answer = state.prepare(request);
+        drop(state);
+        if answer == Ok(TxnOutcome::Done) && !was_prepared {
+            prepare_tracer.record(TraceEvent::TransactionPrepared { txn_id, epoch });
+        }
+        std::future::ready(answer)
     });
     let shared = Arc::clone(&state);
     serve(&endpoint, move |request: CommitTransaction| {
-        let txn_id = request.txn_id.clone();
-        let answer = shared.lock().expect("store lock").commit_rows(request);
+        let (txn_id, epoch) = (request.txn_id.clone(), request.epoch);
+        let (answer, lose_reply) = shared.lock().expect("store lock").commit_with_faults(request);
         if let Ok((TxnOutcome::Done, rows)) = answer {
-            tracer.record(TraceEvent::TransactionCommitted { txn_id, rows });
+            tracer.record(TraceEvent::TransactionCommitted { txn_id: txn_id.clone(), epoch, rows });
         }
-        async move { answer.map(|(outcome, _)| outcome) }
+        if answer == Err(TxnError::CommitFailed) {
+            tracer.record(TraceEvent::Harness { detail: format!("failed the commit of {txn_id} (injected fault)") });
+        }
+        if lose_reply {
+            tracer.record(TraceEvent::Harness {
+                detail: format!("applied the commit of {txn_id} and lost its reply (injected fault)"),
+            });
+        }
+        async move {
+            if lose_reply {
+                std::future::pending::<()>().await; // the caller times out, not knowing the outcome
+            }
+            answer.map(|(outcome, _)| outcome)
+        }
     });
     std::future::pending::<()>().await;
 }
@@ -245,6 +290,26 @@ mod tests {
         assert_eq!(state.commit(commit), Ok(TxnOutcome::AlreadyCommitted));
         assert_eq!(state.committed()["t"].log, vec![row("a", "1")]);
         assert_eq!(begin(&mut state, 1), Ok(TxnOutcome::AlreadyCommitted));
+    }
+
+    #[test]
+    fn injected_faults_fail_commits_without_applying_and_lose_replies_after_applying() {
+        let mut state = TxnStoreState::default();
+        begin(&mut state, 0).unwrap();
+        stage(&mut state, 0, 0, vec![row("a", "1")]).unwrap();
+        state.prepare(PrepareTransaction { txn_id: "x".into(), epoch: 0, batches: 1 }).unwrap();
+        let commit = CommitTransaction { txn_id: "x".into(), epoch: 0 };
+        state.faults = StoreFaults { unavailable: true, failing_commits: 1, lost_commit_replies: 1 };
+        assert_eq!(state.commit_with_faults(commit.clone()), (Err(TxnError::Unavailable), false));
+        state.faults.unavailable = false;
+        assert_eq!(state.commit_with_faults(commit.clone()), (Err(TxnError::CommitFailed), false));
+        assert!(state.committed().is_empty(), "a failed commit applies nothing");
+        assert_eq!(state.commit_with_faults(commit.clone()), (Ok((TxnOutcome::Done, 1)), true));
+        assert_eq!(state.committed()["t"].log, vec![row("a", "1")], "a lost reply's commit applied");
+        // The caller, not knowing, retries: the store answers and applies nothing more.
+        assert_eq!(state.commit_with_faults(commit), (Ok((TxnOutcome::AlreadyCommitted, 0)), false));
+        assert_eq!(state.committed()["t"].log.len(), 1);
+        assert_eq!(state.faults, StoreFaults::default(), "each injected fault is used up");
     }
 
     #[test]

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use sluice_engine::runtime::trace::TraceEvent;
 
-use super::model::{Fault, FaultKind, TaskStateTrigger, Trigger};
+use sluice_engine::connectors::txn_store::txn_checkpoint;
+
+use super::model::{CheckpointTrigger, Fault, FaultKind, TaskStateTrigger, Trigger};
 use crate::cluster::Cluster;
 use crate::trace::TraceRecord;
 
@@ -53,6 +55,25 @@ async fn wait_for_trigger(cluster: &Cluster, trigger: &Trigger) {
         Trigger::At(time) => madsim::time::sleep(*time).await,
         Trigger::Task { vertex, subtask, state } => {
             cluster.trace().wait_for(|record| task_event_matches(record, *vertex, *subtask, *state)).await
+        }
+        Trigger::Checkpoint(wanted) => {
+            cluster
+                .trace()
+                .wait_for(|record| match (&record.event, wanted) {
+                    (TraceEvent::CheckpointCompleted { checkpoint, .. }, CheckpointTrigger::Id(id)) => checkpoint >= id,
+                    (TraceEvent::CheckpointCompleted { is_final, .. }, CheckpointTrigger::Final(_)) => *is_final,
+                    _ => false,
+                })
+                .await
+        }
+        Trigger::Prepared(wanted) => {
+            cluster
+                .trace()
+                .wait_for(|record| match &record.event {
+                    TraceEvent::TransactionPrepared { txn_id, .. } => txn_checkpoint(txn_id) == Some(*wanted),
+                    _ => false,
+                })
+                .await
         }
         Trigger::RecordsCommitted(threshold) => {
             let mut committed = 0;

@@ -17,5 +17,5 @@ pub mod inject;
 pub mod model;
 pub mod random;
 
-pub use model::{Fault, FaultKind, TaskStateTrigger, Trigger};
+pub use model::{CheckpointTrigger, Fault, FaultKind, FinalKeyword, TaskStateTrigger, Trigger};
 pub use random::RandomFaults;

@@ -9,6 +9,10 @@
 //!     partition: { between: [[jm], [tm-0, tm-2]], for: 800ms, one_way: false }
 //!   - after_committed: 5000           # trigger: rows committed so far
 //!     commit_reply_lost: 2
+//!   - after_checkpoint: 3             # trigger: checkpoint 3 (or `final`) completed
+//!     kill: tm-0
+//!   - after_prepared: 4               # trigger: a sink pre-committed for checkpoint 4
+//!     kill: tm-1
 //!   - when: { vertex: 0, state: finished }
 //!     lose_partition: tm-0            # or corrupt_partition, lose_disk; or shuffle-service
 //! ```
@@ -45,6 +49,29 @@ pub enum Trigger {
     },
     /// Once the store has committed at least this many rows.
     RecordsCommitted(u64),
+    /// When a checkpoint completes: checkpoint `n`, or the final one.
+    Checkpoint(CheckpointTrigger),
+    /// When a sink first pre-commits (the store prepares) a transaction for checkpoint `n`:
+    /// the checkpoint is in flight, and what that sink wrote before its barrier is staged.
+    Prepared(u64),
+}
+
+/// Which checkpoint a trigger waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CheckpointTrigger {
+    /// Checkpoint `n` (or a later one, if `n` never completes).
+    Id(u64),
+    /// The final checkpoint of a bounded streaming job.
+    Final(FinalKeyword),
+}
+
+/// The word `final`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FinalKeyword {
+    /// `final`.
+    Final,
 }
 
 /// A task state a trigger waits for.
@@ -282,6 +309,9 @@ impl fmt::Display for Trigger {
             }
             Trigger::Task { vertex, subtask: None, state } => write!(f, "when a subtask of v{vertex} is {state:?}"),
             Trigger::RecordsCommitted(rows) => write!(f, "after {rows} rows committed"),
+            Trigger::Checkpoint(CheckpointTrigger::Id(id)) => write!(f, "after checkpoint {id}"),
+            Trigger::Checkpoint(CheckpointTrigger::Final(_)) => write!(f, "after the final checkpoint"),
+            Trigger::Prepared(id) => write!(f, "once a transaction of checkpoint {id} is prepared"),
         }
     }
 }
@@ -302,6 +332,10 @@ struct FaultSpec {
     when: Option<TaskTriggerSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     after_committed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    after_checkpoint: Option<CheckpointTrigger>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    after_prepared: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     kill: Option<String>,
     #[serde(default, with = "sluice_engine::duration::optional_text", skip_serializing_if = "Option::is_none")]
@@ -379,7 +413,7 @@ struct SlowSpec {
     duration: Duration,
 }
 
-const TRIGGER_KEYS: &str = "`at`, `when` or `after_committed`";
+const TRIGGER_KEYS: &str = "`at`, `when`, `after_committed`, `after_checkpoint` or `after_prepared`";
 const KIND_KEYS: &str = "`kill`, `partition`, `packet_loss`, `latency`, `slow`, `store_unavailable`, `commit_fails`, \
      `commit_reply_lost`, `lose_partition`, `corrupt_partition`, `lose_disk`, `durable_store_unavailable` or \
      `lose_newest_objects`";
@@ -403,6 +437,15 @@ fn trigger_of(spec: &FaultSpec) -> Result<Trigger, String> {
     }
     if let Some(rows) = spec.after_committed {
         triggers.push(Trigger::RecordsCommitted(rows));
+    }
+    if let Some(checkpoint) = spec.after_checkpoint {
+        triggers.push(Trigger::Checkpoint(checkpoint));
+    }
+    if let Some(checkpoint) = spec.after_prepared {
+        if checkpoint == 0 {
+            return Err("`after_prepared` names a checkpoint, numbered from 1".to_string());
+        }
+        triggers.push(Trigger::Prepared(checkpoint));
     }
     match triggers.len() {
         1 => Ok(triggers.remove(0)),
@@ -497,6 +540,8 @@ impl From<Fault> for FaultSpec {
             Trigger::At(at) => spec.at = Some(at),
             Trigger::Task { vertex, subtask, state } => spec.when = Some(TaskTriggerSpec { vertex, subtask, state }),
             Trigger::RecordsCommitted(rows) => spec.after_committed = Some(rows),
+            Trigger::Checkpoint(checkpoint) => spec.after_checkpoint = Some(checkpoint),
+            Trigger::Prepared(checkpoint) => spec.after_prepared = Some(checkpoint),
         }
         match fault.kind {
             FaultKind::Kill { node, restart_after } => {
@@ -552,6 +597,12 @@ mod tests {
             "at: 1s\ndurable_store_unavailable: 2s\n",
             "at: 1s\nlose_newest_objects: 1\n",
         ];
+        for yaml in ["after_checkpoint: 3\nkill: tm-0\n", "after_checkpoint: final\nkill: tm-1\nrestart_after: 100ms\n"]
+        {
+            let fault = parse(yaml).unwrap_or_else(|error| panic!("{yaml}: {error}"));
+            assert_eq!(serde_yaml::to_string(&fault).unwrap(), yaml);
+        }
+        assert!(parse("after_checkpoint: last\nkill: tm-0\n").is_err());
         let mut names = Vec::new();
         for yaml in faults {
             let fault = parse(yaml).unwrap_or_else(|error| panic!("{yaml}: {error}"));

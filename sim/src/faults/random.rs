@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use sluice_engine::prng::{Prng, Ratio};
 
-use super::model::{Fault, FaultKind, KIND_NAMES, TaskStateTrigger, Trigger};
+use super::model::{CheckpointTrigger, Fault, FaultKind, FinalKeyword, KIND_NAMES, TaskStateTrigger, Trigger};
 
 /// A scenario's `random_faults`: how many faults, of which kinds, within which window.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +55,8 @@ pub struct Topology {
     pub vertices: u32,
     /// Blocking partitions live in the shuffle service.
     pub remote_shuffle: bool,
+    /// Streaming runs checkpoint (so faults may wait for a checkpoint).
+    pub checkpointing: bool,
 }
 
 impl RandomFaults {
@@ -106,6 +108,12 @@ impl RandomFaults {
                 vertex: prng.below(u64::from(topology.vertices.max(1))) as u32,
                 subtask: None,
                 state: *prng.pick(&[TaskStateTrigger::Deployed, TaskStateTrigger::Running, TaskStateTrigger::Finished]),
+            },
+            _ if topology.checkpointing => match prng.below(4) {
+                0 => Trigger::Checkpoint(CheckpointTrigger::Id(prng.range_inclusive(1, 4))),
+                1 => Trigger::Prepared(prng.range_inclusive(1, 4)),
+                2 => Trigger::Checkpoint(CheckpointTrigger::Final(FinalKeyword::Final)),
+                _ => Trigger::RecordsCommitted(prng.range_inclusive(1, 1000)),
             },
             _ => Trigger::RecordsCommitted(prng.range_inclusive(1, 1000)),
         }
@@ -213,7 +221,14 @@ mod tests {
     use super::*;
 
     fn topology() -> Topology {
-        Topology { task_managers: 3, slots_per_task_manager: 2, slots_needed: 2, vertices: 2, remote_shuffle: true }
+        Topology {
+            task_managers: 3,
+            slots_per_task_manager: 2,
+            slots_needed: 2,
+            vertices: 2,
+            remote_shuffle: true,
+            checkpointing: true,
+        }
     }
 
     fn spec(count: u32) -> RandomFaults {
@@ -250,6 +265,7 @@ mod tests {
             slots_needed: 2,
             vertices: 2,
             remote_shuffle: false,
+            checkpointing: false,
         };
         for seed in 0..300 {
             for fault in spec(6).generate(seed, &tight) {

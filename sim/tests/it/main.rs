@@ -5,6 +5,7 @@
 //! instead of each scenario's own range, for a deeper sweep with the same tests.
 
 mod canary;
+mod checkpoints;
 mod cli;
 mod determinism;
 mod equivalence;

@@ -88,3 +88,19 @@ fn tpcds_with_task_manager_shuffle_survives_storage_faults() {
 fn tpcds_with_the_remote_shuffle_service_survives_random_faults() {
     random_fault_scenario("scenarios/tpcds-remote-shuffle.yaml");
 }
+
+#[test]
+fn wordcount_with_checkpoints_survives_random_faults_exactly_once() {
+    let scenario = load("scenarios/wordcount-checkpoints.yaml");
+    assert!(scenario.checkpoints.is_some(), "this scenario exists to take checkpoints");
+    assert!(scenario.seeds.end - scenario.seeds.start >= 200, "the suite runs at least 200 seeds per catalog job");
+    random_fault_scenario("scenarios/wordcount-checkpoints.yaml");
+}
+
+#[test]
+fn tpcds_with_checkpoints_survives_random_faults_exactly_once() {
+    let scenario = load("scenarios/tpcds-checkpoints.yaml");
+    assert!(scenario.checkpoints.is_some(), "this scenario exists to take checkpoints");
+    assert!(scenario.seeds.end - scenario.seeds.start >= 200, "the suite runs at least 200 seeds per catalog job");
+    random_fault_scenario("scenarios/tpcds-checkpoints.yaml");
+}

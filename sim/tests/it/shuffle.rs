@@ -7,35 +7,15 @@
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::runtime::trace::TraceEvent;
 use sluice_engine::shuffle::ShuffleConfig;
-use sluice_sim::replay::write_failure;
 use sluice_sim::runner::RunReport;
 use sluice_sim::scenario::Scenario;
-use sluice_sim::seed::{DeterminismCheck, SeedOutcome, run_seed};
 use sluice_sim::trace::TraceRecord;
 
-use super::support::{load, workspace};
+use super::support::load;
 
-/// Runs and judges every seed of a scenario in its first mode; a failing seed gets a replay file
-/// and the test panics with the command that replays it.
+/// Every seed of a scenario in its first mode, each judged to pass.
 fn passing_runs(scenario: &Scenario) -> Vec<RunReport> {
-    let mode = scenario.modes[0];
-    let mut reports = Vec::new();
-    for seed in scenario.seeds.clone() {
-        let result = run_seed(scenario, seed, &[mode], DeterminismCheck::Off);
-        if result.outcome() != SeedOutcome::Passed {
-            let path = write_failure(&workspace().join("failures"), scenario, &result).map_or_else(
-                |error| format!("(cannot write a replay file: {error})"),
-                |path| path.display().to_string(),
-            );
-            panic!(
-                "seed {seed} of `{}` ({mode}): {:?}\n  replay: cargo run --release -p sluice-sim -- replay {path}",
-                scenario.name,
-                result.failures()
-            );
-        }
-        reports.extend(result.runs.into_iter().map(|(report, _)| report));
-    }
-    reports
+    super::support::passing_runs(scenario, &scenario.modes[..1])
 }
 
 fn failures(trace: &[TraceRecord]) -> Vec<String> {

@@ -3,7 +3,9 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use sluice_engine::graph::ExecutionMode;
 use sluice_sim::replay::write_failure;
+use sluice_sim::runner::RunReport;
 use sluice_sim::scenario::Scenario;
 use sluice_sim::seed::{DeterminismCheck, SeedOutcome, run_seed};
 
@@ -77,4 +79,26 @@ pub fn run_and_check(file: &str, scenario: &Scenario, seeds: Range<u64>) -> Tall
     }
     assert!(failures.is_empty(), "{} failures in {file}:\n{}", failures.len(), failures.join("\n"));
     tally
+}
+
+/// Runs and judges every seed of a scenario in `modes`; a failing seed gets a replay file and the
+/// test panics with the command that replays it. Returns the runs, for tests that look further.
+pub fn passing_runs(scenario: &Scenario, modes: &[ExecutionMode]) -> Vec<RunReport> {
+    let mut reports = Vec::new();
+    for seed in scenario.seeds.clone() {
+        let result = run_seed(scenario, seed, modes, DeterminismCheck::Off);
+        if result.outcome() != SeedOutcome::Passed {
+            let path = write_failure(&workspace().join("failures"), scenario, &result).map_or_else(
+                |error| format!("(cannot write a replay file: {error})"),
+                |path| path.display().to_string(),
+            );
+            panic!(
+                "seed {seed} of `{}`: {:?}\n  replay: cargo run --release -p sluice-sim -- replay {path}",
+                scenario.name,
+                result.failures()
+            );
+        }
+        reports.extend(result.runs.into_iter().map(|(report, _)| report));
+    }
+    reports
 }

@@ -135,13 +135,16 @@ impl JobMaster {
     /// Places a region's subtasks in `slots`, registers every partition they produce (so that
     /// pipelined consumers in the region know where to read), and deploys them.
     fn deploy_region(&mut self, region: RegionId, slots: Vec<SlotId>) {
+        if self.job.as_ref().is_some_and(|job| job.checkpoints.is_some() && job.executions.is_empty()) {
+            self.start_checkpointing_attempt(); // the attempt's first region
+        }
         let job = self.job.as_mut().expect("deploying needs a job");
         let sharing = job.strategy.slot_sharing(region);
         job.strategy.mark_scheduled(region);
         for (slot, group) in slots.iter().zip(&sharing.groups) {
             job.slot_users.insert(slot.clone(), group.iter().copied().collect());
             for vertex in group {
-                job.executions.insert(*vertex, Execution { slot: slot.clone(), finished: false });
+                job.executions.insert(*vertex, Execution { slot: slot.clone(), deployed: false, finished: false });
                 let task_manager = &self.task_managers[&slot.task_manager];
                 let producer =
                     PartitionLocation::TaskManager { name: slot.task_manager.clone(), address: task_manager.address };
@@ -202,6 +205,13 @@ impl JobMaster {
             outputs,
             inputs,
             external: self.config.external.clone(),
+            checkpointing: job.checkpoints.is_some(),
+            restore: job.checkpoints.as_ref().and_then(|coordinator| coordinator.latest()).map(|checkpoint| {
+                let handle = checkpoint
+                    .handle(vertex)
+                    .unwrap_or_else(|| panic!("internal: checkpoint {} has no snapshot of {vertex}", checkpoint.id));
+                (checkpoint.id, handle.clone())
+            }),
         };
         self.trace(TraceEvent::TaskDeployed {
             attempt: job.attempt,
@@ -214,7 +224,10 @@ impl JobMaster {
         let events = self.events.clone();
         madsim::task::spawn(async move {
             let error = match client.call(address, SubmitTask { descriptor }, super::CONTROL_TIMEOUT).await {
-                Ok(Ok(())) => return,
+                Ok(Ok(())) => {
+                    let _ = events.send(Event::Deployed(execution));
+                    return;
+                }
                 Ok(Err(refused)) => refused,
                 Err(error) => error.to_string(),
             };

@@ -1,5 +1,6 @@
 //! The JobMaster's durable (HA) metadata: each submitted job's spec, every attempt number it
-//! starts, and its final status, in the durable store as checksummed records.
+//! starts, its completed checkpoints, and its final status, in the durable store as checksummed
+//! records (Flink keeps this in ZooKeeper: the consistent part of the store).
 //!
 //! Every write is synced before the JobMaster acts on it, and retried until it is: the
 //! JobMaster waits rather than act on something it could forget. Reading skips a
@@ -9,6 +10,7 @@ use std::time::Duration;
 
 use super::super::JobSpec;
 use super::super::messages::JobStatus;
+use crate::checkpoint::CompletedCheckpoint;
 use crate::storage::{Storage, StorageError, append_durably, framed, read_all};
 
 /// How long the JobMaster waits between tries while the durable store is unavailable.
@@ -58,12 +60,20 @@ pub(super) async fn persist_result(storage: &dyn Storage, job_id: &str, status: 
     persist(storage, &path(job_id, "result"), &serde_json::to_vec(status).expect("a status serializes")).await;
 }
 
+/// Records a completed checkpoint; before any task is told to commit for it.
+pub(super) async fn persist_checkpoint(storage: &dyn Storage, job_id: &str, checkpoint: &CompletedCheckpoint) {
+    let record = serde_json::to_vec(checkpoint).expect("a checkpoint serializes");
+    persist(storage, &path(job_id, "checkpoints"), &record).await;
+}
+
 /// A job found in the durable store.
 pub(super) struct StoredJob {
     pub(super) spec: JobSpec,
     /// The highest attempt number started (0 if none was recorded).
     pub(super) last_attempt: u32,
     pub(super) result: Option<JobStatus>,
+    /// Its completed checkpoints, oldest first.
+    pub(super) checkpoints: Vec<CompletedCheckpoint>,
 }
 
 /// Every job a previous JobMaster process accepted.
@@ -91,7 +101,15 @@ pub(super) async fn stored_jobs(storage: &dyn Storage) -> Vec<StoredJob> {
             .await
             .first()
             .and_then(|record| serde_json::from_slice(record).ok());
-        jobs.push(StoredJob { spec, last_attempt, result });
+        let mut checkpoints: Vec<CompletedCheckpoint> = records(storage, &path(&spec.job_id, "checkpoints"))
+            .await
+            .iter()
+            .filter_map(|record| serde_json::from_slice(record).ok())
+            .collect();
+        // A retried write may have recorded one twice.
+        checkpoints.sort_by_key(|checkpoint| checkpoint.id);
+        checkpoints.dedup_by_key(|checkpoint| checkpoint.id);
+        jobs.push(StoredJob { spec, last_attempt, result, checkpoints });
     }
     jobs
 }

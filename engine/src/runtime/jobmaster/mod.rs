@@ -26,6 +26,7 @@
 //! (Flink's HA job recovery without progress recovery): attempt numbers never repeat, so sink
 //! transactions of the lost attempts stay fenced.
 
+mod checkpoints;
 mod deploy;
 mod ha;
 
@@ -40,10 +41,12 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::JobSpec;
 use super::messages::{
-    CancelJobAttempts, ClusterOverview, ExecutionAttemptId, Heartbeat, JobStatus, JobStatusReport, RegisterTaskManager,
-    RequestClusterOverview, RequestJobStatus, SubmitJob, TaskOutcome, UpdateTaskExecutionState,
+    AcknowledgeCheckpoint, CancelJobAttempts, ClusterOverview, ExecutionAttemptId, Heartbeat, JobStatus,
+    JobStatusReport, RegisterTaskManager, RequestClusterOverview, RequestJobStatus, SubmitJob, TaskOutcome,
+    UpdateTaskExecutionState,
 };
 use super::trace::{TraceEvent, TracerHandle};
+use crate::checkpoint::{CheckpointCoordinator, CompletedCheckpoint};
 use crate::failover::{RestartDecision, RestartTracker};
 use crate::graph::{ExecutionGraph, ExecutionVertexId, ExternalSystems, IntermediateDataSetId};
 use crate::rpc::{RpcClient, serve};
@@ -82,10 +85,23 @@ enum Event {
     Status(String, oneshot::Sender<Option<JobStatusReport>>),
     Overview(oneshot::Sender<ClusterOverview>),
     Register(RegisterTaskManager),
-    Heartbeat(Heartbeat, oneshot::Sender<bool>),
+    /// A heartbeat and when it arrived (it may wait in the queue while the actor waits for the
+    /// durable store).
+    Heartbeat(Heartbeat, oneshot::Sender<bool>, Instant),
     TaskUpdate(UpdateTaskExecutionState),
-    DeployFailed { execution: ExecutionAttemptId, error: String },
-    Tick,
+    Deployed(ExecutionAttemptId),
+    DeployFailed {
+        execution: ExecutionAttemptId,
+        error: String,
+    },
+    CheckpointAck(AcknowledgeCheckpoint),
+    CheckpointDeclined {
+        attempt: u32,
+        checkpoint: u64,
+        reason: String,
+    },
+    /// The ticker fired at this time.
+    Tick(Instant),
 }
 
 struct TaskManagerInfo {
@@ -96,6 +112,8 @@ struct TaskManagerInfo {
 
 struct Execution {
     slot: SlotId,
+    /// Its TaskManager accepted it.
+    deployed: bool,
     finished: bool,
 }
 
@@ -115,14 +133,26 @@ struct JobRun {
     /// Bytes per subpartition of every finished producer's partitions, for runtime decisions.
     partition_bytes: BTreeMap<(IntermediateDataSetId, u32), Vec<u64>>,
     waiting_for_slots_since: Option<Instant>,
+    /// Streaming with checkpoints: the coordinator.
+    checkpoints: Option<CheckpointCoordinator>,
+    /// The final checkpoint of this attempt completed: when its tasks were last told.
+    final_notified: Option<(u64, Instant)>,
 }
 
 impl JobRun {
-    fn new(spec: JobSpec, attempt: u32, external: &ExternalSystems) -> Result<JobRun, String> {
+    fn new(
+        spec: JobSpec,
+        attempt: u32,
+        external: &ExternalSystems,
+        completed: Vec<CompletedCheckpoint>,
+    ) -> Result<JobRun, String> {
         let job_graph = spec.plan()?;
         let plan_fingerprint = job_graph.fingerprint();
         let shuffle = shuffle_master(spec.shuffle.kind, external.address(SHUFFLE_SERVICE).ok())?;
+        let checkpoints = spec.checkpointing().map(|config| CheckpointCoordinator::new(config, completed));
         Ok(JobRun {
+            checkpoints,
+            final_notified: None,
             restarts: RestartTracker::new(spec.restart_strategy),
             strategy: SchedulingStrategy::new(ExecutionGraph::new(Arc::new(job_graph))),
             shuffle,
@@ -142,6 +172,7 @@ impl JobRun {
     /// Forgets the attempt's progress for a restart; returns the partitions to release.
     fn reset_progress(&mut self) -> Vec<ShuffleDescriptor> {
         self.strategy.reset();
+        self.final_notified = None;
         self.executions.clear();
         self.slot_users.clear();
         self.partition_bytes.clear();
@@ -159,6 +190,8 @@ struct JobMaster {
     job: Option<JobRun>,
     /// The durable store, opened by this process.
     ha: Arc<dyn Storage>,
+    /// When this process started: the checkpoint coordinator's clock counts from it.
+    started: Instant,
 }
 
 /// A request handler that hands the request to the actor and answers with the actor's reply.
@@ -186,7 +219,7 @@ where
 fn serve_events(endpoint: &Endpoint, events: &mpsc::UnboundedSender<Event>) {
     serve(endpoint, forward(events, |request: SubmitJob, reply| Event::Submit(request.spec, reply)));
     serve(endpoint, forward(events, |request: RequestJobStatus, reply| Event::Status(request.job_id, reply)));
-    serve(endpoint, forward(events, |request: Heartbeat, reply| Event::Heartbeat(request, reply)));
+    serve(endpoint, forward(events, |request: Heartbeat, reply| Event::Heartbeat(request, reply, Instant::now())));
     serve(endpoint, forward(events, |_: RequestClusterOverview, reply| Event::Overview(reply)));
     let sender = events.clone();
     serve(endpoint, move |request: RegisterTaskManager| {
@@ -198,11 +231,16 @@ fn serve_events(endpoint: &Endpoint, events: &mpsc::UnboundedSender<Event>) {
         let _ = sender.send(Event::TaskUpdate(request));
         async {}
     });
+    let sender = events.clone();
+    serve(endpoint, move |request: AcknowledgeCheckpoint| {
+        let _ = sender.send(Event::CheckpointAck(request));
+        async {}
+    });
     let ticker = events.clone();
     madsim::task::spawn(async move {
         loop {
             madsim::time::sleep(TICK).await;
-            if ticker.send(Event::Tick).is_err() {
+            if ticker.send(Event::Tick(Instant::now())).is_err() {
                 return;
             }
         }
@@ -218,6 +256,7 @@ pub async fn run_job_master(config: JobMasterConfig) {
     let (events, mut receiver) = mpsc::unbounded_channel();
     serve_events(&endpoint, &events);
     let mut job_master = JobMaster {
+        started: Instant::now(),
         ha: (config.storage)(),
         client: RpcClient::new(endpoint),
         events,
@@ -259,10 +298,10 @@ impl JobMaster {
                 });
             }
             Event::Register(registration) => self.register(registration).await,
-            Event::Heartbeat(heartbeat, reply) => {
+            Event::Heartbeat(heartbeat, reply, arrived) => {
                 let known = match self.task_managers.get_mut(&heartbeat.name) {
                     Some(info) if info.instance == heartbeat.instance => {
-                        info.last_heartbeat = Instant::now();
+                        info.last_heartbeat = info.last_heartbeat.max(arrived);
                         true
                     }
                     _ => false,
@@ -270,12 +309,23 @@ impl JobMaster {
                 let _ = reply.send(known);
             }
             Event::TaskUpdate(update) => self.on_task_update(update).await,
+            Event::Deployed(execution) => {
+                if let Some(job) = self.job.as_mut().filter(|job| job.attempt == execution.attempt)
+                    && let Some(deployed) = job.executions.get_mut(&execution.vertex)
+                {
+                    deployed.deployed = true;
+                }
+            }
+            Event::CheckpointAck(ack) => self.on_checkpoint_ack(ack).await,
+            Event::CheckpointDeclined { attempt, checkpoint, reason } => {
+                self.abort_checkpoint(attempt, Some(checkpoint), &reason);
+            }
             Event::DeployFailed { execution, error } => {
                 if self.job.as_ref().is_some_and(|job| job.attempt == execution.attempt) {
                     self.on_failure(format!("deploying {execution} failed: {error}")).await;
                 }
             }
-            Event::Tick => self.on_tick().await,
+            Event::Tick(at) => self.on_tick(at).await,
         }
     }
 
@@ -291,7 +341,7 @@ impl JobMaster {
                 return Err(format!("job {} is still running; this JobMaster runs one job at a time", job.spec.job_id));
             }
         }
-        let job = JobRun::new(spec, 0, &self.config.external)?;
+        let job = JobRun::new(spec, 0, &self.config.external, Vec::new())?;
         self.trace(TraceEvent::JobSubmitted {
             job_id: job.spec.job_id.clone(),
             mode: job.spec.mode.to_string(),
@@ -309,7 +359,9 @@ impl JobMaster {
     async fn recover(&mut self) {
         let mut recovered: Vec<JobRun> = Vec::new();
         for stored in ha::stored_jobs(self.ha.as_ref()).await {
-            let Ok(mut job) = JobRun::new(stored.spec, stored.last_attempt + 1, &self.config.external) else {
+            let completed = stored.checkpoints;
+            let Ok(mut job) = JobRun::new(stored.spec, stored.last_attempt + 1, &self.config.external, completed)
+            else {
                 continue;
             };
             match stored.result {
@@ -371,8 +423,9 @@ impl JobMaster {
         }
     }
 
-    async fn on_tick(&mut self) {
-        let now = Instant::now();
+    /// Judges heartbeats as of `now`, the tick's time: events that queued behind a slow store
+    /// are judged by when they arrived, not by when the actor got to them.
+    async fn on_tick(&mut self, now: Instant) {
         let silent: Vec<String> = self
             .task_managers
             .iter()
@@ -391,6 +444,7 @@ impl JobMaster {
             job.restart_at = None;
         }
         self.try_schedule().await;
+        self.checkpoint_tick();
     }
 
     async fn on_task_update(&mut self, update: UpdateTaskExecutionState) {
@@ -425,10 +479,13 @@ impl JobMaster {
     }
 
     async fn on_failure(&mut self, cause: String) {
-        let Some(job) = &mut self.job else { return };
+        let Some(job) = &self.job else { return };
         if job.status != JobStatus::Running {
             return; // already restarting: one restart covers every failure of the attempt
         }
+        let attempt = job.attempt;
+        self.abort_checkpoint(attempt, None, &cause);
+        let Some(job) = &mut self.job else { return };
         match job.restarts.on_failure(&cause) {
             RestartDecision::GiveUp(reason) => {
                 let next_attempt = job.attempt + 1;

@@ -22,6 +22,8 @@ pub(super) enum ChainBody {
 
 /// One node of the chain.
 pub(super) struct ChainNode {
+    /// Its stream node id: names its state in checkpoints.
+    pub(super) operator_id: u32,
     pub(super) body: ChainBody,
     /// The type of what it emits (to copy an element for several children).
     pub(super) output_type: TypeInfo,
@@ -159,6 +161,71 @@ impl OperatorChain {
     /// Bytes written to blocking partitions (to a disk, local or remote).
     pub(super) fn blocking_bytes_written(&self) -> u64 {
         self.writers.iter().filter(|writer| writer.is_blocking()).map(RecordWriter::bytes_written).sum()
+    }
+
+    /// Sends checkpoint barrier `id` downstream, after everything emitted so far.
+    pub(super) async fn broadcast_barrier(&mut self, id: u64) -> Result<(), TaskFailure> {
+        let barrier = crate::checkpoint::CheckpointBarrier { id }.encode();
+        for writer in &mut self.writers {
+            writer.broadcast_event(barrier.clone()).await?;
+        }
+        Ok(())
+    }
+
+    /// The state of every chained operator that has some, by operator id.
+    pub(super) fn snapshot_operators(&self) -> Vec<(u32, Vec<u8>)> {
+        self.nodes
+            .iter()
+            .filter_map(|node| match &node.body {
+                ChainBody::Operator(Some(operator)) => Some((node.operator_id, operator.snapshot_state())),
+                ChainBody::Operator(None) => {
+                    panic!("internal: operator {} snapshot while processing", node.operator_id)
+                }
+                _ => None,
+            })
+            .filter(|(_, state)| !state.is_empty())
+            .collect()
+    }
+
+    /// Restores chained operators' state from a snapshot.
+    pub(super) fn restore_operators(&mut self, states: &[(u32, Vec<u8>)]) -> Result<(), TaskFailure> {
+        for (operator_id, state) in states {
+            let node = self.node_mut(*operator_id)?;
+            let ChainBody::Operator(Some(operator)) = &mut node.body else {
+                return Err(TaskFailure::Deployment(format!(
+                    "checkpoint state for node {operator_id}, which is not an operator"
+                )));
+            };
+            operator.restore_state(state).map_err(|error| TaskFailure::Operator(error.message))?;
+        }
+        Ok(())
+    }
+
+    fn node_mut(&mut self, operator_id: u32) -> Result<&mut ChainNode, TaskFailure> {
+        self.nodes.iter_mut().find(|node| node.operator_id == operator_id).ok_or_else(|| {
+            TaskFailure::Deployment(format!(
+                "the checkpoint has state for node {operator_id}, which this task does not run"
+            ))
+        })
+    }
+
+    /// The sink writer's state at barrier `checkpoint_id` (after its `prepare_commit`).
+    pub(super) fn snapshot_sink(&mut self, node: usize, checkpoint_id: u64) -> Result<Vec<u8>, TaskFailure> {
+        let ChainBody::Sink(sink) = &mut self.nodes[node].body else {
+            panic!("internal: snapshot_sink on chain node {node}, which is not a sink")
+        };
+        sink.snapshot_state(checkpoint_id).map_err(|error| TaskFailure::Operator(error.message))
+    }
+
+    /// Restores a sink writer's state.
+    pub(super) fn restore_sink(&mut self, operator_id: u32, state: &[u8]) -> Result<(), TaskFailure> {
+        let node = self.node_mut(operator_id)?;
+        let ChainBody::Sink(sink) = &mut node.body else {
+            return Err(TaskFailure::Deployment(format!(
+                "checkpoint sink state for node {operator_id}, which is not a sink"
+            )));
+        };
+        sink.restore_state(state).map_err(|error| TaskFailure::Operator(error.message))
     }
 
     /// Pre-commits the sink at node `node`: its committables, encoded.

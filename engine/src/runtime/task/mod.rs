@@ -2,6 +2,13 @@
 //! chain, and writes to record writers or sinks; at end of input it finishes its operators,
 //! its output partitions and, for each sink, pre-commits and commits.
 //!
+//! In streaming mode with checkpoints ([`checkpointing`]) a source task takes a snapshot and
+//! injects a barrier when the JobMaster asks (between source batches); other tasks align the
+//! barriers of their input channels (a channel that delivered one is blocked until all have)
+//! and snapshot; sinks commit when checkpoints complete; at end of input the task saves a final
+//! snapshot and waits for the final checkpoint before it commits its last transaction and
+//! finishes.
+//!
 //! In batch mode a chain headed by a keyed operator first reads its whole input and sorts it
 //! by (key, input), stable, by encoded key bytes, as Flink's sorted inputs do: the operator sees
 //! one key after the other and, for a two-input operator, all of a key's first input before its
@@ -11,15 +18,20 @@
 //! [`Resources`] cost model.
 
 mod chain;
+mod checkpointing;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chain::{ChainBody, ChainNode, OperatorChain};
+pub use checkpointing::{CheckpointEnvironment, TaskControl};
+use checkpointing::{Checkpointing, SinkCommitter};
+use tokio::sync::mpsc;
 
 use super::messages::{TaskDeploymentDescriptor, TaskFailure, TaskReport};
-use super::resources::Resources;
-use crate::graph::operator::{ErasedCommitter, ErasedSourceReader};
+use super::resources::{CpuMeter, Resources};
+use crate::checkpoint::{Alignment, BarrierAligner, CheckpointBarrier};
+use crate::graph::operator::ErasedSourceReader;
 use crate::graph::partitioner::ChannelSelector;
 use crate::graph::{
     ExecutionGraph, ExecutionMode, JobGraph, JobVertex, NodeBody, OperatorError, ResultPartitionType, TaskInfo,
@@ -45,6 +57,10 @@ pub struct TaskEnvironment {
     pub client: RpcClient,
     /// The TaskManager's cores, disk and network interface.
     pub resources: Arc<Resources>,
+    /// What the JobMaster tells the task while it runs.
+    pub controls: mpsc::UnboundedReceiver<TaskControl>,
+    /// Where checkpoints are saved and acknowledged.
+    pub checkpoints: CheckpointEnvironment,
 }
 
 /// What each input channel carries: its element type, the head's input it feeds, and whether
@@ -56,7 +72,7 @@ struct Channel {
 }
 
 enum Head {
-    Source(Box<dyn ErasedSourceReader>),
+    Source,
     Input { gate: InputGate, channels: Vec<Channel>, sort_by: Option<Vec<Option<KeySelector>>> },
 }
 
@@ -68,7 +84,7 @@ fn operator_failure(error: OperatorError) -> TaskFailure {
 struct Built {
     chain: OperatorChain,
     source: Option<Box<dyn ErasedSourceReader>>,
-    committers: Vec<(usize, Box<dyn ErasedCommitter>)>,
+    committers: Vec<SinkCommitter>,
 }
 
 fn build_chain(
@@ -126,6 +142,8 @@ fn build_chain(
             parallelism: descriptor.parallelism,
             max_parallelism: vertex.max_parallelism,
             attempt: execution.attempt,
+            checkpointing: descriptor.checkpointing,
+            restored_checkpoint: descriptor.restore.as_ref().map(|(id, _)| *id),
             external: descriptor.external.clone(),
         };
         let body = match &node.body {
@@ -135,14 +153,24 @@ fn build_chain(
             }
             NodeBody::Operator(factory) => ChainBody::Operator(Some(factory(&info))),
             NodeBody::Sink(factory) => {
-                committers.push((index, (factory.committer)(&info)));
+                committers.push(SinkCommitter {
+                    node: index,
+                    operator_id: node_id.0,
+                    committer: (factory.committer)(&info),
+                });
                 ChainBody::Sink((factory.writer)(&info))
             }
         };
         let children =
             stream_graph.out_edges(*node_id).iter().filter_map(|(target, _)| position.get(target).copied()).collect();
         let writers = writers_of.remove(&index).unwrap_or_default();
-        nodes.push(ChainNode { body, output_type: node.output_type.clone(), children, writers });
+        nodes.push(ChainNode {
+            operator_id: node_id.0,
+            body,
+            output_type: node.output_type.clone(),
+            children,
+            writers,
+        });
     }
     Ok(Built { chain: OperatorChain::new(nodes, writers), source, committers })
 }
@@ -212,11 +240,11 @@ fn head_of(
     vertex: &JobVertex,
     job_graph: &JobGraph,
     descriptor: &TaskDeploymentDescriptor,
-    source: Option<Box<dyn ErasedSourceReader>>,
+    has_source: bool,
     client: RpcClient,
 ) -> Head {
-    if let Some(reader) = source {
-        return Head::Source(reader);
+    if has_source {
+        return Head::Source;
     }
     let head = job_graph.stream_graph.node(vertex.chain[0]);
     let keyed = head.input_keys.iter().any(Option::is_some);
@@ -225,77 +253,176 @@ fn head_of(
     Head::Input { gate, channels: input_channels(descriptor, job_graph), sort_by }
 }
 
-/// Runs a task to its end; see the module doc.
-pub async fn run_task(environment: TaskEnvironment) -> Result<TaskReport, TaskFailure> {
-    let TaskEnvironment { descriptor, graph, partitions, client, resources } = environment;
-    let job_graph = graph.job_graph();
-    let vertex = job_graph.vertex(descriptor.execution.vertex.vertex);
-    let outputs = OutputFactory { partitions: &partitions, client: &client, resources: &resources };
-    let Built { mut chain, source, committers } = build_chain(&descriptor, &graph, &outputs)?;
-    let operators = vertex.chain.len() as u64;
-    let mut cpu = resources.cpu_meter();
-    let mut metrics = TaskReport::default();
-    match head_of(vertex, job_graph, &descriptor, source, client.clone()) {
-        Head::Source(mut reader) => {
-            while let Some(batch) = reader.poll_next().await.map_err(operator_failure)? {
-                let count = batch.len() as u64;
-                metrics.records_in += count;
-                chain.push_all(0, batch)?;
-                cpu.charge(count, operators).await;
-                chain.flush(false).await?;
-            }
+/// A task's work between its start and the end of its input.
+struct Run<'a> {
+    descriptor: &'a TaskDeploymentDescriptor,
+    chain: OperatorChain,
+    source: Option<Box<dyn ErasedSourceReader>>,
+    checkpointing: Checkpointing,
+    controls: mpsc::UnboundedReceiver<TaskControl>,
+    metrics: TaskReport,
+    operators: u64,
+}
+
+impl Run<'_> {
+    /// Reads the source batch by batch; between batches, takes the checkpoints it was asked for.
+    async fn read_source(&mut self, cpu: &mut CpuMeter<'_>) -> Result<(), TaskFailure> {
+        loop {
+            self.checkpointing.poll_controls(&mut self.controls, &mut self.chain, self.source.as_deref()).await?;
+            let reader = self.source.as_mut().expect("a source task has a reader");
+            let Some(batch) = reader.poll_next().await.map_err(operator_failure)? else { return Ok(()) };
+            let count = batch.len() as u64;
+            self.metrics.records_in += count;
+            self.chain.push_all(0, batch)?;
+            cpu.charge(count, self.operators).await;
+            self.chain.flush(false).await?;
         }
-        Head::Input { mut gate, channels, sort_by: None } => {
-            while let GateEvent::Item { channel, kind, bytes } = gate.next().await? {
-                expect_buffer(kind, &descriptor, channel)?;
-                if channels[channel].blocking {
-                    metrics.disk_bytes_read += bytes.len() as u64;
+    }
+
+    /// Reads the input gate element by element, aligning checkpoint barriers.
+    async fn read_input(
+        &mut self,
+        gate: &mut InputGate,
+        channels: &[Channel],
+        cpu: &mut CpuMeter<'_>,
+    ) -> Result<(), TaskFailure> {
+        let mut aligner = BarrierAligner::new(channels.len());
+        loop {
+            let event = tokio::select! {
+                biased;
+                Some(control) = self.controls.recv() => {
+                    self.checkpointing.on_control(control, &mut self.chain, None).await?;
+                    continue;
                 }
-                let elements = decode(&channels[channel], &bytes, &descriptor, channel)?;
-                let count = elements.len() as u64;
-                metrics.records_in += count;
-                chain.push_all(channels[channel].input, elements)?;
-                cpu.charge(count, operators).await;
-                chain.flush(false).await?;
-            }
-        }
-        Head::Input { mut gate, channels, sort_by: Some(keys) } => {
-            let mut keyed: Vec<(Vec<u8>, u32, Element)> = Vec::new();
-            while let GateEvent::Item { channel, kind, bytes } = gate.next().await? {
-                expect_buffer(kind, &descriptor, channel)?;
-                if channels[channel].blocking {
-                    metrics.disk_bytes_read += bytes.len() as u64;
+                event = gate.next() => event?,
+            };
+            let steps = match event {
+                GateEvent::EndOfInput => return Ok(()),
+                GateEvent::ChannelEnd { channel } => aligner.on_channel_end(channel),
+                GateEvent::Item { channel, kind: GateEventKind::Event, bytes } => {
+                    let barrier = CheckpointBarrier::decode(&bytes).map_err(|error| TaskFailure::CorruptInput {
+                        partition: self.descriptor.inputs[channel].partition(),
+                        detail: format!("an event that is not a checkpoint barrier: {error}"),
+                    })?;
+                    aligner.on_barrier(channel, barrier.id)
                 }
-                let input = channels[channel].input;
-                let selector = keys[input as usize].as_ref().expect("internal: batch sorting needs every input keyed");
-                for element in decode(&channels[channel], &bytes, &descriptor, channel)? {
-                    keyed.push((selector(element.as_ref()), input, element));
+                GateEvent::Item { channel, kind: GateEventKind::Buffer, bytes } => {
+                    if channels[channel].blocking {
+                        self.metrics.disk_bytes_read += bytes.len() as u64;
+                    }
+                    let elements = decode(&channels[channel], &bytes, self.descriptor, channel)?;
+                    let count = elements.len() as u64;
+                    self.metrics.records_in += count;
+                    self.chain.push_all(channels[channel].input, elements)?;
+                    cpu.charge(count, self.operators).await;
+                    self.chain.flush(false).await?;
+                    Vec::new()
                 }
-            }
-            metrics.records_in = keyed.len() as u64;
-            // Stable: elements of one key and input keep their arrival order.
-            keyed.sort_by(|left, right| (&left.0, left.1).cmp(&(&right.0, right.1)));
-            let mut sorted = keyed.into_iter().peekable();
-            while let Some((_, input, _)) = sorted.peek() {
-                let input = *input;
-                let mut run = Vec::new();
-                while run.len() < 1024 && sorted.peek().is_some_and(|(_, next, _)| *next == input) {
-                    run.push(sorted.next().expect("peeked").2);
+            };
+            for step in steps {
+                match step {
+                    Alignment::Block(channel) => gate.block(channel),
+                    Alignment::UnblockAll => gate.unblock_all(),
+                    Alignment::Aligned(id) => {
+                        self.checkpointing.checkpoint(id, &mut self.chain, None).await?;
+                        gate.unblock_all();
+                    }
                 }
-                let count = run.len() as u64;
-                chain.push_all(input, run)?;
-                cpu.charge(count, operators).await;
-                chain.flush(false).await?;
             }
         }
     }
+
+    /// Batch: reads the whole input, sorts it by key and input, then pushes it through.
+    async fn read_sorted(
+        &mut self,
+        gate: &mut InputGate,
+        channels: &[Channel],
+        keys: &[Option<KeySelector>],
+        cpu: &mut CpuMeter<'_>,
+    ) -> Result<(), TaskFailure> {
+        let mut keyed: Vec<(Vec<u8>, u32, Element)> = Vec::new();
+        loop {
+            match gate.next().await? {
+                GateEvent::EndOfInput => break,
+                GateEvent::ChannelEnd { .. } => {}
+                GateEvent::Item { channel, kind, bytes } => {
+                    expect_buffer(kind, self.descriptor, channel)?;
+                    if channels[channel].blocking {
+                        self.metrics.disk_bytes_read += bytes.len() as u64;
+                    }
+                    let input = channels[channel].input;
+                    let selector =
+                        keys[input as usize].as_ref().expect("internal: batch sorting needs every input keyed");
+                    for element in decode(&channels[channel], &bytes, self.descriptor, channel)? {
+                        keyed.push((selector(element.as_ref()), input, element));
+                    }
+                }
+            }
+        }
+        self.metrics.records_in = keyed.len() as u64;
+        // Stable: elements of one key and input keep their arrival order.
+        keyed.sort_by(|left, right| (&left.0, left.1).cmp(&(&right.0, right.1)));
+        let mut sorted = keyed.into_iter().peekable();
+        while let Some((_, input, _)) = sorted.peek() {
+            let input = *input;
+            let mut run = Vec::new();
+            while run.len() < 1024 && sorted.peek().is_some_and(|(_, next, _)| *next == input) {
+                run.push(sorted.next().expect("peeked").2);
+            }
+            let count = run.len() as u64;
+            self.chain.push_all(input, run)?;
+            cpu.charge(count, self.operators).await;
+            self.chain.flush(false).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs a task to its end; see the module doc.
+pub async fn run_task(environment: TaskEnvironment) -> Result<TaskReport, TaskFailure> {
+    let TaskEnvironment { descriptor, graph, partitions, client, resources, controls, checkpoints } = environment;
+    let job_graph = graph.job_graph();
+    let vertex = job_graph.vertex(descriptor.execution.vertex.vertex);
+    let outputs = OutputFactory { partitions: &partitions, client: &client, resources: &resources };
+    let Built { chain, source, committers } = build_chain(&descriptor, &graph, &outputs)?;
+    let checkpointing = Checkpointing::new(
+        descriptor.spec.job_id.clone(),
+        descriptor.execution,
+        client.clone(),
+        checkpoints,
+        committers,
+    );
+    let has_source = source.is_some();
+    let mut run = Run {
+        descriptor: &descriptor,
+        chain,
+        source,
+        checkpointing,
+        controls,
+        metrics: TaskReport::default(),
+        operators: vertex.chain.len() as u64,
+    };
+    if let Some((id, handle)) = &descriptor.restore {
+        run.checkpointing.restore(*id, handle, &mut run.chain, run.source.as_mut()).await?;
+    }
+    let mut cpu = resources.cpu_meter();
+    match head_of(vertex, job_graph, &descriptor, has_source, client.clone()) {
+        Head::Source => run.read_source(&mut cpu).await?,
+        Head::Input { mut gate, channels, sort_by: None } => run.read_input(&mut gate, &channels, &mut cpu).await?,
+        Head::Input { mut gate, channels, sort_by: Some(keys) } => {
+            run.read_sorted(&mut gate, &channels, &keys, &mut cpu).await?
+        }
+    }
+    let Run { mut chain, source, mut checkpointing, mut controls, mut metrics, .. } = run;
     chain.end_input()?;
     (metrics.records_out, metrics.partitions) = chain.finish().await?;
     metrics.disk_bytes_written = chain.blocking_bytes_written();
     cpu.pay().await;
-    for (node, mut committer) in committers {
-        let committables = chain.prepare_commit(node).await?;
-        committer.commit(committables).await.map_err(operator_failure)?;
+    if descriptor.checkpointing {
+        checkpointing.end_of_input(&mut chain, source.as_deref()).await?;
+        checkpointing.wait_for_final(&mut controls).await?;
+    } else {
+        checkpointing.commit_at_end_of_input(&mut chain).await?;
     }
     Ok(metrics)
 }

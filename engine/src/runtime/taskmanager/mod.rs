@@ -21,17 +21,17 @@ use std::time::Duration;
 use madsim::net::Endpoint;
 
 use super::messages::{
-    CancelJobAttempts, ExecutionAttemptId, Heartbeat, RegisterTaskManager, SubmitTask, TaskDeploymentDescriptor,
-    TaskFailure, TaskOutcome, UpdateTaskExecutionState,
+    CancelJobAttempts, ExecutionAttemptId, Heartbeat, NotifyCheckpointComplete, RegisterTaskManager, SubmitTask,
+    TaskDeploymentDescriptor, TaskFailure, TaskOutcome, TriggerCheckpoint, UpdateTaskExecutionState,
 };
 use super::resources::{CostModel, Resources};
-use super::task::{TaskEnvironment, run_task};
+use super::task::{CheckpointEnvironment, TaskControl, TaskEnvironment, run_task};
 use super::trace::{TraceEvent, TracerHandle};
 use crate::graph::ExecutionGraph;
 use crate::rpc::{RpcClient, serve};
 use crate::shuffle::protocol::{ReleasePartitions, RequestBuffers};
 use crate::shuffle::{ResultPartitionManager, ShuffleConfig};
-use crate::storage::Storage;
+use crate::storage::{Storage, StorageFactory};
 
 /// How a TaskManager is set up.
 #[derive(Clone)]
@@ -48,6 +48,8 @@ pub struct TaskManagerConfig {
     pub heartbeat_interval: Duration,
     /// Its disk: outlives the process.
     pub storage: Arc<dyn Storage>,
+    /// Opens the durable store, where its tasks save checkpoint snapshots.
+    pub checkpoint_storage: StorageFactory,
     /// Network buffer tuning for the partitions it serves.
     pub shuffle: ShuffleConfig,
     /// How long work takes on its cores, disk and network interface.
@@ -63,6 +65,7 @@ const CONTROL_TIMEOUT: Duration = Duration::from_millis(500);
 
 struct RunningTask {
     handle: madsim::task::JoinHandle<()>,
+    controls: tokio::sync::mpsc::UnboundedSender<TaskControl>,
 }
 
 #[derive(Default)]
@@ -79,6 +82,7 @@ struct TaskManager {
     client: RpcClient,
     partitions: ResultPartitionManager,
     resources: Arc<Resources>,
+    checkpoint_storage: Arc<dyn Storage>,
     tasks: Mutex<Tasks>,
 }
 
@@ -97,6 +101,7 @@ pub async fn run_task_manager(config: TaskManagerConfig) {
     let task_manager = Arc::new(TaskManager {
         partitions: ResultPartitionManager::new(Arc::clone(&config.storage), config.shuffle, Arc::clone(&resources)),
         resources,
+        checkpoint_storage: (config.checkpoint_storage)(),
         client: RpcClient::new(endpoint.clone()),
         tasks: Mutex::new(Tasks::default()),
         config,
@@ -110,6 +115,16 @@ pub async fn run_task_manager(config: TaskManagerConfig) {
     serve(&endpoint, move |request: CancelJobAttempts| {
         let this = Arc::clone(&this);
         async move { this.cancel_before(&request.job_id, request.attempt).await }
+    });
+    let this = Arc::clone(&task_manager);
+    serve(&endpoint, move |request: TriggerCheckpoint| {
+        let missing = this.trigger(&request);
+        async move { missing }
+    });
+    let this = Arc::clone(&task_manager);
+    serve(&endpoint, move |request: NotifyCheckpointComplete| {
+        this.notify(&request);
+        async {}
     });
     let partitions = task_manager.partitions.clone();
     serve(&endpoint, move |request: RequestBuffers| {
@@ -163,6 +178,32 @@ impl TaskManager {
         }
     }
 
+    /// Asks source tasks to take checkpoint `checkpoint_id`; returns those it does not run.
+    fn trigger(&self, request: &TriggerCheckpoint) -> Vec<ExecutionAttemptId> {
+        let tasks = self.tasks.lock().expect("tasks lock");
+        request
+            .executions
+            .iter()
+            .filter(|execution| {
+                let task = tasks.running.get(&(request.job_id.clone(), **execution));
+                task.is_none_or(|task| task.controls.send(TaskControl::Trigger(request.checkpoint_id)).is_err())
+            })
+            .copied()
+            .collect()
+    }
+
+    /// Tells every task of the attempt that a checkpoint completed.
+    fn notify(&self, request: &NotifyCheckpointComplete) {
+        let tasks = self.tasks.lock().expect("tasks lock");
+        let control = TaskControl::Complete { id: request.checkpoint_id, is_final: request.is_final };
+        for ((job_id, execution), task) in &tasks.running {
+            if *job_id == request.job_id && execution.attempt == request.attempt {
+                // A task that just ended has dropped its receiver: nothing left to tell it.
+                let _ = task.controls.send(control);
+            }
+        }
+    }
+
     fn plan_for(&self, descriptor: &TaskDeploymentDescriptor) -> Result<Arc<ExecutionGraph>, String> {
         let key = (descriptor.spec.job_id.clone(), descriptor.plan_fingerprint);
         if let Some(plan) = self.tasks.lock().expect("tasks lock").plans.get(&key) {
@@ -201,12 +242,18 @@ impl TaskManager {
                 return Ok(());
             }
         };
+        let (controls, control_receiver) = tokio::sync::mpsc::unbounded_channel();
         let environment = TaskEnvironment {
             descriptor,
             graph,
             partitions: self.partitions.clone(),
             client: self.client.clone(),
             resources: Arc::clone(&self.resources),
+            controls: control_receiver,
+            checkpoints: CheckpointEnvironment {
+                storage: Arc::clone(&self.checkpoint_storage),
+                job_master: self.config.job_master,
+            },
         };
         let this = Arc::clone(self);
         let key = (job_id.clone(), execution);
@@ -223,7 +270,7 @@ impl TaskManager {
             this.tasks.lock().expect("tasks lock").running.remove(&(job_id.clone(), execution));
             this.report(job_id, execution, outcome).await;
         });
-        let previous = self.tasks.lock().expect("tasks lock").running.insert(key, RunningTask { handle });
+        let previous = self.tasks.lock().expect("tasks lock").running.insert(key, RunningTask { handle, controls });
         if let Some(previous) = previous {
             previous.handle.abort();
         }

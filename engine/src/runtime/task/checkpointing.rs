@@ -1,0 +1,338 @@
+//! A task's side of checkpoints and of Sink V2 commits: snapshots at barriers, the final snapshot
+//! at end of input, restore, and when its committers commit.
+//!
+//! Committables are kept per (sink, checkpoint they were prepared for) until a checkpoint at
+//! least that new completes; every snapshot carries those not yet committed, so a restore
+//! commits them again (committers are idempotent). Committables prepared at end of input wait
+//! for the final checkpoint.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::chain::OperatorChain;
+use crate::checkpoint::{CheckpointId, SnapshotKind, StateHandle, TaskSnapshot, snapshot_path};
+use crate::graph::operator::{ErasedCommitter, ErasedSourceReader};
+use crate::record::Record;
+use crate::rpc::RpcClient;
+use crate::runtime::messages::{AcknowledgeCheckpoint, ExecutionAttemptId, TaskFailure};
+use crate::storage::{Storage, StorageError, framed, read_all};
+
+/// What the JobMaster tells a running task, through its TaskManager.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskControl {
+    /// A source task injects barrier `n` (other tasks ignore it).
+    Trigger(CheckpointId),
+    /// Checkpoint `id` completed: commit what was prepared up to it (everything if final).
+    Complete {
+        /// The checkpoint.
+        id: CheckpointId,
+        /// The final checkpoint: the task commits everything and finishes.
+        is_final: bool,
+    },
+}
+
+/// Where a task saves snapshots and whom it tells.
+pub struct CheckpointEnvironment {
+    /// The durable store.
+    pub storage: Arc<dyn Storage>,
+    /// The JobMaster.
+    pub job_master: SocketAddr,
+}
+
+/// Committables prepared at end of input: committed with the final checkpoint.
+const END_OF_INPUT: CheckpointId = CheckpointId::MAX;
+
+/// How long between tries of a snapshot write or an acknowledgement the task insists on.
+const RETRY: Duration = Duration::from_millis(200);
+/// Tries of a barrier snapshot's write before the task gives up on that checkpoint (it then
+/// times out on the JobMaster).
+const BARRIER_WRITE_ATTEMPTS: u32 = 5;
+const ACK_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// One sink of the task: its chain index, operator id and committer.
+pub(super) struct SinkCommitter {
+    pub(super) node: usize,
+    pub(super) operator_id: u32,
+    pub(super) committer: Box<dyn ErasedCommitter>,
+}
+
+/// The part of a task's snapshot taken before anything goes downstream: operator (and keyed)
+/// state and the source's position.
+fn operator_snapshot(chain: &OperatorChain, source: Option<&dyn ErasedSourceReader>) -> TaskSnapshot {
+    TaskSnapshot {
+        operators: chain.snapshot_operators(),
+        source: source.map(|reader| reader.snapshot_state()),
+        ..TaskSnapshot::default()
+    }
+}
+
+/// See the module doc.
+pub(super) struct Checkpointing {
+    job_id: String,
+    execution: ExecutionAttemptId,
+    client: RpcClient,
+    environment: CheckpointEnvironment,
+    sinks: Vec<SinkCommitter>,
+    /// (sink operator id, checkpoint) → committables not yet committed.
+    pending: BTreeMap<(u32, CheckpointId), Vec<Vec<u8>>>,
+    /// The last barrier this task took (and forwarded).
+    last_barrier: Option<CheckpointId>,
+}
+
+impl Checkpointing {
+    pub(super) fn new(
+        job_id: String,
+        execution: ExecutionAttemptId,
+        client: RpcClient,
+        environment: CheckpointEnvironment,
+        sinks: Vec<SinkCommitter>,
+    ) -> Checkpointing {
+        Checkpointing { job_id, execution, client, environment, sinks, pending: BTreeMap::new(), last_barrier: None }
+    }
+
+    /// Restores operators, the source and sink writers from the task's snapshot in checkpoint
+    /// `id`, then commits what the snapshot holds (it belongs to a completed checkpoint).
+    pub(super) async fn restore(
+        &mut self,
+        id: CheckpointId,
+        handle: &StateHandle,
+        chain: &mut OperatorChain,
+        source: Option<&mut Box<dyn ErasedSourceReader>>,
+    ) -> Result<(), TaskFailure> {
+        let snapshot = self.read(id, handle).await?;
+        chain.restore_operators(&snapshot.operators)?;
+        match (source, &snapshot.source) {
+            (Some(reader), Some(state)) => {
+                reader.restore_state(state).map_err(|error| TaskFailure::Operator(error.message))?
+            }
+            (None, None) => {}
+            _ => {
+                return Err(TaskFailure::Deployment(format!(
+                    "checkpoint {id}'s snapshot of {} does not match its source",
+                    self.execution
+                )));
+            }
+        }
+        for (operator_id, state) in &snapshot.sink_writers {
+            chain.restore_sink(*operator_id, state)?;
+        }
+        for (operator_id, checkpoint, committables) in snapshot.pending_committables {
+            self.pending.insert((operator_id, checkpoint), committables);
+        }
+        self.commit_up_to(END_OF_INPUT).await
+    }
+
+    async fn read(&self, id: CheckpointId, handle: &StateHandle) -> Result<TaskSnapshot, TaskFailure> {
+        let lost = |detail: String| {
+            TaskFailure::Deployment(format!("cannot restore checkpoint {id} from `{}`: {detail}", handle.path))
+        };
+        let mut last = String::new();
+        for _ in 0..BARRIER_WRITE_ATTEMPTS {
+            match read_all(self.environment.storage.as_ref(), &handle.path).await {
+                Ok(bytes) => {
+                    let (records, damaged) = framed::unframe(&bytes);
+                    return match (records.as_slice(), damaged) {
+                        ([record], false) => TaskSnapshot::from_bytes(record).map_err(|error| lost(error.to_string())),
+                        _ => Err(lost("the snapshot is damaged".to_string())),
+                    };
+                }
+                Err(error @ StorageError::NotFound(_)) => return Err(lost(error.to_string())),
+                Err(error) => last = error.to_string(),
+            }
+            madsim::time::sleep(RETRY).await;
+        }
+        Err(lost(last))
+    }
+
+    /// Takes the task's snapshot for barrier `id`: operator state and the source position
+    /// first, then the barrier goes downstream, then the sinks pre-commit. Saves it and
+    /// acknowledges. A snapshot that cannot be saved is not acknowledged: the checkpoint times
+    /// out.
+    pub(super) async fn checkpoint(
+        &mut self,
+        id: CheckpointId,
+        chain: &mut OperatorChain,
+        source: Option<&dyn ErasedSourceReader>,
+    ) -> Result<(), TaskFailure> {
+        let mut snapshot = operator_snapshot(chain, source);
+        chain.flush(false).await?;
+        chain.broadcast_barrier(id).await?;
+        self.last_barrier = Some(id);
+        snapshot.sink_writers = self.prepare_sinks(id, chain).await?;
+        snapshot.pending_committables = self.pending_list();
+        let kind = SnapshotKind::Barrier(id);
+        if let Some(handle) = self.save(kind, &snapshot, BARRIER_WRITE_ATTEMPTS).await {
+            self.acknowledge(kind, handle, 3).await;
+        }
+        Ok(())
+    }
+
+    /// Takes the final snapshot once the task reached the end of its input and finished its
+    /// outputs; saves it (insisting) and acknowledges it (insisting).
+    pub(super) async fn end_of_input(
+        &mut self,
+        chain: &mut OperatorChain,
+        source: Option<&dyn ErasedSourceReader>,
+    ) -> Result<(), TaskFailure> {
+        let mut snapshot = operator_snapshot(chain, source);
+        for (node, operator_id) in self.sink_nodes() {
+            let committables = chain.prepare_commit(node).await?;
+            if !committables.is_empty() {
+                self.pending.insert((operator_id, END_OF_INPUT), committables);
+            }
+        }
+        snapshot.pending_committables = self.pending_list();
+        let handle = self.save(SnapshotKind::EndOfInput, &snapshot, u32::MAX).await.expect("saving retries forever");
+        self.acknowledge(SnapshotKind::EndOfInput, handle, u32::MAX).await;
+        Ok(())
+    }
+
+    async fn prepare_sinks(
+        &mut self,
+        id: CheckpointId,
+        chain: &mut OperatorChain,
+    ) -> Result<Vec<(u32, Vec<u8>)>, TaskFailure> {
+        let mut states = Vec::new();
+        for (node, operator_id) in self.sink_nodes() {
+            let committables = chain.prepare_commit(node).await?;
+            if !committables.is_empty() {
+                self.pending.insert((operator_id, id), committables);
+            }
+            let state = chain.snapshot_sink(node, id)?;
+            if !state.is_empty() {
+                states.push((operator_id, state));
+            }
+        }
+        Ok(states)
+    }
+
+    fn sink_nodes(&self) -> Vec<(usize, u32)> {
+        self.sinks.iter().map(|sink| (sink.node, sink.operator_id)).collect()
+    }
+
+    fn pending_list(&self) -> Vec<(u32, CheckpointId, Vec<Vec<u8>>)> {
+        self.pending
+            .iter()
+            .map(|((operator_id, checkpoint), committables)| (*operator_id, *checkpoint, committables.clone()))
+            .collect()
+    }
+
+    /// Writes a snapshot (replacing any earlier file of that name) and syncs it.
+    async fn save(&self, kind: SnapshotKind, snapshot: &TaskSnapshot, attempts: u32) -> Option<StateHandle> {
+        let vertex = self.execution.vertex;
+        let path = snapshot_path(&self.job_id, self.execution.attempt, kind, vertex.vertex.0, vertex.subtask);
+        let bytes = framed::frame(&snapshot.to_bytes());
+        let storage = self.environment.storage.as_ref();
+        for _ in 0..attempts {
+            let written = async {
+                storage.delete(&path).await?;
+                crate::storage::append_durably(storage, &path, &bytes).await
+            };
+            if written.await.is_ok() {
+                return Some(StateHandle { path, bytes: bytes.len() as u64 });
+            }
+            madsim::time::sleep(RETRY).await;
+        }
+        None
+    }
+
+    async fn acknowledge(&self, kind: SnapshotKind, handle: StateHandle, attempts: u32) {
+        let ack = AcknowledgeCheckpoint {
+            job_id: self.job_id.clone(),
+            execution: self.execution,
+            kind,
+            handle,
+            last_barrier: self.last_barrier,
+        };
+        for _ in 0..attempts {
+            if self.client.call(self.environment.job_master, ack.clone(), ACK_TIMEOUT).await.is_ok() {
+                return;
+            }
+            madsim::time::sleep(RETRY).await;
+        }
+    }
+
+    /// Checkpoint `id` completed (or the final one): commits what was prepared up to it.
+    pub(super) async fn on_complete(&mut self, id: CheckpointId, is_final: bool) -> Result<(), TaskFailure> {
+        self.commit_up_to(if is_final { END_OF_INPUT } else { id }).await
+    }
+
+    async fn commit_up_to(&mut self, id: CheckpointId) -> Result<(), TaskFailure> {
+        let due: Vec<(u32, CheckpointId)> =
+            self.pending.range(..).filter(|((_, checkpoint), _)| *checkpoint <= id).map(|(key, _)| *key).collect();
+        for sink in &mut self.sinks {
+            let mine: Vec<(u32, CheckpointId)> =
+                due.iter().filter(|(operator_id, _)| *operator_id == sink.operator_id).copied().collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let committables: Vec<Vec<u8>> = mine.iter().flat_map(|key| self.pending[key].clone()).collect();
+            sink.committer.commit(committables).await.map_err(|error| TaskFailure::Operator(error.message))?;
+            for key in mine {
+                self.pending.remove(&key);
+            }
+        }
+        Ok(())
+    }
+
+    /// Without checkpoints: every sink pre-commits and commits at end of input.
+    pub(super) async fn commit_at_end_of_input(&mut self, chain: &mut OperatorChain) -> Result<(), TaskFailure> {
+        for sink in &mut self.sinks {
+            let committables = chain.prepare_commit(sink.node).await?;
+            sink.committer.commit(committables).await.map_err(|error| TaskFailure::Operator(error.message))?;
+        }
+        Ok(())
+    }
+
+    /// Handles every control message already queued; a source task takes the checkpoints it
+    /// was asked for.
+    pub(super) async fn poll_controls(
+        &mut self,
+        controls: &mut mpsc::UnboundedReceiver<TaskControl>,
+        chain: &mut OperatorChain,
+        source: Option<&dyn ErasedSourceReader>,
+    ) -> Result<(), TaskFailure> {
+        while let Ok(control) = controls.try_recv() {
+            self.on_control(control, chain, source).await?;
+        }
+        Ok(())
+    }
+
+    /// Handles one control message.
+    pub(super) async fn on_control(
+        &mut self,
+        control: TaskControl,
+        chain: &mut OperatorChain,
+        source: Option<&dyn ErasedSourceReader>,
+    ) -> Result<(), TaskFailure> {
+        match control {
+            TaskControl::Trigger(id) if source.is_some() => self.checkpoint(id, chain, source).await,
+            TaskControl::Trigger(_) => Ok(()), // barriers reach other tasks through their inputs
+            TaskControl::Complete { id, is_final } => self.on_complete(id, is_final).await,
+        }
+    }
+
+    /// After the final snapshot: waits for the final checkpoint, committing as checkpoints
+    /// complete, and returns once everything is committed.
+    pub(super) async fn wait_for_final(
+        &mut self,
+        controls: &mut mpsc::UnboundedReceiver<TaskControl>,
+    ) -> Result<(), TaskFailure> {
+        loop {
+            match controls.recv().await {
+                Some(TaskControl::Complete { id, is_final }) => {
+                    self.on_complete(id, is_final).await?;
+                    if is_final {
+                        return Ok(());
+                    }
+                }
+                Some(TaskControl::Trigger(_)) => {} // the final snapshot stands for this task
+                None => std::future::pending::<()>().await, // the TaskManager is cancelling it
+            }
+        }
+    }
+}
