@@ -70,6 +70,54 @@ fn operator_snapshot(chain: &OperatorChain, source: Option<&dyn ErasedSourceRead
     }
 }
 
+/// Saves a snapshot and acknowledges it; owns what it needs, so that it can run beside the task.
+struct SnapshotWriter {
+    job_id: String,
+    execution: ExecutionAttemptId,
+    client: RpcClient,
+    storage: Arc<dyn Storage>,
+    job_master: SocketAddr,
+    /// The last barrier the task took when the snapshot was taken.
+    last_barrier: Option<CheckpointId>,
+}
+
+impl SnapshotWriter {
+    /// Writes a snapshot (replacing any earlier file of that name) and syncs it.
+    async fn save(&self, kind: SnapshotKind, snapshot: &TaskSnapshot, attempts: u32) -> Option<StateHandle> {
+        let vertex = self.execution.vertex;
+        let path = snapshot_path(&self.job_id, self.execution.attempt, kind, vertex.vertex.0, vertex.subtask);
+        let bytes = framed::frame(&snapshot.to_bytes());
+        let storage = self.storage.as_ref();
+        for _ in 0..attempts {
+            let written = async {
+                storage.delete(&path).await?;
+                crate::storage::append_durably(storage, &path, &bytes).await
+            };
+            if written.await.is_ok() {
+                return Some(StateHandle { path, bytes: bytes.len() as u64 });
+            }
+            madsim::time::sleep(RETRY).await;
+        }
+        None
+    }
+
+    async fn acknowledge(&self, kind: SnapshotKind, handle: StateHandle, attempts: u32) {
+        let ack = AcknowledgeCheckpoint {
+            job_id: self.job_id.clone(),
+            execution: self.execution,
+            kind,
+            handle,
+            last_barrier: self.last_barrier,
+        };
+        for _ in 0..attempts {
+            if self.client.call(self.job_master, ack.clone(), ACK_TIMEOUT).await.is_ok() {
+                return;
+            }
+            madsim::time::sleep(RETRY).await;
+        }
+    }
+}
+
 /// See the module doc.
 pub(super) struct Checkpointing {
     job_id: String,
@@ -81,6 +129,8 @@ pub(super) struct Checkpointing {
     pending: BTreeMap<(u32, CheckpointId), Vec<Vec<u8>>>,
     /// The last barrier this task took (and forwarded).
     last_barrier: Option<CheckpointId>,
+    /// The asynchronous part of the last barrier snapshot: saving it and acknowledging.
+    in_flight: Option<madsim::task::JoinHandle<()>>,
 }
 
 impl Checkpointing {
@@ -91,7 +141,16 @@ impl Checkpointing {
         environment: CheckpointEnvironment,
         sinks: Vec<SinkCommitter>,
     ) -> Checkpointing {
-        Checkpointing { job_id, execution, client, environment, sinks, pending: BTreeMap::new(), last_barrier: None }
+        Checkpointing {
+            job_id,
+            execution,
+            client,
+            environment,
+            sinks,
+            pending: BTreeMap::new(),
+            last_barrier: None,
+            in_flight: None,
+        }
     }
 
     /// Restores operators, the source and sink writers from the task's snapshot in checkpoint
@@ -149,8 +208,9 @@ impl Checkpointing {
     }
 
     /// Takes the task's snapshot for barrier `id`: operator state and the source position
-    /// first, then the barrier goes downstream, then the sinks pre-commit. Saves it and
-    /// acknowledges. A snapshot that cannot be saved is not acknowledged: the checkpoint times
+    /// first, then the barrier goes downstream, then the sinks pre-commit. Saving and
+    /// acknowledging go on beside the task (the asynchronous phase), after the previous
+    /// snapshot's. A snapshot that cannot be saved is not acknowledged: the checkpoint times
     /// out.
     pub(super) async fn checkpoint(
         &mut self,
@@ -164,10 +224,18 @@ impl Checkpointing {
         self.last_barrier = Some(id);
         snapshot.sink_writers = self.prepare_sinks(id, chain).await?;
         snapshot.pending_committables = self.pending_list();
-        let kind = SnapshotKind::Barrier(id);
-        if let Some(handle) = self.save(kind, &snapshot, BARRIER_WRITE_ATTEMPTS).await {
-            self.acknowledge(kind, handle, 3).await;
+        // The asynchronous phase (Flink's): the task goes on processing while the snapshot is
+        // written and acknowledged. One at a time, so acknowledgements keep barrier order.
+        if let Some(previous) = self.in_flight.take() {
+            let _ = previous.await;
         }
+        let (kind, attempts) = (SnapshotKind::Barrier(id), BARRIER_WRITE_ATTEMPTS);
+        let writer = self.snapshot_writer();
+        self.in_flight = Some(madsim::task::spawn(async move {
+            if let Some(handle) = writer.save(kind, &snapshot, attempts).await {
+                writer.acknowledge(kind, handle, 3).await;
+            }
+        }));
         Ok(())
     }
 
@@ -186,8 +254,12 @@ impl Checkpointing {
             }
         }
         snapshot.pending_committables = self.pending_list();
-        let handle = self.save(SnapshotKind::EndOfInput, &snapshot, u32::MAX).await.expect("saving retries forever");
-        self.acknowledge(SnapshotKind::EndOfInput, handle, u32::MAX).await;
+        if let Some(previous) = self.in_flight.take() {
+            let _ = previous.await; // the barrier snapshot is acknowledged first
+        }
+        let writer = self.snapshot_writer();
+        let handle = writer.save(SnapshotKind::EndOfInput, &snapshot, u32::MAX).await.expect("saving retries forever");
+        writer.acknowledge(SnapshotKind::EndOfInput, handle, u32::MAX).await;
         Ok(())
     }
 
@@ -221,38 +293,14 @@ impl Checkpointing {
             .collect()
     }
 
-    /// Writes a snapshot (replacing any earlier file of that name) and syncs it.
-    async fn save(&self, kind: SnapshotKind, snapshot: &TaskSnapshot, attempts: u32) -> Option<StateHandle> {
-        let vertex = self.execution.vertex;
-        let path = snapshot_path(&self.job_id, self.execution.attempt, kind, vertex.vertex.0, vertex.subtask);
-        let bytes = framed::frame(&snapshot.to_bytes());
-        let storage = self.environment.storage.as_ref();
-        for _ in 0..attempts {
-            let written = async {
-                storage.delete(&path).await?;
-                crate::storage::append_durably(storage, &path, &bytes).await
-            };
-            if written.await.is_ok() {
-                return Some(StateHandle { path, bytes: bytes.len() as u64 });
-            }
-            madsim::time::sleep(RETRY).await;
-        }
-        None
-    }
-
-    async fn acknowledge(&self, kind: SnapshotKind, handle: StateHandle, attempts: u32) {
-        let ack = AcknowledgeCheckpoint {
+    fn snapshot_writer(&self) -> SnapshotWriter {
+        SnapshotWriter {
             job_id: self.job_id.clone(),
             execution: self.execution,
-            kind,
-            handle,
+            client: self.client.clone(),
+            storage: Arc::clone(&self.environment.storage),
+            job_master: self.environment.job_master,
             last_barrier: self.last_barrier,
-        };
-        for _ in 0..attempts {
-            if self.client.call(self.environment.job_master, ack.clone(), ACK_TIMEOUT).await.is_ok() {
-                return;
-            }
-            madsim::time::sleep(RETRY).await;
         }
     }
 
