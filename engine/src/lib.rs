@@ -11,8 +11,8 @@
 //!
 //! | layer | owns |
 //! |---|---|
-//! | [`graph`], [`sink`], [`storage`] | the plan, the Sink V2 contract, the storage trait |
-//! | [`scheduler`], [`shuffle`], [`state`] | region scheduling and slots, data exchange, keyed state |
+//! | [`graph`], [`sink`], [`storage`], [`time`] | the plan, the Sink V2 contract, the storage trait, event time (watermarks, windows) |
+//! | [`scheduler`], [`shuffle`], [`state`], [`checkpoint`] | region scheduling and slots, data exchange, keyed state, checkpoints |
 //! | [`api`], [`failover`], [`connectors`] | the DataStream SDK and operators, restart strategies, external systems |
 //! | [`runtime`] | the JobMaster and TaskManager processes, tasks, RPC: the layers wired together |
 //! | [`catalog`] | the built-in jobs and their sequential reference implementations |
@@ -38,3 +38,4 @@ pub mod shuffle;
 pub mod sink;
 pub mod state;
 pub mod storage;
+pub mod time;

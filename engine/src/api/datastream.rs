@@ -10,7 +10,9 @@ use super::JobConfig;
 use super::operators::{
     FilterOperator, FlatMapOperator, JoinFunctions, MapOperator, ReduceFunctions, join_operator, reduce_operator,
 };
+use super::process::{KeyedProcessFunction, ProcessFunctions, process_operator};
 use super::source::{Source, erase_source};
+use super::window::{AddFunction, FinishFunction, TimestampsAndWatermarksOperator, WindowFunctions, window_operator};
 use crate::graph::operator::{OperatorFactory, StreamOperator};
 use crate::graph::partitioner::Partitioner;
 use crate::graph::{
@@ -18,6 +20,7 @@ use crate::graph::{
 };
 use crate::record::{Key, KeySelector, Record, TypeInfo, erase_key_selector};
 use crate::sink::{Sink, erase_sink};
+use crate::time::{BoundedOutOfOrderness, TimeWindow, Timestamp, Watermark, WindowAssigner};
 
 /// A node whose output a stream is, with the partitioner chosen for the next edge.
 #[derive(Clone)]
@@ -170,6 +173,36 @@ impl<T: Record> DataStream<T> {
         )
     }
 
+    /// Stamps every element with `timestamp(element)` as its event time and generates
+    /// watermarks for elements at most `out_of_orderness_ms` out of order (Flink's
+    /// `assignTimestampsAndWatermarks(WatermarkStrategy.forBoundedOutOfOrderness(..))`). Batch
+    /// mode keeps the timestamps and emits no watermark before the end of input.
+    pub fn assign_timestamps_and_watermarks(
+        &self,
+        out_of_orderness_ms: i64,
+        timestamp: impl Fn(&T) -> Timestamp + Send + Sync + 'static,
+    ) -> DataStream<T> {
+        let generator = match BoundedOutOfOrderness::new(out_of_orderness_ms) {
+            Ok(generator) => generator,
+            Err(error) => {
+                self.graph.borrow_mut().add_error(error);
+                BoundedOutOfOrderness::new(0).expect("0 is a valid bound")
+            }
+        };
+        let assigner: Arc<dyn Fn(&T) -> Timestamp + Send + Sync> = Arc::new(timestamp);
+        self.operator(
+            "Timestamps/Watermarks",
+            Arc::new(move |task: &TaskInfo| {
+                Box::new(TimestampsAndWatermarksOperator {
+                    assigner: Arc::clone(&assigner),
+                    generator: generator.clone(),
+                    mode: task.mode,
+                    emitted: Watermark::MIN,
+                }) as Box<dyn StreamOperator>
+            }),
+        )
+    }
+
     /// Partitions the stream by key: equal keys go to the same subtask.
     pub fn key_by<K: Key>(&self, key_selector: impl Fn(&T) -> K + Send + Sync + 'static) -> KeyedStream<T, K> {
         KeyedStream { stream: self.clone(), key_selector: Arc::new(key_selector) }
@@ -297,6 +330,94 @@ impl<T: Record, K: Key> KeyedStream<T, K> {
             upstreams: vec![Upstream { node, partitioner: None }],
             _type: PhantomData,
         }
+    }
+}
+
+impl<T: Record, K: Key> KeyedStream<T, K> {
+    /// Groups each key's elements into event-time windows (the stream needs timestamps:
+    /// [`DataStream::assign_timestamps_and_watermarks`]).
+    pub fn window(&self, assigner: impl WindowAssigner + 'static) -> WindowedStream<T, K> {
+        WindowedStream {
+            keyed: KeyedStream { stream: self.stream.clone(), key_selector: Arc::clone(&self.key_selector) },
+            assigner: Arc::new(assigner),
+        }
+    }
+}
+
+impl<T: Record, K: Key> KeyedStream<T, K> {
+    /// Runs `function` on each key's elements, with keyed state and event-time timers (Flink's
+    /// `KeyedStream.process(KeyedProcessFunction)`).
+    pub fn process<O: Record>(&self, function: impl KeyedProcessFunction<K, T, O>) -> DataStream<O> {
+        let functions = ProcessFunctions {
+            key_selector: Arc::clone(&self.key_selector),
+            function: Arc::new(function) as Arc<dyn KeyedProcessFunction<K, T, O>>,
+        };
+        let selector = self.erased_selector();
+        self.stream.with_partitioner(Partitioner::Hash(Arc::clone(&selector))).then(NewNode {
+            name: "KeyedProcess",
+            body: NodeBody::Operator(Arc::new(move |task: &TaskInfo| process_operator(functions.clone(), task.mode))),
+            chaining: keyed_chaining(self.stream.config),
+            input_keys: vec![Some(selector)],
+            output_type: TypeInfo::of::<O>(),
+        })
+    }
+}
+
+/// A keyed stream grouped into event-time windows (Flink's `WindowedStream`).
+pub struct WindowedStream<T, K> {
+    keyed: KeyedStream<T, K>,
+    assigner: Arc<dyn WindowAssigner>,
+}
+
+impl<T: Record, K: Key> WindowedStream<T, K> {
+    /// Reduces each key's elements per window; when a window fires, emits
+    /// `finish(key, window, reduced)` (Flink's `reduce(ReduceFunction, ProcessWindowFunction)`).
+    pub fn reduce<O: Record>(
+        &self,
+        reduce: impl Fn(T, T) -> T + Send + Sync + 'static,
+        finish: impl Fn(&K, TimeWindow, T) -> O + Send + Sync + 'static,
+    ) -> DataStream<O> {
+        let add = move |accumulator: Option<T>, value: T| match accumulator {
+            Some(accumulator) => reduce(accumulator, value),
+            None => value,
+        };
+        self.build("Window(Reduce)", Arc::new(add), Arc::new(finish))
+    }
+
+    /// Aggregates each key's elements per window into an accumulator that starts as `create()`;
+    /// when a window fires, emits `finish(key, window, accumulator)` (Flink's
+    /// `aggregate(AggregateFunction, ProcessWindowFunction)`).
+    pub fn aggregate<A: Record, O: Record>(
+        &self,
+        create: impl Fn() -> A + Send + Sync + 'static,
+        add: impl Fn(A, T) -> A + Send + Sync + 'static,
+        finish: impl Fn(&K, TimeWindow, A) -> O + Send + Sync + 'static,
+    ) -> DataStream<O> {
+        let add = move |accumulator: Option<A>, value: T| add(accumulator.unwrap_or_else(&create), value);
+        self.build("Window(Aggregate)", Arc::new(add), Arc::new(finish))
+    }
+
+    fn build<A: Record, O: Record>(
+        &self,
+        name: &'static str,
+        add: AddFunction<T, A>,
+        finish: FinishFunction<K, A, O>,
+    ) -> DataStream<O> {
+        let functions = WindowFunctions {
+            key_selector: Arc::clone(&self.keyed.key_selector),
+            assigner: Arc::clone(&self.assigner),
+            add,
+            finish,
+        };
+        let selector = self.keyed.erased_selector();
+        let stream = &self.keyed.stream;
+        stream.with_partitioner(Partitioner::Hash(Arc::clone(&selector))).then(NewNode {
+            name,
+            body: NodeBody::Operator(Arc::new(move |task: &TaskInfo| window_operator(functions.clone(), task.mode))),
+            chaining: keyed_chaining(stream.config),
+            input_keys: vec![Some(selector)],
+            output_type: TypeInfo::of::<O>(),
+        })
     }
 }
 

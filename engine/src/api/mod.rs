@@ -25,15 +25,20 @@
 
 mod datastream;
 mod operators;
+mod process;
 mod source;
+mod window;
 
-pub use datastream::{DataStream, DataStreamSink, KeyedStream};
+pub use datastream::{DataStream, DataStreamSink, KeyedStream, WindowedStream};
+pub use process::{KeyedContext, KeyedProcessFunction};
 pub use source::{Source, SourceReader, erase_source};
 
 pub use crate::graph::operator::BoxFuture;
 pub use crate::graph::{ExecutionMode, OperatorError, TaskInfo};
 pub use crate::record::{DecodeError, Key, Record};
 pub use crate::sink::{Committer, Sink, SinkWriter};
+pub use crate::state::{ListState, MapState, ValueState};
+pub use crate::time::{SlidingEventTimeWindows, TimeWindow, Timestamp, TumblingEventTimeWindows};
 
 use std::cell::RefCell;
 use std::rc::Rc;

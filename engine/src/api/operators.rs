@@ -274,6 +274,13 @@ mod tests {
         fn collect(&mut self, element: Element) {
             self.0.push(element);
         }
+        fn collect_with_timestamp(&mut self, element: Element, _: Option<crate::time::Timestamp>) {
+            self.0.push(element);
+        }
+        fn current_timestamp(&self) -> Option<crate::time::Timestamp> {
+            None
+        }
+        fn emit_watermark(&mut self, _: crate::time::Watermark) {}
     }
 
     impl Collected {

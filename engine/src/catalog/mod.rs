@@ -8,8 +8,34 @@
 //! Depends on: [`crate::api`], [`crate::connectors`] (row and table types), [`crate::graph`]
 //! (to plan). Invariant: a job's plan is a pure function of (name, parameters, configuration).
 
+pub mod alerts;
 mod tpcds;
+pub mod windowed;
 mod wordcount;
+
+pub mod event_time_input {
+    //! How the event-time jobs (`windowed`, `alerts`) pace their input so that no element is late.
+    //!
+    //! Element `i` of every partition happens at about `i` ms, plus a jitter below [`JITTER_MS`];
+    //! a source subtask reads its partitions round robin, [`FETCH_SIZE`] elements at a time. The
+    //! newest element it has read is thus at most `FETCH_SIZE + JITTER_MS` ms ahead of any element
+    //! still to come, within the watermark's [`OUT_OF_ORDERNESS_MS`]: streaming drops nothing as late,
+    //! and both modes must agree.
+
+    use crate::prng::Prng;
+
+    /// The watermark's allowance for disorder.
+    pub const OUT_OF_ORDERNESS_MS: i64 = 200;
+    /// An element happens up to this long after its slot.
+    pub const JITTER_MS: u64 = 50;
+    /// Elements a source reads from one partition at a time.
+    pub const FETCH_SIZE: u32 = 64;
+
+    /// The event time of the element at position `slot` of its partition.
+    pub fn event_time(slot: usize, prng: &mut Prng) -> i64 {
+        slot as i64 + prng.below(JITTER_MS) as i64
+    }
+}
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -106,7 +132,7 @@ impl fmt::Debug for CatalogJob {
 
 /// Every registered job.
 pub fn jobs() -> &'static [CatalogJob] {
-    &[wordcount::WORDCOUNT, tpcds::TPCDS]
+    &[wordcount::WORDCOUNT, tpcds::TPCDS, windowed::WINDOWED, alerts::ALERTS]
 }
 
 /// A job by name.

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::record::Element;
+use crate::time::{Timestamp, Watermark};
 
 pub use crate::future::BoxFuture;
 
@@ -116,10 +117,22 @@ impl fmt::Display for OperatorError {
 
 impl std::error::Error for OperatorError {}
 
-/// Where an operator emits its results: the next operator of the chain, or the network.
+/// Where an operator emits its results: the next operator of the chain, or the network. It is
+/// also the operator's view of the element being processed (Flink's `Context.timestamp()`).
 pub trait Output {
-    /// Emits one element downstream.
+    /// Emits one element downstream, with the timestamp of the element being processed (Flink's
+    /// `TimestampedCollector`).
     fn collect(&mut self, element: Element);
+
+    /// Emits one element downstream with its own event timestamp (or none).
+    fn collect_with_timestamp(&mut self, element: Element, timestamp: Option<Timestamp>);
+
+    /// The event timestamp of the element being processed, if it has one (none while a
+    /// watermark or the end of input is processed).
+    fn current_timestamp(&self) -> Option<Timestamp>;
+
+    /// Sends event-time progress downstream: no element at or below `watermark` follows.
+    fn emit_watermark(&mut self, watermark: Watermark);
 }
 
 /// One operator of a chain (Flink's `StreamOperator`), as the task runs it.
@@ -135,6 +148,14 @@ pub trait StreamOperator: Send {
     /// `processElement2`); one-input operators never get it.
     fn process_element2(&mut self, _element: Element, _output: &mut dyn Output) -> Result<(), OperatorError> {
         panic!("internal: an element arrived on the second input of a one-input operator")
+    }
+
+    /// Called when the task's event time advances to `watermark` (the minimum over its input
+    /// channels; [`Watermark::MAX`] once its input ended): fire event-time timers due by then,
+    /// then pass the watermark on. The default passes it on.
+    fn process_watermark(&mut self, watermark: Watermark, output: &mut dyn Output) -> Result<(), OperatorError> {
+        output.emit_watermark(watermark);
+        Ok(())
     }
 
     /// Called once after the last element (Flink's `endInput` + `finish`): emit what was held

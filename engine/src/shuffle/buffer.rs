@@ -6,9 +6,13 @@
 
 use crate::prng::fnv1a64;
 use crate::record::{DecodeError, Element, TypeInfo};
+use crate::time::Timestamp;
 
 /// Bytes of the checksum that seals a buffer.
 const CHECKSUM: usize = 8;
+
+/// The top bit of a record's length: an 8-byte event timestamp follows the length.
+const TIMESTAMPED: u32 = 1 << 31;
 
 /// Accumulates encoded records for one subpartition; a sealed buffer, checksum included, is at
 /// most its capacity unless it holds one record larger than that.
@@ -25,18 +29,24 @@ impl BufferBuilder {
     }
 
     /// Appends one encoded record.
-    pub fn push(&mut self, record: &[u8]) {
-        let length = u32::try_from(record.len()).expect("a record larger than 4 GiB is a bug");
-        self.bytes.extend_from_slice(&length.to_be_bytes());
+    pub fn push(&mut self, record: &[u8], timestamp: Option<Timestamp>) {
+        let length = u32::try_from(record.len()).ok().filter(|length| length & TIMESTAMPED == 0);
+        let length = length.expect("a record of 2 GiB or more is a bug");
+        match timestamp {
+            Some(timestamp) => {
+                self.bytes.extend_from_slice(&(length | TIMESTAMPED).to_be_bytes());
+                self.bytes.extend_from_slice(&timestamp.to_be_bytes());
+            }
+            None => self.bytes.extend_from_slice(&length.to_be_bytes()),
+        }
         self.bytes.extend_from_slice(record);
         self.records += 1;
     }
 
-    /// True if a record of `length` bytes fits in the sealed buffer's capacity (an empty
-    /// buffer takes any record: a single record larger than the capacity gets a buffer of its
-    /// own).
-    pub fn fits(&self, length: usize) -> bool {
-        self.is_empty() || self.bytes.len() + 4 + length + CHECKSUM <= self.capacity
+    /// True if a record of `length` bytes (with a timestamp if `timestamped`) fits.
+    pub fn fits(&self, length: usize, timestamped: bool) -> bool {
+        let header = if timestamped { 12 } else { 4 };
+        self.is_empty() || self.bytes.len() + header + length + CHECKSUM <= self.capacity
     }
 
     /// True once the sealed buffer would have reached its capacity.
@@ -60,7 +70,7 @@ impl BufferBuilder {
 }
 
 /// Verifies a sealed buffer's checksum and decodes its records.
-pub fn decode_buffer(buffer: &[u8], type_info: &TypeInfo) -> Result<Vec<Element>, DecodeError> {
+pub fn decode_buffer(buffer: &[u8], type_info: &TypeInfo) -> Result<Vec<(Element, Option<Timestamp>)>, DecodeError> {
     if buffer.len() < 8 {
         return Err(DecodeError::new(format!("buffer of {} bytes has no checksum", buffer.len())));
     }
@@ -75,13 +85,24 @@ pub fn decode_buffer(buffer: &[u8], type_info: &TypeInfo) -> Result<Vec<Element>
         if input.len() < 4 {
             return Err(DecodeError::new("truncated record length"));
         }
-        let (length, rest) = input.split_at(4);
-        let length = u32::from_be_bytes(length.try_into().expect("4 bytes")) as usize;
+        let (length, mut rest) = input.split_at(4);
+        let length = u32::from_be_bytes(length.try_into().expect("4 bytes"));
+        let timestamp = if length & TIMESTAMPED != 0 {
+            if rest.len() < 8 {
+                return Err(DecodeError::new("truncated record timestamp"));
+            }
+            let (timestamp, after) = rest.split_at(8);
+            rest = after;
+            Some(Timestamp::from_be_bytes(timestamp.try_into().expect("8 bytes")))
+        } else {
+            None
+        };
+        let length = (length & !TIMESTAMPED) as usize;
         if rest.len() < length {
             return Err(DecodeError::new("truncated record"));
         }
         let (mut record, rest) = rest.split_at(length);
-        elements.push(type_info.decode(&mut record)?);
+        elements.push((type_info.decode(&mut record)?, timestamp));
         if !record.is_empty() {
             return Err(DecodeError::new(format!("{} bytes left over in a {}", record.len(), type_info.name())));
         }
@@ -98,15 +119,18 @@ mod tests {
     #[test]
     fn records_round_trip_and_corruption_is_detected() {
         let mut builder = BufferBuilder::new(16);
-        for word in ["a", "bb", "ccc"] {
-            builder.push(&word.to_string().to_bytes());
+        for (word, timestamp) in [("a", None), ("bb", Some(-7)), ("ccc", None)] {
+            builder.push(&word.to_string().to_bytes(), timestamp);
         }
         assert!(builder.is_full());
         let mut sealed = builder.seal();
         assert!(builder.is_empty());
         let decoded = decode_buffer(&sealed, &TypeInfo::of::<String>()).unwrap();
-        let words: Vec<String> = decoded.into_iter().map(|element| *element.downcast::<String>().unwrap()).collect();
-        assert_eq!(words, vec!["a", "bb", "ccc"]);
+        let words: Vec<(String, Option<Timestamp>)> = decoded
+            .into_iter()
+            .map(|(element, timestamp)| (*element.downcast::<String>().unwrap(), timestamp))
+            .collect();
+        assert_eq!(words, vec![("a".to_string(), None), ("bb".to_string(), Some(-7)), ("ccc".to_string(), None)]);
         sealed[5] ^= 0xff;
         assert!(decode_buffer(&sealed, &TypeInfo::of::<String>()).is_err());
     }
@@ -118,10 +142,10 @@ mod tests {
         let mut sealed = Vec::new();
         for length in (0..200).map(|index| (index * 7) % 23).chain([100, 3, 100]) {
             let record = vec![b'x'; length];
-            if !builder.fits(record.len()) {
+            if !builder.fits(record.len(), false) {
                 sealed.push(builder.seal());
             }
-            builder.push(&record);
+            builder.push(&record, None);
             if builder.is_full() {
                 sealed.push(builder.seal());
             }

@@ -8,6 +8,7 @@ use super::{PartitionStatistics, ShuffleWriter, WriteError};
 use crate::graph::partitioner::{ChannelSelector, SelectedChannels};
 use crate::graph::{IntermediateDataSetId, ResultPartitionType};
 use crate::record::TypeInfo;
+use crate::time::Timestamp;
 
 /// Serializes records of one output edge into per-subpartition buffers.
 pub struct RecordWriter {
@@ -46,7 +47,7 @@ impl RecordWriter {
 
     /// Serializes one element into the buffers of its channels. Full buffers are kept until
     /// [`RecordWriter::flush_full`].
-    pub fn emit(&mut self, element: &dyn Any) {
+    pub fn emit(&mut self, element: &dyn Any, timestamp: Option<Timestamp>) {
         self.scratch.clear();
         self.type_info.encode(element, &mut self.scratch);
         let channels = match self.selector.select(element) {
@@ -55,10 +56,10 @@ impl RecordWriter {
         };
         for channel in channels {
             let builder = &mut self.builders[channel as usize];
-            if !builder.fits(self.scratch.len()) {
+            if !builder.fits(self.scratch.len(), timestamp.is_some()) {
                 self.sealed.push((channel, builder.seal()));
             }
-            builder.push(&self.scratch);
+            builder.push(&self.scratch, timestamp);
             if builder.is_full() {
                 self.sealed.push((channel, builder.seal()));
             }

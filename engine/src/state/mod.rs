@@ -16,6 +16,7 @@ mod hash;
 pub use batch::BatchExecutionKeyedStateBackend;
 pub use hash::HashMapStateBackend;
 
+use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
 use crate::graph::{ExecutionMode, OperatorError};
@@ -59,7 +60,7 @@ pub struct ValueState<T> {
 
 impl<T: Record> ValueState<T> {
     /// The state called `name`.
-    pub fn new(name: &'static str) -> ValueState<T> {
+    pub const fn new(name: &'static str) -> ValueState<T> {
         ValueState { name, _type: PhantomData }
     }
 
@@ -92,7 +93,7 @@ pub struct ListState<T> {
 
 impl<T: Record> ListState<T> {
     /// The state called `name`.
-    pub fn new(name: &'static str) -> ListState<T> {
+    pub const fn new(name: &'static str) -> ListState<T> {
         ListState { name, _type: PhantomData }
     }
 
@@ -110,6 +111,76 @@ impl<T: Record> ListState<T> {
     /// Appends to the current key's list.
     pub fn add(&self, backend: &mut dyn KeyedStateBackend, value: &T) {
         backend.list_append(self.name, value.to_bytes());
+    }
+
+    /// Replaces the current key's list.
+    pub fn update(&self, backend: &mut dyn KeyedStateBackend, values: &[T]) {
+        backend.clear(self.name);
+        for value in values {
+            self.add(backend, value);
+        }
+    }
+
+    /// Empties the current key's list.
+    pub fn clear(&self, backend: &mut dyn KeyedStateBackend) {
+        backend.clear(self.name);
+    }
+}
+
+/// A typed map per key (Flink's `MapState`), ordered by map key. Stored as one encoded value, so
+/// a snapshot holds it canonically.
+pub struct MapState<K, V> {
+    name: &'static str,
+    _type: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K: Record + Ord, V: Record> MapState<K, V> {
+    /// The state called `name`.
+    pub const fn new(name: &'static str) -> MapState<K, V> {
+        MapState { name, _type: PhantomData }
+    }
+
+    /// The current key's whole map.
+    pub fn entries(&self, backend: &dyn KeyedStateBackend) -> Result<BTreeMap<K, V>, OperatorError> {
+        let Some(mut bytes) = backend.get(self.name) else { return Ok(BTreeMap::new()) };
+        let entries = Vec::<(K, V)>::decode(&mut bytes)
+            .map_err(|error| OperatorError::new(format!("state `{}`: {error}", self.name)))?;
+        Ok(entries.into_iter().collect())
+    }
+
+    /// Replaces the current key's whole map.
+    pub fn update(&self, backend: &mut dyn KeyedStateBackend, map: BTreeMap<K, V>) {
+        if map.is_empty() {
+            backend.clear(self.name);
+        } else {
+            backend.put(self.name, map.into_iter().collect::<Vec<(K, V)>>().to_bytes());
+        }
+    }
+
+    /// The current key's value for `key`.
+    pub fn get(&self, backend: &dyn KeyedStateBackend, key: &K) -> Result<Option<V>, OperatorError> {
+        Ok(self.entries(backend)?.remove(key))
+    }
+
+    /// Sets the current key's value for `key`.
+    pub fn put(&self, backend: &mut dyn KeyedStateBackend, key: K, value: V) -> Result<(), OperatorError> {
+        let mut map = self.entries(backend)?;
+        map.insert(key, value);
+        self.update(backend, map);
+        Ok(())
+    }
+
+    /// Removes the current key's value for `key`.
+    pub fn remove(&self, backend: &mut dyn KeyedStateBackend, key: &K) -> Result<(), OperatorError> {
+        let mut map = self.entries(backend)?;
+        map.remove(key);
+        self.update(backend, map);
+        Ok(())
+    }
+
+    /// Empties the current key's map.
+    pub fn clear(&self, backend: &mut dyn KeyedStateBackend) {
+        backend.clear(self.name);
     }
 }
 
@@ -169,6 +240,28 @@ mod tests {
         assert_eq!(seen.get(&restored).unwrap(), vec!["2".to_string()]);
         assert_eq!(restored.key_count(), 3);
         assert!(restored.restore(&snapshot[..snapshot.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn map_state_is_ordered_per_key_and_survives_a_snapshot() {
+        let mut backend = HashMapStateBackend::default();
+        let map = MapState::<String, u64>::new("m");
+        backend.set_current_key(b"k1");
+        map.put(&mut backend, "b".into(), 2).unwrap();
+        map.put(&mut backend, "a".into(), 1).unwrap();
+        backend.set_current_key(b"k2");
+        map.put(&mut backend, "z".into(), 26).unwrap();
+        let mut restored = HashMapStateBackend::default();
+        restored.restore(&backend.snapshot()).unwrap();
+        restored.set_current_key(b"k1");
+        let entries: Vec<(String, u64)> = map.entries(&restored).unwrap().into_iter().collect();
+        assert_eq!(entries, vec![("a".into(), 1), ("b".into(), 2)]);
+        map.remove(&mut restored, &"a".to_string()).unwrap();
+        assert_eq!(map.get(&restored, &"a".to_string()).unwrap(), None);
+        assert_eq!(map.get(&restored, &"b".to_string()).unwrap(), Some(2));
+        restored.set_current_key(b"k2");
+        map.clear(&mut restored);
+        assert!(map.entries(&restored).unwrap().is_empty());
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod checkpoints;
 mod cli;
 mod determinism;
 mod equivalence;
+mod event_time;
 mod harness;
 mod plans;
 mod scenario_errors;

@@ -104,3 +104,19 @@ fn tpcds_with_checkpoints_survives_random_faults_exactly_once() {
     assert!(scenario.seeds.end - scenario.seeds.start >= 200, "the suite runs at least 200 seeds per catalog job");
     random_fault_scenario("scenarios/tpcds-checkpoints.yaml");
 }
+
+#[test]
+fn event_time_windows_commit_the_same_rows_in_both_modes_under_faults() {
+    let scenario = load("scenarios/windowed-checkpoints.yaml");
+    assert_eq!(scenario.job, "windowed");
+    assert!(scenario.seeds.end - scenario.seeds.start >= 200, "the suite runs at least 200 seeds per catalog job");
+    random_fault_scenario("scenarios/windowed-checkpoints.yaml");
+}
+
+#[test]
+fn a_keyed_process_function_with_state_and_timers_commits_the_same_alerts_in_both_modes_under_faults() {
+    let scenario = load("scenarios/alerts-checkpoints.yaml");
+    assert_eq!(scenario.job, "alerts");
+    assert!(scenario.seeds.end - scenario.seeds.start >= 200, "the suite runs at least 200 seeds per catalog job");
+    random_fault_scenario("scenarios/alerts-checkpoints.yaml");
+}

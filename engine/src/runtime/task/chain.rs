@@ -9,6 +9,7 @@ use crate::graph::{IntermediateDataSetId, OperatorError};
 use crate::record::{Element, TypeInfo};
 use crate::runtime::messages::TaskFailure;
 use crate::shuffle::{PartitionStatistics, RecordWriter};
+use crate::time::{Timestamp, Watermark};
 
 /// What a chain node runs.
 pub(super) enum ChainBody {
@@ -39,46 +40,71 @@ pub(super) struct OperatorChain {
     writers: Vec<RecordWriter>,
     sink_records: u64,
     error: Option<OperatorError>,
+    /// The task's event time: the last watermark its head processed.
+    watermark: Watermark,
+    /// The newest watermark for the network not yet sent: sent after the records of the
+    /// batch that raised it, at the next flush (one event per batch, not per record).
+    pending_watermark: Option<Watermark>,
 }
 
-/// The output of one node.
+/// The output of one node, while it processes one element (with its timestamp) or a watermark.
 struct NodeOutput<'a> {
     chain: &'a mut OperatorChain,
     node: usize,
+    timestamp: Option<Timestamp>,
 }
 
 impl Output for NodeOutput<'_> {
     fn collect(&mut self, element: Element) {
-        self.chain.emit(self.node, element);
+        self.chain.emit(self.node, element, self.timestamp);
+    }
+
+    fn collect_with_timestamp(&mut self, element: Element, timestamp: Option<Timestamp>) {
+        self.chain.emit(self.node, element, timestamp);
+    }
+
+    fn current_timestamp(&self) -> Option<Timestamp> {
+        self.timestamp
+    }
+
+    fn emit_watermark(&mut self, watermark: Watermark) {
+        self.chain.emit_watermark(self.node, watermark);
     }
 }
 
 impl OperatorChain {
     pub(super) fn new(nodes: Vec<ChainNode>, writers: Vec<RecordWriter>) -> OperatorChain {
         assert!(!nodes.is_empty(), "internal: a chain has at least its head");
-        OperatorChain { nodes, writers, sink_records: 0, error: None }
+        OperatorChain {
+            nodes,
+            writers,
+            sink_records: 0,
+            error: None,
+            watermark: Watermark::MIN,
+            pending_watermark: None,
+        }
     }
 
     /// Sends a node's output to its writers and children.
-    fn emit(&mut self, node: usize, element: Element) {
+    fn emit(&mut self, node: usize, element: Element, timestamp: Option<Timestamp>) {
         for writer in &self.nodes[node].writers {
-            self.writers[*writer].emit(element.as_ref());
+            self.writers[*writer].emit(element.as_ref(), timestamp);
         }
         let children = self.nodes[node].children.clone();
         if let Some((last, others)) = children.split_last() {
             for child in others {
                 let copy = self.nodes[node].output_type.clone_element(element.as_ref());
-                self.deliver(*child, 0, copy);
+                self.deliver(*child, 0, copy, timestamp);
             }
-            self.deliver(*last, 0, element);
+            self.deliver(*last, 0, element, timestamp);
         }
     }
 
     /// Hands an element to a node's operator (or sink) on one of its inputs.
-    fn deliver(&mut self, node: usize, input: u32, element: Element) {
+    fn deliver(&mut self, node: usize, input: u32, element: Element, timestamp: Option<Timestamp>) {
         let result = match &mut self.nodes[node].body {
             ChainBody::Source => {
-                self.emit(node, element);
+                self.emit(node, element, timestamp);
                 Ok(())
             }
             ChainBody::Sink(sink) => {
@@ -87,7 +113,7 @@ impl OperatorChain {
             }
             ChainBody::Operator(slot) => {
                 let mut operator = slot.take().expect("internal: an operator was re-entered");
-                let mut output = NodeOutput { chain: self, node };
+                let mut output = NodeOutput { chain: self, node, timestamp };
                 let result = match input {
                     0 => operator.process_element(element, &mut output),
                     _ => operator.process_element2(element, &mut output),
@@ -101,6 +127,49 @@ impl OperatorChain {
         }
     }
 
+    /// Passes a node's watermark to its chained children and, at the next flush, to the network.
+    fn emit_watermark(&mut self, node: usize, watermark: Watermark) {
+        if !self.nodes[node].writers.is_empty() {
+            self.pending_watermark = Some(self.pending_watermark.map_or(watermark, |pending| pending.max(watermark)));
+        }
+        for child in self.nodes[node].children.clone() {
+            self.deliver_watermark(child, watermark);
+        }
+    }
+
+    /// Hands a watermark to a node: an operator fires its timers and passes it on; a sink
+    /// ignores it.
+    fn deliver_watermark(&mut self, node: usize, watermark: Watermark) {
+        let result = match &mut self.nodes[node].body {
+            ChainBody::Source => {
+                self.emit_watermark(node, watermark);
+                Ok(())
+            }
+            ChainBody::Sink(_) => Ok(()),
+            ChainBody::Operator(slot) => {
+                let mut operator = slot.take().expect("internal: an operator was re-entered");
+                let result =
+                    operator.process_watermark(watermark, &mut NodeOutput { chain: self, node, timestamp: None });
+                self.nodes[node].body = ChainBody::Operator(Some(operator));
+                result
+            }
+        };
+        if let Err(error) = result {
+            self.error.get_or_insert(error);
+        }
+    }
+
+    /// The task's event time advanced to `watermark` (from its inputs, or the end of input):
+    /// the chain processes it from its head. A watermark not above the last one is ignored.
+    pub(super) fn process_watermark(&mut self, watermark: Watermark) -> Result<(), TaskFailure> {
+        if watermark <= self.watermark {
+            return Ok(());
+        }
+        self.watermark = watermark;
+        self.deliver_watermark(0, watermark);
+        self.take_error()
+    }
+
     fn take_error(&mut self) -> Result<(), TaskFailure> {
         match self.error.take() {
             Some(error) => Err(TaskFailure::Operator(error.message)),
@@ -108,19 +177,31 @@ impl OperatorChain {
         }
     }
 
-    /// Pushes elements of one input through the chain, from its head.
-    pub(super) fn push_all(&mut self, input: u32, elements: Vec<Element>) -> Result<(), TaskFailure> {
-        for element in elements {
-            self.deliver(0, input, element);
+    /// Pushes elements of one input, with their timestamps, through the chain from its head.
+    pub(super) fn push_all(
+        &mut self,
+        input: u32,
+        elements: Vec<(Element, Option<Timestamp>)>,
+    ) -> Result<(), TaskFailure> {
+        for (element, timestamp) in elements {
+            self.deliver(0, input, element, timestamp);
             self.take_error()?;
         }
         Ok(())
     }
 
-    /// Ships full buffers and lets sinks stage what they buffered.
+    /// Ships full buffers, then the pending watermark (after everything emitted before it), and
+    /// lets sinks stage what they buffered.
     pub(super) async fn flush(&mut self, end_of_input: bool) -> Result<(), TaskFailure> {
         for writer in &mut self.writers {
             writer.flush_full().await?;
+        }
+        // The end of time goes unsaid: a consumer takes a channel's end as +∞.
+        if let Some(watermark) = self.pending_watermark.take().filter(|watermark| *watermark < Watermark::MAX) {
+            let event = watermark.encode();
+            for writer in &mut self.writers {
+                writer.broadcast_event(event.clone()).await?;
+            }
         }
         for node in &mut self.nodes {
             if let ChainBody::Sink(sink) = &mut node.body {
@@ -135,7 +216,7 @@ impl OperatorChain {
         for node in 0..self.nodes.len() {
             let ChainBody::Operator(slot) = &mut self.nodes[node].body else { continue };
             let mut operator = slot.take().expect("internal: an operator was re-entered");
-            let result = operator.end_input(&mut NodeOutput { chain: self, node });
+            let result = operator.end_input(&mut NodeOutput { chain: self, node, timestamp: None });
             self.nodes[node].body = ChainBody::Operator(Some(operator));
             result.map_err(|error| TaskFailure::Operator(error.message))?;
             self.take_error()?;

@@ -44,6 +44,7 @@ use crate::shuffle::{
     GateEvent, GateEventKind, InputGate, InputGateConfig, PartitionLocation, RecordWriter, ResultPartitionManager,
     ShuffleWriter,
 };
+use crate::time::{StatusWatermarkValve, Timestamp, Watermark};
 
 /// What a task needs from its TaskManager.
 pub struct TaskEnvironment {
@@ -213,7 +214,7 @@ fn decode(
     bytes: &[u8],
     descriptor: &TaskDeploymentDescriptor,
     index: usize,
-) -> Result<Vec<Element>, TaskFailure> {
+) -> Result<Vec<(Element, Option<Timestamp>)>, TaskFailure> {
     decode_buffer(bytes, &channel.element_type).map_err(|error| TaskFailure::CorruptInput {
         partition: descriptor.inputs[index].partition(),
         detail: error.message,
@@ -273,13 +274,14 @@ impl Run<'_> {
             let Some(batch) = reader.poll_next().await.map_err(operator_failure)? else { return Ok(()) };
             let count = batch.len() as u64;
             self.metrics.records_in += count;
-            self.chain.push_all(0, batch)?;
+            self.chain.push_all(0, batch.into_iter().map(|element| (element, None)).collect())?;
             cpu.charge(count, self.operators).await;
             self.chain.flush(false).await?;
         }
     }
 
-    /// Reads the input gate element by element, aligning checkpoint barriers.
+    /// Reads the input gate element by element, aligning checkpoint barriers and advancing the
+    /// task's event time to the minimum of its channels' watermarks.
     async fn read_input(
         &mut self,
         gate: &mut InputGate,
@@ -287,6 +289,7 @@ impl Run<'_> {
         cpu: &mut CpuMeter<'_>,
     ) -> Result<(), TaskFailure> {
         let mut aligner = BarrierAligner::new(channels.len());
+        let mut valve = StatusWatermarkValve::new(channels.len().max(1));
         loop {
             let event = tokio::select! {
                 biased;
@@ -298,11 +301,23 @@ impl Run<'_> {
             };
             let steps = match event {
                 GateEvent::EndOfInput => return Ok(()),
-                GateEvent::ChannelEnd { channel } => aligner.on_channel_end(channel),
+                GateEvent::ChannelEnd { channel } => {
+                    if let Some(watermark) = valve.channel_ended(channel) {
+                        self.chain.process_watermark(watermark)?;
+                    }
+                    aligner.on_channel_end(channel)
+                }
                 GateEvent::Item { channel, kind: GateEventKind::Event, bytes } => {
+                    if let Some(watermark) = Watermark::decode(&bytes) {
+                        if let Some(advanced) = valve.input_watermark(channel, watermark) {
+                            self.chain.process_watermark(advanced)?;
+                            self.chain.flush(false).await?;
+                        }
+                        continue;
+                    }
                     let barrier = CheckpointBarrier::decode(&bytes).map_err(|error| TaskFailure::CorruptInput {
                         partition: self.descriptor.inputs[channel].partition(),
-                        detail: format!("an event that is not a checkpoint barrier: {error}"),
+                        detail: format!("an event that is neither a watermark nor a checkpoint barrier: {error}"),
                     })?;
                     aligner.on_barrier(channel, barrier.id)
                 }
@@ -340,11 +355,15 @@ impl Run<'_> {
         keys: &[Option<KeySelector>],
         cpu: &mut CpuMeter<'_>,
     ) -> Result<(), TaskFailure> {
-        let mut keyed: Vec<(Vec<u8>, u32, Element)> = Vec::new();
+        let mut keyed: Vec<(Vec<u8>, u32, Option<Timestamp>, Element)> = Vec::new();
         loop {
             match gate.next().await? {
                 GateEvent::EndOfInput => break,
                 GateEvent::ChannelEnd { .. } => {}
+                GateEvent::Item { kind: GateEventKind::Event, bytes, .. } if Watermark::decode(&bytes).is_some() => {
+                    // Batch sources emit no watermark before the end; a producer's watermark
+                    // means nothing once the input is sorted.
+                }
                 GateEvent::Item { channel, kind, bytes } => {
                     expect_buffer(kind, self.descriptor, channel)?;
                     if channels[channel].blocking {
@@ -353,21 +372,23 @@ impl Run<'_> {
                     let input = channels[channel].input;
                     let selector =
                         keys[input as usize].as_ref().expect("internal: batch sorting needs every input keyed");
-                    for element in decode(&channels[channel], &bytes, self.descriptor, channel)? {
-                        keyed.push((selector(element.as_ref()), input, element));
+                    for (element, timestamp) in decode(&channels[channel], &bytes, self.descriptor, channel)? {
+                        keyed.push((selector(element.as_ref()), input, timestamp, element));
                     }
                 }
             }
         }
         self.metrics.records_in = keyed.len() as u64;
-        // Stable: elements of one key and input keep their arrival order.
-        keyed.sort_by(|left, right| (&left.0, left.1).cmp(&(&right.0, right.1)));
+        // Flink's order: by key, then input, then timestamp. Stable: elements of one key, input
+        // and timestamp keep their arrival order.
+        keyed.sort_by(|left, right| (&left.0, left.1, left.2).cmp(&(&right.0, right.1, right.2)));
         let mut sorted = keyed.into_iter().peekable();
-        while let Some((_, input, _)) = sorted.peek() {
+        while let Some((_, input, _, _)) = sorted.peek() {
             let input = *input;
             let mut run = Vec::new();
-            while run.len() < 1024 && sorted.peek().is_some_and(|(_, next, _)| *next == input) {
-                run.push(sorted.next().expect("peeked").2);
+            while run.len() < 1024 && sorted.peek().is_some_and(|(_, next, _, _)| *next == input) {
+                let (_, _, timestamp, element) = sorted.next().expect("peeked");
+                run.push((element, timestamp));
             }
             let count = run.len() as u64;
             self.chain.push_all(input, run)?;
@@ -414,6 +435,8 @@ pub async fn run_task(environment: TaskEnvironment) -> Result<TaskReport, TaskFa
         }
     }
     let Run { mut chain, source, mut checkpointing, mut controls, mut metrics, .. } = run;
+    // The end of input is the end of event time: every timer and window fires.
+    chain.process_watermark(Watermark::MAX)?;
     chain.end_input()?;
     (metrics.records_out, metrics.partitions) = chain.finish().await?;
     metrics.disk_bytes_written = chain.blocking_bytes_written();

@@ -1,0 +1,390 @@
+//! Event time in the DataStream API: assigning timestamps and watermarks (Flink's
+//! `TimestampsAndWatermarksOperator`), and keyed event-time windows (Flink's `WindowOperator`
+//! with the default event-time trigger, in its streaming form, and its batch form over input
+//! sorted by key).
+//!
+//! A window's contents are aggregated as elements arrive (an accumulator per key and window);
+//! the window fires once, when the watermark reaches its last timestamp, emitting one result
+//! stamped with that timestamp, and its state is dropped. An element whose every window already
+//! fired is late and dropped (streaming only: batch has no watermark before the end, so every
+//! window fires at the end of its key, and no element is late).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::graph::operator::{Output, StreamOperator};
+use crate::graph::{ExecutionMode, OperatorError};
+use crate::record::{Element, Key, Record};
+use crate::time::{BoundedOutOfOrderness, TimeWindow, Timestamp, Watermark, WatermarkGenerator, WindowAssigner};
+
+fn downcast<T: 'static>(element: Element, operator: &'static str) -> T {
+    *element.downcast::<T>().unwrap_or_else(|_| {
+        panic!("internal: {operator} received an element that is not a {}", std::any::type_name::<T>())
+    })
+}
+
+/// Stamps each element with its event time and, in streaming mode, emits the watermarks a
+/// bounded-out-of-orderness generator derives from them, right after the element that raised
+/// them. Batch mode emits no watermark before the end of input (Flink's
+/// `emitProgressiveWatermarks = false`). Watermarks from upstream are ignored, except the end of
+/// time.
+pub(crate) struct TimestampsAndWatermarksOperator<T> {
+    pub(crate) assigner: Arc<dyn Fn(&T) -> Timestamp + Send + Sync>,
+    pub(crate) generator: BoundedOutOfOrderness,
+    pub(crate) mode: ExecutionMode,
+    pub(crate) emitted: Watermark,
+}
+
+impl<T: Record> StreamOperator for TimestampsAndWatermarksOperator<T> {
+    fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
+        let value = downcast::<T>(element, "assign_timestamps_and_watermarks");
+        let timestamp = (self.assigner)(&value);
+        self.generator.on_event(timestamp);
+        output.collect_with_timestamp(Box::new(value), Some(timestamp));
+        let watermark = self.generator.current_watermark();
+        if self.mode == ExecutionMode::Streaming && watermark > self.emitted {
+            self.emitted = watermark;
+            output.emit_watermark(watermark);
+        }
+        Ok(())
+    }
+
+    fn process_watermark(&mut self, watermark: Watermark, output: &mut dyn Output) -> Result<(), OperatorError> {
+        if watermark == Watermark::MAX {
+            self.emitted = watermark;
+            output.emit_watermark(watermark);
+        }
+        Ok(())
+    }
+}
+
+/// Folds an element into a window's accumulator (`None` for the window's first element).
+pub(crate) type AddFunction<T, A> = Arc<dyn Fn(Option<A>, T) -> A + Send + Sync>;
+/// A fired window's result from its key, bounds and accumulator.
+pub(crate) type FinishFunction<K, A, O> = Arc<dyn Fn(&K, TimeWindow, A) -> O + Send + Sync>;
+
+/// How a window operator folds elements into its accumulator and what it emits when a window
+/// fires; shared by all its subtasks.
+pub(crate) struct WindowFunctions<T, K, A, O> {
+    pub(crate) key_selector: Arc<dyn Fn(&T) -> K + Send + Sync>,
+    pub(crate) assigner: Arc<dyn WindowAssigner>,
+    /// Adds an element to a window's accumulator.
+    pub(crate) add: AddFunction<T, A>,
+    /// The window's result.
+    pub(crate) finish: FinishFunction<K, A, O>,
+}
+
+impl<T, K, A, O> Clone for WindowFunctions<T, K, A, O> {
+    fn clone(&self) -> Self {
+        WindowFunctions {
+            key_selector: Arc::clone(&self.key_selector),
+            assigner: Arc::clone(&self.assigner),
+            add: Arc::clone(&self.add),
+            finish: Arc::clone(&self.finish),
+        }
+    }
+}
+
+fn timestamp_of(output: &dyn Output) -> Result<Timestamp, OperatorError> {
+    output.current_timestamp().ok_or_else(|| {
+        OperatorError::new(
+            "an event-time window received an element without a timestamp: call \
+             `assign_timestamps_and_watermarks` on the stream before `window`",
+        )
+    })
+}
+
+/// Creates the window operator of the task's mode.
+pub(crate) fn window_operator<T: Record, K: Key, A: Record, O: Record>(
+    functions: WindowFunctions<T, K, A, O>,
+    mode: ExecutionMode,
+) -> Box<dyn StreamOperator> {
+    match mode {
+        ExecutionMode::Streaming => Box::new(WindowOperator {
+            functions,
+            windows: BTreeMap::new(),
+            timers: BTreeSet::new(),
+            watermark: Watermark::MIN,
+            late: 0,
+            _output: PhantomData,
+        }),
+        ExecutionMode::Batch => {
+            Box::new(BatchWindowOperator { functions, current: None, windows: BTreeMap::new(), _output: PhantomData })
+        }
+    }
+}
+
+/// Streaming: an accumulator per (key, window) and a timer per window at its last timestamp.
+struct WindowOperator<T, K, A, O> {
+    functions: WindowFunctions<T, K, A, O>,
+    windows: BTreeMap<(K, TimeWindow), A>,
+    /// (fire time, key, window): fired in this order as the watermark passes.
+    timers: BTreeSet<(Timestamp, K, TimeWindow)>,
+    watermark: Watermark,
+    /// Elements dropped because every window they belong to had fired.
+    late: u64,
+    _output: PhantomData<fn(T) -> O>,
+}
+
+impl<T: Record, K: Key, A: Record, O: Record> StreamOperator for WindowOperator<T, K, A, O> {
+    fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
+        let value = downcast::<T>(element, "window");
+        let timestamp = timestamp_of(output)?;
+        let key = (self.functions.key_selector)(&value);
+        let open: Vec<TimeWindow> = self
+            .functions
+            .assigner
+            .assign(timestamp)
+            .into_iter()
+            .filter(|window| !window.is_complete(self.watermark))
+            .collect();
+        if open.is_empty() {
+            self.late += 1;
+            return Ok(());
+        }
+        for window in open {
+            let entry = (key.clone(), window);
+            let accumulator = self.windows.remove(&entry);
+            if accumulator.is_none() {
+                self.timers.insert((window.max_timestamp(), key.clone(), window));
+            }
+            self.windows.insert(entry, (self.functions.add)(accumulator, value.clone()));
+        }
+        Ok(())
+    }
+
+    fn process_watermark(&mut self, watermark: Watermark, output: &mut dyn Output) -> Result<(), OperatorError> {
+        self.watermark = self.watermark.max(watermark);
+        while let Some(first) = self.timers.first()
+            && first.0 <= watermark.0
+        {
+            let (time, key, window) = self.timers.pop_first().expect("peeked");
+            let accumulator = self
+                .windows
+                .remove(&(key.clone(), window))
+                .unwrap_or_else(|| panic!("internal: a timer for window {window:?} that holds nothing"));
+            let result = (self.functions.finish)(&key, window, accumulator);
+            output.collect_with_timestamp(Box::new(result), Some(time));
+        }
+        output.emit_watermark(watermark);
+        Ok(())
+    }
+
+    fn snapshot_state(&self) -> Vec<u8> {
+        if self.windows.is_empty() {
+            return Vec::new();
+        }
+        let entries: Vec<(K, i64, i64, A)> = self
+            .windows
+            .iter()
+            .map(|((key, window), accumulator)| (key.clone(), window.start, window.end, accumulator.clone()))
+            .collect();
+        entries.to_bytes()
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError> {
+        let mut input = state;
+        let entries = Vec::<(K, i64, i64, A)>::decode(&mut input)
+            .map_err(|error| OperatorError::new(format!("window state: {error}")))?;
+        for (key, start, end, accumulator) in entries {
+            let window = TimeWindow { start, end };
+            self.timers.insert((window.max_timestamp(), key.clone(), window));
+            self.windows.insert((key, window), accumulator);
+        }
+        Ok(())
+    }
+}
+
+/// Batch: input sorted by key; the current key's windows fire, in window order, when the key
+/// changes and at the end of input (the watermark is +∞ at the end of each key).
+struct BatchWindowOperator<T, K, A, O> {
+    functions: WindowFunctions<T, K, A, O>,
+    current: Option<K>,
+    windows: BTreeMap<TimeWindow, A>,
+    _output: PhantomData<fn(T) -> O>,
+}
+
+impl<T, K: Key, A, O: Record> BatchWindowOperator<T, K, A, O> {
+    fn fire_current_key(&mut self, output: &mut dyn Output) {
+        let Some(key) = self.current.take() else { return };
+        for (window, accumulator) in std::mem::take(&mut self.windows) {
+            let result = (self.functions.finish)(&key, window, accumulator);
+            output.collect_with_timestamp(Box::new(result), Some(window.max_timestamp()));
+        }
+    }
+}
+
+impl<T: Record, K: Key, A: Record, O: Record> StreamOperator for BatchWindowOperator<T, K, A, O> {
+    fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
+        let value = downcast::<T>(element, "window");
+        let timestamp = timestamp_of(output)?;
+        let key = (self.functions.key_selector)(&value);
+        if self.current.as_ref() != Some(&key) {
+            self.fire_current_key(output);
+            self.current = Some(key);
+        }
+        for window in self.functions.assigner.assign(timestamp) {
+            let accumulator = self.windows.remove(&window);
+            self.windows.insert(window, (self.functions.add)(accumulator, value.clone()));
+        }
+        Ok(())
+    }
+
+    fn process_watermark(&mut self, watermark: Watermark, output: &mut dyn Output) -> Result<(), OperatorError> {
+        if watermark == Watermark::MAX {
+            self.fire_current_key(output);
+        }
+        output.emit_watermark(watermark);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::{SlidingEventTimeWindows, TumblingEventTimeWindows};
+
+    /// Collects what an operator emits, as (value, timestamp), and the watermarks.
+    #[derive(Default)]
+    struct Collected<O> {
+        timestamp: Option<Timestamp>,
+        out: Vec<(O, Option<Timestamp>)>,
+        watermarks: Vec<Watermark>,
+    }
+
+    impl<O: Record> Output for Collected<O> {
+        fn collect(&mut self, element: Element) {
+            let timestamp = self.timestamp;
+            self.collect_with_timestamp(element, timestamp);
+        }
+        fn collect_with_timestamp(&mut self, element: Element, timestamp: Option<Timestamp>) {
+            self.out.push((*element.downcast::<O>().unwrap(), timestamp));
+        }
+        fn current_timestamp(&self) -> Option<Timestamp> {
+            self.timestamp
+        }
+        fn emit_watermark(&mut self, watermark: Watermark) {
+            self.watermarks.push(watermark);
+        }
+    }
+
+    type Count = WindowFunctions<(String, i64), String, u64, (String, i64, u64)>;
+
+    fn counting(assigner: Arc<dyn WindowAssigner>) -> Count {
+        WindowFunctions {
+            key_selector: Arc::new(|(key, _): &(String, i64)| key.clone()),
+            assigner,
+            add: Arc::new(|count: Option<u64>, _| count.unwrap_or(0) + 1),
+            finish: Arc::new(|key: &String, window: TimeWindow, count| (key.clone(), window.start, count)),
+        }
+    }
+
+    fn feed(
+        operator: &mut dyn StreamOperator,
+        output: &mut Collected<(String, i64, u64)>,
+        key: &str,
+        timestamp: Timestamp,
+    ) {
+        output.timestamp = Some(timestamp);
+        operator.process_element(Box::new((key.to_string(), timestamp)), output).unwrap();
+        output.timestamp = None;
+    }
+
+    #[test]
+    fn a_tumbling_window_fires_once_when_the_watermark_reaches_its_end_and_drops_late_elements() {
+        let tumbling = Arc::new(TumblingEventTimeWindows::of(1_000, 0).unwrap());
+        let mut operator = window_operator(counting(tumbling), ExecutionMode::Streaming);
+        let mut output = Collected::default();
+        for (key, timestamp) in [("a", 10), ("b", 999), ("a", 500), ("a", 1_000)] {
+            feed(operator.as_mut(), &mut output, key, timestamp);
+        }
+        operator.process_watermark(Watermark(998), &mut output).unwrap();
+        assert!(output.out.is_empty(), "[0, 1000) fires at 999, not before");
+        operator.process_watermark(Watermark(999), &mut output).unwrap();
+        assert_eq!(
+            output.out,
+            vec![(("a".to_string(), 0, 2), Some(999)), (("b".to_string(), 0, 1), Some(999))],
+            "one result per key, stamped with the window's last timestamp"
+        );
+        feed(operator.as_mut(), &mut output, "a", 300); // late: [0, 1000) fired
+        operator.process_watermark(Watermark::MAX, &mut output).unwrap();
+        assert_eq!(output.out[2..], [(("a".to_string(), 1_000, 1), Some(1_999))]);
+        assert_eq!(output.watermarks, vec![Watermark(998), Watermark(999), Watermark::MAX]);
+    }
+
+    #[test]
+    fn window_state_survives_a_checkpoint_and_its_timers_with_it() {
+        let sliding = Arc::new(SlidingEventTimeWindows::of(2_000, 1_000, 0).unwrap());
+        let mut operator = window_operator(counting(sliding.clone()), ExecutionMode::Streaming);
+        let mut output = Collected::default();
+        for timestamp in [100, 1_100, 1_200] {
+            feed(operator.as_mut(), &mut output, "k", timestamp);
+        }
+        let state = operator.snapshot_state();
+        let mut restored = window_operator(counting(sliding), ExecutionMode::Streaming);
+        restored.restore_state(&state).unwrap();
+        restored.process_watermark(Watermark::MAX, &mut output).unwrap();
+        let counts: Vec<(i64, u64)> = output.out.iter().map(|((_, start, count), _)| (*start, *count)).collect();
+        assert_eq!(counts, vec![(-1_000, 1), (0, 3), (1_000, 2)]);
+    }
+
+    #[test]
+    fn batch_fires_every_window_of_a_key_when_the_key_changes_and_agrees_with_streaming() {
+        let sliding: Arc<dyn WindowAssigner> = Arc::new(SlidingEventTimeWindows::of(2_000, 1_000, 0).unwrap());
+        let input = [("a", 100), ("a", 1_500), ("a", 2_600), ("b", 50), ("b", 3_000)];
+        let mut batch = window_operator(counting(Arc::clone(&sliding)), ExecutionMode::Batch);
+        let mut batch_output = Collected::default();
+        for (key, timestamp) in input {
+            feed(batch.as_mut(), &mut batch_output, key, timestamp);
+        }
+        assert_eq!(batch_output.out.len(), 4, "key a's four windows fired when b began: {:?}", batch_output.out);
+        batch.process_watermark(Watermark::MAX, &mut batch_output).unwrap();
+        let mut streaming = window_operator(counting(sliding), ExecutionMode::Streaming);
+        let mut streaming_output = Collected::default();
+        for (key, timestamp) in input {
+            feed(streaming.as_mut(), &mut streaming_output, key, timestamp);
+        }
+        streaming.process_watermark(Watermark::MAX, &mut streaming_output).unwrap();
+        let mut from_batch = batch_output.out.clone();
+        let mut from_streaming = streaming_output.out.clone();
+        from_batch.sort();
+        from_streaming.sort();
+        assert_eq!(from_batch, from_streaming);
+        assert_eq!(from_batch.len(), 4 + 4);
+    }
+
+    #[test]
+    fn an_element_without_a_timestamp_is_an_error_that_says_what_to_call() {
+        let tumbling = Arc::new(TumblingEventTimeWindows::of(1_000, 0).unwrap());
+        let mut operator = window_operator(counting(tumbling), ExecutionMode::Streaming);
+        let mut output: Collected<(String, i64, u64)> = Collected::default();
+        let error = operator.process_element(Box::new(("a".to_string(), 5_i64)), &mut output).unwrap_err();
+        assert!(error.message.contains("assign_timestamps_and_watermarks"), "{error}");
+    }
+
+    #[test]
+    fn timestamps_are_assigned_and_watermarks_trail_them_in_streaming_only() {
+        for mode in [ExecutionMode::Streaming, ExecutionMode::Batch] {
+            let mut operator = TimestampsAndWatermarksOperator::<(String, i64)> {
+                assigner: Arc::new(|(_, timestamp): &(String, i64)| *timestamp),
+                generator: BoundedOutOfOrderness::new(100).unwrap(),
+                mode,
+                emitted: Watermark::MIN,
+            };
+            let mut output: Collected<(String, i64)> = Collected::default();
+            for timestamp in [1_000_i64, 950, 1_200] {
+                operator.process_element(Box::new(("x".to_string(), timestamp)), &mut output).unwrap();
+            }
+            operator.process_watermark(Watermark(5_000), &mut output).unwrap();
+            operator.process_watermark(Watermark::MAX, &mut output).unwrap();
+            let stamps: Vec<Option<Timestamp>> = output.out.iter().map(|(_, timestamp)| *timestamp).collect();
+            assert_eq!(stamps, vec![Some(1_000), Some(950), Some(1_200)]);
+            let expected = match mode {
+                ExecutionMode::Streaming => vec![Watermark(899), Watermark(1_099), Watermark::MAX],
+                ExecutionMode::Batch => vec![Watermark::MAX],
+            };
+            assert_eq!(output.watermarks, expected, "{mode}");
+        }
+    }
+}
