@@ -10,6 +10,9 @@
 //! - `checkpoint-commits`: a transaction written for checkpoint `n` (streaming with checkpoints)
 //!   is committed only after a checkpoint at least that new completed: nothing is committed for
 //!   a checkpoint that never completed.
+//! - `commits-stay`: every transaction is applied at most once, and each table holds exactly
+//!   the rows its committed transactions made visible: nothing committed was rolled back, and
+//!   nothing became visible without a commit.
 //! - `expectation`: the scenario's own `expect:` holds (canaries set deliberately wrong ones).
 //! - `streaming == batch`: the final value per key (upsert) or the multiset of rows (append) is
 //!   the same in both modes for the same seed.
@@ -28,7 +31,7 @@ use std::fmt;
 use std::time::Duration;
 
 use sluice_engine::catalog::{ExpectedOutput, Updates};
-use sluice_engine::connectors::txn_store::txn_checkpoint;
+use sluice_engine::connectors::txn_store::{txn_checkpoint, txn_table};
 use sluice_engine::connectors::{Row, SinkKind};
 
 use sluice_engine::duration::format_duration;
@@ -289,6 +292,43 @@ pub fn commits_follow_checkpoints(trace: &[TraceRecord]) -> Result<(), CheckFail
     })
 }
 
+/// Every transaction the store reports committed was applied once, and each table's committed
+/// log holds exactly the rows those commits made visible.
+pub fn commits_stay(trace: &[TraceRecord], committed: &CommittedView) -> Result<(), CheckFailure> {
+    let failure = |detail: String| Err(CheckFailure { check: "commits-stay", detail });
+    let mut applied: BTreeMap<&str, u32> = BTreeMap::new();
+    let mut rows_per_table: BTreeMap<&str, u64> = BTreeMap::new();
+    for record in trace {
+        if let TraceEvent::TransactionCommitted { txn_id, rows, .. } = &record.event {
+            *applied.entry(txn_id).or_insert(0) += 1;
+            let table = txn_table(txn_id).unwrap_or(txn_id);
+            *rows_per_table.entry(table).or_insert(0) += rows;
+        }
+    }
+    let twice: Vec<&str> = applied.iter().filter(|(_, times)| **times > 1).map(|(txn_id, _)| *txn_id).collect();
+    if !twice.is_empty() {
+        return failure(format!(
+            "applied more than once: {}",
+            twice.iter().take(WITNESSES).copied().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    for (table, view) in committed {
+        let visible = view.log.len() as u64;
+        let made_visible = rows_per_table.get(table.as_str()).copied().unwrap_or(0);
+        if visible != made_visible {
+            return failure(format!(
+                "table `{table}` holds {visible} committed rows, but its commits made {made_visible} visible"
+            ));
+        }
+    }
+    if let Some((table, rows)) =
+        rows_per_table.iter().find(|(table, rows)| **rows > 0 && !committed.contains_key(**table))
+    {
+        return failure(format!("commits made {rows} rows of table `{table}` visible, and the table is gone"));
+    }
+    Ok(())
+}
+
 /// Judges one run; see the module doc.
 pub fn judge(report: &RunReport, scenario: &Scenario) -> Verdict {
     let mut failures = Vec::new();
@@ -296,6 +336,9 @@ pub fn judge(report: &RunReport, scenario: &Scenario) -> Verdict {
         return Verdict::Fail(vec![CheckFailure { check: "completed", detail: format!("panicked: {message}") }]);
     }
     if let Err(failure) = commits_follow_checkpoints(&report.trace) {
+        failures.push(failure);
+    }
+    if let Err(failure) = commits_stay(&report.trace, &report.committed) {
         failures.push(failure);
     }
     let finished = report.outcome == RunOutcome::Finished;
@@ -359,6 +402,9 @@ pub fn check_run(report: &RunReport) -> Vec<CheckFailure> {
         failures.push(failure);
     }
     if let Err(failure) = commits_follow_checkpoints(&report.trace) {
+        failures.push(failure);
+    }
+    if let Err(failure) = commits_stay(&report.trace, &report.committed) {
         failures.push(failure);
     }
     failures
@@ -486,6 +532,30 @@ mod tests {
         let wrong = exactly_once(&view(vec![row("a", "10"), row("a", "20")]), &expected);
         assert!(wrong.unwrap_err().detail.contains("a ends at Some(\"20\"), expected 30"));
         assert_eq!(nothing_beyond_reference(&view(vec![row("a", "20")]), &expected), Ok(()));
+    }
+
+    #[test]
+    fn a_rolled_back_or_doubly_applied_commit_is_caught() {
+        let commit = |txn_id: &str, rows: u64| TraceRecord {
+            time: Duration::from_millis(1),
+            node: "txn-store".to_string(),
+            event: TraceEvent::TransactionCommitted { txn_id: txn_id.to_string(), epoch: 0, rows },
+        };
+        let view = |rows: usize| -> CommittedView {
+            let row = Row { key: "k".to_string(), value: "v".to_string() };
+            BTreeMap::from([(
+                "t".to_string(),
+                TableView { kind: SinkKind::Append, log: vec![row; rows], latest: BTreeMap::new() },
+            )])
+        };
+        let trace = vec![commit("j/t#3/0/c1", 2), commit("j/t#3/1/c1", 1)];
+        assert_eq!(commits_stay(&trace, &view(3)), Ok(()));
+        let rolled_back = commits_stay(&trace, &view(2)).unwrap_err();
+        assert_eq!(rolled_back.check, "commits-stay");
+        assert!(rolled_back.detail.contains("holds 2 committed rows, but its commits made 3 visible"), "{rolled_back}");
+        let twice = commits_stay(&[commit("j/t#3/0/c1", 2), commit("j/t#3/0/c1", 2)], &view(4)).unwrap_err();
+        assert!(twice.detail.contains("applied more than once: j/t#3/0/c1"), "{twice}");
+        assert!(commits_stay(&trace, &BTreeMap::new()).unwrap_err().detail.contains("gone"));
     }
 
     #[test]

@@ -149,6 +149,19 @@ pub struct CommitTransaction {
 }
 rpc_request!(CommitTransaction => Result<TxnOutcome, TxnError>);
 
+/// Aborts what older attempts of one writer left open (Flink's Kafka sink aborts lingering
+/// transactions on restore): every transaction whose id starts with `prefix`, not committed,
+/// and opened by an epoch below `epoch`, loses what it staged; none of those epochs may begin
+/// one again. Commits of transactions they prepared stay possible (a restore re-commits them).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AbortLingeringTransactions {
+    /// The writer's transaction ids: `job/table#operator/subtask/`.
+    pub prefix: String,
+    /// The writer's epoch.
+    pub epoch: u64,
+}
+rpc_request!(AbortLingeringTransactions => Result<u64, TxnError>);
+
 /// What a writer hands its committer: a prepared transaction.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TxnCommittable {
@@ -199,13 +212,24 @@ impl<T: Record> TxnStoreSink<T> {
 
 /// The transaction id of a sink subtask's end-of-input transaction: stable across attempts.
 pub fn end_of_input_txn_id(task: &TaskInfo, table: &str) -> String {
-    format!("{}/{}#{}/{}/eoi", task.job_id, table, task.operator_id, task.subtask_index)
+    format!("{}eoi", writer_txn_prefix(task, table))
 }
 
 /// The transaction id of the rows a sink subtask writes before checkpoint `checkpoint`'s barrier
 /// (and after the previous one's): committed only once a checkpoint at least that new completed.
 pub fn checkpoint_txn_id(task: &TaskInfo, table: &str, checkpoint: u64) -> String {
-    format!("{}/{}#{}/{}/c{checkpoint}", task.job_id, table, task.operator_id, task.subtask_index)
+    format!("{}c{checkpoint}", writer_txn_prefix(task, table))
+}
+
+/// The table a sink transaction id writes to (ids are `job/table#operator/subtask/suffix`).
+pub fn txn_table(txn_id: &str) -> Option<&str> {
+    let (prefix, _) = txn_id.split_once('#')?;
+    prefix.rsplit_once('/').map(|(_, table)| table)
+}
+
+/// The prefix of every transaction id a sink subtask writes.
+pub fn writer_txn_prefix(task: &TaskInfo, table: &str) -> String {
+    format!("{}/{}#{}/{}/", task.job_id, table, task.operator_id, task.subtask_index)
 }
 
 /// The checkpoint a transaction id of [`checkpoint_txn_id`] belongs to.
@@ -273,10 +297,18 @@ impl Connection {
     where
         R: crate::rpc::Request<Response = Result<TxnOutcome, TxnError>> + Clone,
     {
+        self.call_for(request, what, txn_id).await
+    }
+
+    /// [`Connection::call`] for any answer.
+    async fn call_for<R, A>(&self, request: R, what: &str, txn_id: &str) -> Result<A, OperatorError>
+    where
+        R: crate::rpc::Request<Response = Result<A, TxnError>> + Clone,
+    {
         let mut last = None;
         for _ in 0..STORE_ATTEMPTS {
             match call_with_retries(&self.client, self.store, request.clone(), TXN_STORE_SYSTEM).await? {
-                Ok(outcome) => return Ok(outcome),
+                Ok(answer) => return Ok(answer),
                 Err(error) if error.is_retriable() => {
                     last = Some(error);
                     madsim::time::sleep(STORE_BACKOFF).await;
@@ -310,7 +342,15 @@ impl<T: Record> TxnStoreWriter<T> {
             return Ok(());
         }
         if self.connection.is_none() {
-            self.connection = Some(connect(&self.task).await?);
+            let connection = connect(&self.task).await?;
+            if self.epoch > 0 {
+                // A restarted writer first aborts what older attempts left open. It runs after
+                // the restore committed the restored checkpoint's transactions.
+                let prefix = writer_txn_prefix(&self.task, &self.table);
+                let request = AbortLingeringTransactions { prefix: prefix.clone(), epoch: self.epoch };
+                connection.call_for(request, "abort lingering transactions", &prefix).await?;
+            }
+            self.connection = Some(connection);
         }
         let connection = self.connection.as_ref().expect("connected above");
         let request = BeginTransaction {

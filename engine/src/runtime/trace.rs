@@ -190,6 +190,15 @@ pub enum TraceEvent {
         /// The attempt that wrote it; a newer attempt's begin discards what older ones staged.
         epoch: u64,
     },
+    /// A restarted writer aborted what older attempts left open (reported by the store).
+    TransactionsAborted {
+        /// The writer's transaction id prefix.
+        prefix: String,
+        /// The writer's epoch; older ones are fenced off.
+        epoch: u64,
+        /// Open transactions aborted.
+        transactions: u64,
+    },
     /// A transaction was committed (reported by the transactional store).
     TransactionCommitted {
         /// The transaction.
@@ -253,6 +262,7 @@ impl TraceEvent {
             TraceEvent::JobFinished { .. } => "job_finished",
             TraceEvent::JobFailed { .. } => "job_failed",
             TraceEvent::TransactionPrepared { .. } => "transaction_prepared",
+            TraceEvent::TransactionsAborted { .. } => "transactions_aborted",
             TraceEvent::TransactionCommitted { .. } => "transaction_committed",
             TraceEvent::ShuffleServiceStarted { .. } => "shuffle_service_started",
             TraceEvent::FaultInjected { .. } => "fault_injected",
@@ -331,6 +341,9 @@ impl fmt::Display for TraceEvent {
             TraceEvent::JobFinished { restarts } => write!(f, "job finished after {restarts} restarts"),
             TraceEvent::JobFailed { reason } => write!(f, "job failed: {reason}"),
             TraceEvent::TransactionPrepared { txn_id, epoch } => write!(f, "prepared {txn_id} (epoch {epoch})"),
+            TraceEvent::TransactionsAborted { prefix, epoch, transactions } => {
+                write!(f, "aborted {transactions} open transactions of {prefix}* older than epoch {epoch}")
+            }
             TraceEvent::TransactionCommitted { txn_id, epoch, rows } => {
                 write!(f, "committed {txn_id} (epoch {epoch}, {rows} rows)")
             }

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use madsim::net::Endpoint;
 use sluice_engine::connectors::txn_store::{
-    BeginTransaction, CommitTransaction, PrepareTransaction, StageRows, TxnError, TxnOutcome,
+    AbortLingeringTransactions, BeginTransaction, CommitTransaction, PrepareTransaction, StageRows, TxnError,
+    TxnOutcome,
 };
 use sluice_engine::connectors::{Row, SinkKind};
 use sluice_engine::rpc::serve;
@@ -58,6 +59,8 @@ pub struct TxnStoreState {
     tables: CommittedView,
     /// Transaction ids in the order they were committed.
     commit_order: Vec<String>,
+    /// Writer prefix → the lowest epoch that may still begin a transaction under it.
+    fences: BTreeMap<String, u64>,
     /// Injected faults.
     pub faults: StoreFaults,
 }
@@ -73,7 +76,39 @@ impl TxnStoreState {
         &self.commit_order
     }
 
+    /// The epoch below which a writer of `txn_id` is fenced off, if any.
+    fn fence_of(&self, txn_id: &str) -> Option<u64> {
+        self.fences.iter().filter(|(prefix, _)| txn_id.starts_with(prefix.as_str())).map(|(_, epoch)| *epoch).max()
+    }
+
+    /// Aborts the open transactions older epochs left under `prefix`; returns how many.
+    fn abort_lingering(&mut self, request: AbortLingeringTransactions) -> u64 {
+        let fence = self.fences.entry(request.prefix.clone()).or_insert(0);
+        *fence = (*fence).max(request.epoch);
+        let lingering: Vec<String> = self
+            .transactions
+            .iter()
+            .filter(|(txn_id, transaction)| {
+                txn_id.starts_with(&request.prefix) && !transaction.committed && transaction.epoch < request.epoch
+            })
+            .map(|(txn_id, _)| txn_id.clone())
+            .collect();
+        // Prepared ones too: the writer aborts only after its restore committed every
+        // transaction the restored checkpoint holds, so what is left open belongs to no
+        // completed checkpoint.
+        for txn_id in &lingering {
+            self.transactions.remove(txn_id);
+        }
+        lingering.len() as u64
+    }
+
     fn begin(&mut self, request: BeginTransaction) -> Result<TxnOutcome, TxnError> {
+        if let Some(fence) = self.fence_of(&request.txn_id)
+            && request.epoch < fence
+            && !self.transactions.get(&request.txn_id).is_some_and(|transaction| transaction.committed)
+        {
+            return Err(TxnError::Fenced { current_epoch: fence });
+        }
         match self.transactions.get_mut(&request.txn_id) {
             None => {
                 self.transactions.insert(
@@ -212,6 +247,21 @@ pub async fn run_txn_store(address: SocketAddr, state: Arc<Mutex<TxnStoreState>>
         async move { answer }
     });
     let shared = Arc::clone(&state);
+    let abort_tracer = tracer.clone();
+    serve(&endpoint, move |request: AbortLingeringTransactions| {
+        let mut state = shared.lock().expect("store lock");
+        if state.faults.unavailable {
+            return std::future::ready(Err(TxnError::Unavailable));
+        }
+        let (prefix, epoch) = (request.prefix.clone(), request.epoch);
+        let transactions = state.abort_lingering(request);
+        drop(state);
+        if transactions > 0 {
+            abort_tracer.record(TraceEvent::TransactionsAborted { prefix, epoch, transactions });
+        }
+        std::future::ready(Ok(transactions))
+    });
+    let shared = Arc::clone(&state);
     serve(&endpoint, move |request: StageRows| {
         let mut state = shared.lock().expect("store lock");
         let answer = if state.faults.unavailable { Err(TxnError::Unavailable) } else { state.stage(request) };
@@ -310,6 +360,39 @@ mod tests {
         assert_eq!(state.commit_with_faults(commit), (Ok((TxnOutcome::AlreadyCommitted, 0)), false));
         assert_eq!(state.committed()["t"].log.len(), 1);
         assert_eq!(state.faults, StoreFaults::default(), "each injected fault is used up");
+    }
+
+    #[test]
+    fn aborting_lingering_transactions_spares_commits_and_fences_older_epochs() {
+        let mut state = TxnStoreState::default();
+        let open = |state: &mut TxnStoreState, txn_id: &str, epoch: u64, prepare: bool| {
+            state
+                .begin(BeginTransaction { table: "t".into(), kind: SinkKind::Append, txn_id: txn_id.into(), epoch })
+                .unwrap();
+            state.stage(StageRows { txn_id: txn_id.into(), epoch, batch: 0, rows: vec![row("k", txn_id)] }).unwrap();
+            if prepare {
+                state.prepare(PrepareTransaction { txn_id: txn_id.into(), epoch, batches: 1 }).unwrap();
+            }
+        };
+        open(&mut state, "j/t#1/0/c1", 0, true);
+        state.commit(CommitTransaction { txn_id: "j/t#1/0/c1".into(), epoch: 0 }).unwrap();
+        open(&mut state, "j/t#1/0/c2", 0, true);
+        open(&mut state, "j/t#1/0/c3", 0, false);
+        open(&mut state, "j/t#1/1/c2", 0, false);
+        let aborted = state.abort_lingering(AbortLingeringTransactions { prefix: "j/t#1/0/".into(), epoch: 1 });
+        assert_eq!(aborted, 2, "c2 and c3 of subtask 0; c1 is committed, subtask 1 is not this writer's");
+        assert_eq!(
+            state.commit(CommitTransaction { txn_id: "j/t#1/0/c2".into(), epoch: 0 }),
+            Err(TxnError::UnknownTransaction)
+        );
+        let zombie =
+            BeginTransaction { table: "t".into(), kind: SinkKind::Append, txn_id: "j/t#1/0/c4".into(), epoch: 0 };
+        assert_eq!(state.begin(zombie), Err(TxnError::Fenced { current_epoch: 1 }));
+        let fresh =
+            BeginTransaction { table: "t".into(), kind: SinkKind::Append, txn_id: "j/t#1/0/c2".into(), epoch: 1 };
+        assert_eq!(state.begin(fresh), Ok(TxnOutcome::Done));
+        assert_eq!(state.committed()["t"].log.len(), 1);
+        assert!(state.transactions.contains_key("j/t#1/1/c2"));
     }
 
     #[test]

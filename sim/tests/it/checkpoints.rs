@@ -93,6 +93,14 @@ fn a_checkpoint_aborted_by_a_failure_is_never_committed_against() {
                 "seed {seed}: {txn_id} of attempt 0 was committed"
             );
         }
+        // The re-run's writers abort what attempt 0 left open, fencing it off.
+        let aborted: u64 = events(&report)
+            .filter_map(|event| match event {
+                TraceEvent::TransactionsAborted { epoch: 1, transactions, .. } => Some(*transactions),
+                _ => None,
+            })
+            .sum();
+        assert!(aborted >= 1, "seed {seed}: the lingering transactions of checkpoint 3 were not aborted");
         // The re-run starts from checkpoint 2 and commits its own transactions (a newer epoch).
         assert_eq!(restored(&report), vec![(1, 2)], "seed {seed}");
         assert!(commits(&report).keys().any(|(_, epoch)| *epoch == 1), "seed {seed}: the re-run committed nothing");
