@@ -352,7 +352,7 @@ impl fmt::Display for TraceEvent {
             }
             TraceEvent::FaultInjected { index, detail, .. } => write!(f, "fault #{index}: {detail}"),
             TraceEvent::FaultHealed { index, detail, .. } => write!(f, "healed #{index}: {detail}"),
-            TraceEvent::Harness { detail } => write!(f, "harness: {detail}"),
+            TraceEvent::Harness { detail } => f.write_str(detail),
         }
     }
 }
