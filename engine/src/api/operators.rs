@@ -10,7 +10,8 @@ use crate::graph::{ExecutionMode, OperatorError, TaskInfo};
 use crate::record::{Element, Key, Record};
 use crate::state::{KeyedStateBackend, ListState, ValueState, backend_for};
 
-fn downcast<T: 'static>(element: Element, operator: &'static str) -> T {
+/// The element as the type the operator's plan says it has; anything else is an engine bug.
+pub(crate) fn downcast<T: 'static>(element: Element, operator: &'static str) -> T {
     *element.downcast::<T>().unwrap_or_else(|_| {
         panic!("internal: {operator} received an element that is not a {}", std::any::type_name::<T>())
     })

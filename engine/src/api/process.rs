@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use super::operators::downcast;
 use crate::graph::operator::{Output, StreamOperator};
 use crate::graph::{ExecutionMode, OperatorError};
 use crate::record::{Element, Key, Record};
@@ -167,9 +168,7 @@ impl<I: Record, K: Key, O: Record> KeyedProcessOperator<I, K, O> {
 
 impl<I: Record, K: Key, O: Record> StreamOperator for KeyedProcessOperator<I, K, O> {
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
-        let value = *element.downcast::<I>().unwrap_or_else(|_| {
-            panic!("internal: process received an element that is not a {}", std::any::type_name::<I>())
-        });
+        let value = downcast::<I>(element, "process");
         let key = (self.functions.key_selector)(&value);
         let timestamp = output.current_timestamp();
         if self.mode == ExecutionMode::Batch && self.current.as_ref() != Some(&key) {

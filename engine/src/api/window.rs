@@ -13,16 +13,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use super::operators::downcast;
 use crate::graph::operator::{Output, StreamOperator};
 use crate::graph::{ExecutionMode, OperatorError};
 use crate::record::{Element, Key, Record};
 use crate::time::{BoundedOutOfOrderness, TimeWindow, Timestamp, Watermark, WatermarkGenerator, WindowAssigner};
-
-fn downcast<T: 'static>(element: Element, operator: &'static str) -> T {
-    *element.downcast::<T>().unwrap_or_else(|_| {
-        panic!("internal: {operator} received an element that is not a {}", std::any::type_name::<T>())
-    })
-}
 
 /// Stamps each element with its event time and, in streaming mode, emits the watermarks a
 /// bounded-out-of-orderness generator derives from them, right after the element that raised
