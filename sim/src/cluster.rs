@@ -63,6 +63,10 @@ pub struct ClusterTiming {
     pub heartbeat_timeout: Duration,
     /// How long a region may wait for slots it can never get.
     pub slot_request_timeout: Duration,
+    /// How long a restarted JobMaster waits for TaskManagers to report the partitions they hold.
+    pub worker_recovery_timeout: Duration,
+    /// How long a TaskManager without a JobMaster keeps its finished partitions.
+    pub partition_grace: Duration,
 }
 
 impl Default for ClusterTiming {
@@ -71,6 +75,8 @@ impl Default for ClusterTiming {
             heartbeat_interval: Duration::from_millis(100),
             heartbeat_timeout: Duration::from_secs(1),
             slot_request_timeout: Duration::from_secs(10),
+            worker_recovery_timeout: Duration::from_secs(2),
+            partition_grace: Duration::from_secs(5),
         }
     }
 }
@@ -121,6 +127,7 @@ impl Cluster {
             address: JOB_MASTER_ADDRESS,
             heartbeat_timeout: timing.heartbeat_timeout,
             slot_request_timeout: timing.slot_request_timeout,
+            worker_recovery_timeout: timing.worker_recovery_timeout,
             external,
             storage: Arc::clone(&durable_storage),
             tracer: trace.tracer_for("jm"),
@@ -145,6 +152,8 @@ impl Cluster {
                 slots: spec.slots_per_task_manager,
                 job_master: JOB_MASTER_ADDRESS,
                 heartbeat_interval: timing.heartbeat_interval,
+                job_master_timeout: timing.heartbeat_timeout,
+                partition_grace: timing.partition_grace,
                 storage: Arc::new(disk.clone()) as Arc<dyn Storage>,
                 checkpoint_storage: Arc::clone(&durable_storage),
                 shuffle,

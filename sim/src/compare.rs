@@ -21,40 +21,66 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_engine::catalog;
+use sluice_engine::failover::FailoverStrategy;
 use sluice_engine::graph::{ExchangeMode, ExecutionGraph, ExecutionMode};
-use sluice_engine::runtime::trace::TraceEvent;
+use sluice_engine::runtime::trace::{TraceEvent, parse_subtask};
 use sluice_engine::scheduler::SchedulingStrategy;
 
+use crate::recovery::{RecoveryMetrics, recovery_metrics};
 use crate::runner::RunReport;
 use crate::scenario::Scenario;
 use crate::trace::TraceRecord;
 
-/// A mode and the exchange mode it runs with.
+/// A mode, the exchange mode and the failover strategy it runs with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Variant {
     /// Streaming or batch.
     pub mode: ExecutionMode,
     /// Which edges are pipelined (always all of them in streaming mode).
     pub exchange_mode: ExchangeMode,
+    /// Which subtasks a failure restarts.
+    pub failover: FailoverStrategy,
 }
 
 impl Variant {
-    /// What every other variant is compared with: batch, all edges blocking.
-    pub const BASELINE: Variant = Variant { mode: ExecutionMode::Batch, exchange_mode: ExchangeMode::AllEdgesBlocking };
+    /// What the exchange-mode variants are compared with: batch, all edges blocking.
+    pub fn baseline(failover: FailoverStrategy) -> Variant {
+        Variant { mode: ExecutionMode::Batch, exchange_mode: ExchangeMode::AllEdgesBlocking, failover }
+    }
 
-    /// Batch under every exchange mode (most blocking first), then streaming.
-    pub fn all() -> Vec<Variant> {
-        let batch =
-            ExchangeMode::ALL.into_iter().map(|exchange_mode| Variant { mode: ExecutionMode::Batch, exchange_mode });
-        let streaming = Variant { mode: ExecutionMode::Streaming, exchange_mode: ExchangeMode::AllEdgesPipelined };
+    /// Batch under every exchange mode (most blocking first), then streaming; the baseline
+    /// first.
+    pub fn all(failover: FailoverStrategy) -> Vec<Variant> {
+        let batch = ExchangeMode::ALL.into_iter().map(|exchange_mode| Variant {
+            mode: ExecutionMode::Batch,
+            exchange_mode,
+            failover,
+        });
+        let streaming =
+            Variant { mode: ExecutionMode::Streaming, exchange_mode: ExchangeMode::AllEdgesPipelined, failover };
         batch.chain([streaming]).collect()
+    }
+
+    /// Batch under one exchange mode with restart-all (the baseline, first) and with region
+    /// failover.
+    pub fn failover_pair(exchange_mode: ExchangeMode) -> Vec<Variant> {
+        [FailoverStrategy::RestartAll, FailoverStrategy::Region]
+            .into_iter()
+            .map(|failover| Variant { mode: ExecutionMode::Batch, exchange_mode, failover })
+            .collect()
     }
 
     /// The scenario run in this variant only. Parallelism decided at runtime (`adaptive_batch`)
     /// needs all edges blocking, so the other variants run with the plan's parallelism.
     pub fn apply(self, scenario: &Scenario) -> Scenario {
         let adaptive_batch = scenario.adaptive_batch.filter(|_| self.exchange_mode == ExchangeMode::AllEdgesBlocking);
-        Scenario { modes: vec![self.mode], exchange_mode: self.exchange_mode, adaptive_batch, ..scenario.clone() }
+        Scenario {
+            modes: vec![self.mode],
+            exchange_mode: self.exchange_mode,
+            adaptive_batch,
+            failover_strategy: self.failover,
+            ..scenario.clone()
+        }
     }
 
     /// The most slots the job needs at once in this variant.
@@ -67,7 +93,7 @@ impl Variant {
 
 impl fmt::Display for Variant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.mode, self.exchange_mode)
+        write!(f, "{} {} {}", self.mode, self.exchange_mode, self.failover)
     }
 }
 
@@ -84,6 +110,8 @@ pub struct RunMetrics {
     pub disk_bytes_read: u64,
     /// The most slots occupied at once.
     pub peak_slots: usize,
+    /// What recovering from failures cost.
+    pub recovery: RecoveryMetrics,
 }
 
 /// The metrics of a run.
@@ -101,6 +129,7 @@ pub fn trace_metrics(trace: &[TraceRecord], makespan: Duration) -> RunMetrics {
         disk_bytes_written,
         disk_bytes_read,
         peak_slots: peak_slots(&occupancies),
+        recovery: recovery_metrics(trace),
     }
 }
 
@@ -176,6 +205,20 @@ pub fn slot_occupancies(trace: &[TraceRecord]) -> Vec<SlotOccupancy> {
             TraceEvent::JobRestarting { attempt, .. } | TraceEvent::JobRecovered { attempt, .. } => {
                 occupancies.close(time, |key| key.0 < *attempt);
             }
+            // The restarted regions' running tasks are cancelled: their slots free up.
+            TraceEvent::RegionsRestarting { attempt, subtasks, .. } => {
+                for (vertex, subtask) in subtasks.iter().filter_map(|text| parse_subtask(text)) {
+                    let cancelled: Vec<u32> = occupancies
+                        .slot_of_task
+                        .keys()
+                        .filter(|key| key.0 < *attempt && key.1 == vertex && key.2 == subtask)
+                        .map(|key| key.0)
+                        .collect();
+                    for old in cancelled {
+                        occupancies.finish(time, old, (vertex, subtask));
+                    }
+                }
+            }
             TraceEvent::JobFinished { .. } | TraceEvent::JobFailed { .. } => occupancies.close(time, |_| true),
             _ => {}
         }
@@ -242,16 +285,25 @@ pub struct Summary {
     pub disk_bytes_read: f64,
     /// Mean peak slots.
     pub peak_slots: f64,
+    /// Mean subtasks restarted.
+    pub subtasks_restarted: f64,
+    /// Mean records recomputed.
+    pub records_recomputed: f64,
+    /// Mean simulated time spent recovering.
+    pub recovery_time: Duration,
     /// Against the baseline; `None` for the baseline itself or when no seed is in both.
     pub paired: Option<Paired>,
+    /// This is the baseline.
+    pub is_baseline: bool,
 }
 
 /// Averages a variant's runs (by seed) and pairs them with the baseline's.
 pub fn summarize(
     variant: Variant,
     runs: &BTreeMap<u64, RunMetrics>,
-    baseline: Option<&BTreeMap<u64, RunMetrics>>,
+    baseline: (Variant, Option<&BTreeMap<u64, RunMetrics>>),
 ) -> Summary {
+    let is_baseline = variant == baseline.0;
     let count = runs.len().max(1);
     let mean = |value: fn(&RunMetrics) -> f64| runs.values().map(value).sum::<f64>() / count as f64;
     Summary {
@@ -262,7 +314,11 @@ pub fn summarize(
         disk_bytes_written: mean(|metrics| metrics.disk_bytes_written as f64),
         disk_bytes_read: mean(|metrics| metrics.disk_bytes_read as f64),
         peak_slots: mean(|metrics| metrics.peak_slots as f64),
-        paired: baseline.filter(|_| variant != Variant::BASELINE).and_then(|baseline| pair(runs, baseline)),
+        subtasks_restarted: mean(|metrics| metrics.recovery.subtasks_restarted as f64),
+        records_recomputed: mean(|metrics| metrics.recovery.records_recomputed as f64),
+        recovery_time: Duration::from_secs_f64(mean(|metrics| metrics.recovery.recovery_time.as_secs_f64())),
+        paired: baseline.1.filter(|_| !is_baseline).and_then(|baseline| pair(runs, baseline)),
+        is_baseline,
     }
 }
 
@@ -287,17 +343,21 @@ fn pair(runs: &BTreeMap<u64, RunMetrics>, baseline: &BTreeMap<u64, RunMetrics>) 
 /// The comparison table, one row per summary.
 pub fn render_table(summaries: &[Summary]) -> String {
     let mut table = format!(
-        "{:<10} {:<26} {:>4} {:>10} {:>12} {:>9} {:>11} {:>13} {:>11} {:>6}\n",
+        "{:<10} {:<26} {:<12} {:>4} {:>10} {:>11} {:>9} {:>11} {:>13} {:>11} {:>6} {:>9} {:>11} {:>9}\n",
         "mode",
         "exchange mode",
+        "failover",
         "runs",
         "makespan",
-        "vs blocking",
+        "vs baseline",
         "faster",
         "slot-time",
         "disk written",
         "disk read",
-        "peak"
+        "peak",
+        "restarted",
+        "recomputed",
+        "recovery"
     );
     for summary in summaries {
         let (change, faster) = match summary.paired {
@@ -305,20 +365,24 @@ pub fn render_table(summaries: &[Summary]) -> String {
                 format!("{:+.1}%", paired.mean_relative_change * 100.0),
                 format!("{}/{}", paired.improved, paired.seeds),
             ),
-            None if summary.variant == Variant::BASELINE => ("baseline".to_string(), "-".to_string()),
+            None if summary.is_baseline => ("baseline".to_string(), "-".to_string()),
             None => ("n/a".to_string(), "-".to_string()),
         };
         let _ = writeln!(
             table,
-            "{:<10} {:<26} {:>4} {:>9.3}s {change:>12} {faster:>9} {:>10.3}s {:>13} {:>11} {:>6.1}",
+            "{:<10} {:<26} {:<12} {:>4} {:>9.3}s {change:>11} {faster:>9} {:>10.3}s {:>13} {:>11} {:>6.1} {:>9.1} {:>11.0} {:>8.3}s",
             summary.variant.mode.as_str(),
             summary.variant.exchange_mode.as_str(),
+            summary.variant.failover.to_string(),
             summary.runs,
             summary.makespan.as_secs_f64(),
             summary.slot_time.as_secs_f64(),
             format_bytes(summary.disk_bytes_written),
             format_bytes(summary.disk_bytes_read),
             summary.peak_slots,
+            summary.subtasks_restarted,
+            summary.records_recomputed,
+            summary.recovery_time.as_secs_f64(),
         );
     }
     table
@@ -412,7 +476,8 @@ mod tests {
                 slot_time: milliseconds(90),
                 disk_bytes_written: 300,
                 disk_bytes_read: 300,
-                peak_slots: 2
+                peak_slots: 2,
+                recovery: RecoveryMetrics::default(),
             }
         );
     }
@@ -424,7 +489,10 @@ mod tests {
             deployed(10, 0, 0, 1, "tm-1/s0"),
             finished(15, 0, 0, 1, (0, 0)),
             at(20, TraceEvent::TaskFailed { attempt: 0, vertex: 0, subtask: 0, reason: "crash".into() }),
-            at(20, TraceEvent::JobRestarting { attempt: 1, delay_ms: 10, cause: "crash".into() }),
+            at(
+                20,
+                TraceEvent::JobRestarting { attempt: 1, delay_ms: 10, cause: "crash".into(), regions: 2, subtasks: 2 },
+            ),
             // A late report of the old attempt changes nothing.
             finished(25, 0, 0, 0, (0, 0)),
             deployed(30, 1, 0, 0, "tm-0/s0"),
@@ -472,14 +540,19 @@ mod tests {
     fn summaries_average_and_pair_by_seed() {
         let baseline: BTreeMap<u64, RunMetrics> = [(1, metrics(100)), (2, metrics(200)), (3, metrics(400))].into();
         let pipelined: BTreeMap<u64, RunMetrics> = [(1, metrics(80)), (2, metrics(220)), (4, metrics(1))].into();
-        let variant = Variant { mode: ExecutionMode::Batch, exchange_mode: ExchangeMode::PointwiseEdgesPipelined };
-        let summary = summarize(variant, &pipelined, Some(&baseline));
+        let variant = Variant {
+            mode: ExecutionMode::Batch,
+            exchange_mode: ExchangeMode::PointwiseEdgesPipelined,
+            failover: FailoverStrategy::Region,
+        };
+        let base = Variant::baseline(FailoverStrategy::Region);
+        let summary = summarize(variant, &pipelined, (base, Some(&baseline)));
         assert_eq!(summary.runs, 3);
         assert!((summary.makespan.as_secs_f64() - 0.301 / 3.0).abs() < 1e-9, "{summary:?}");
         let paired = summary.paired.expect("seeds 1 and 2 are in both");
         assert_eq!((paired.improved, paired.seeds), (1, 2));
         assert!((paired.mean_relative_change - (-0.2 + 0.1) / 2.0).abs() < 1e-9, "{paired:?}");
-        let own = summarize(Variant::BASELINE, &baseline, Some(&baseline));
+        let own = summarize(base, &baseline, (base, Some(&baseline)));
         assert_eq!(own.paired, None);
     }
 
@@ -487,10 +560,15 @@ mod tests {
     fn the_table_has_a_row_per_variant_with_the_change() {
         let baseline: BTreeMap<u64, RunMetrics> = [(1, metrics(100))].into();
         let faster: BTreeMap<u64, RunMetrics> = [(1, metrics(79))].into();
-        let variant = Variant { mode: ExecutionMode::Batch, exchange_mode: ExchangeMode::AllEdgesPipelined };
+        let variant = Variant {
+            mode: ExecutionMode::Batch,
+            exchange_mode: ExchangeMode::AllEdgesPipelined,
+            failover: FailoverStrategy::Region,
+        };
+        let base = Variant::baseline(FailoverStrategy::Region);
         let table = render_table(&[
-            summarize(Variant::BASELINE, &baseline, Some(&baseline)),
-            summarize(variant, &faster, Some(&baseline)),
+            summarize(base, &baseline, (base, Some(&baseline))),
+            summarize(variant, &faster, (base, Some(&baseline))),
         ]);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines.len(), 3, "{table}");
@@ -506,19 +584,20 @@ mod tests {
         let text = "name: adaptive\njob: tpcds\ncluster: { task_managers: 3, slots_per_task_manager: 2 }\n\
                     adaptive_batch: { target_bytes_per_task: 32768, min_parallelism: 1, max_parallelism: 6 }\n";
         let scenario = Scenario::parse("adaptive", text).unwrap();
-        for variant in Variant::all() {
+        let base = Variant::baseline(FailoverStrategy::Region);
+        for variant in Variant::all(FailoverStrategy::Region) {
             let applied = variant.apply(&scenario);
             assert_eq!(applied.modes, vec![variant.mode]);
-            assert_eq!(applied.adaptive_batch.is_some(), variant == Variant::BASELINE, "{variant}");
+            assert_eq!(applied.adaptive_batch.is_some(), variant == base, "{variant}");
             assert!(variant.slots_needed(&scenario).unwrap() <= 6, "{variant}");
         }
     }
 
     #[test]
     fn variants_cover_every_exchange_mode_in_batch_and_streaming_once() {
-        let variants = Variant::all();
+        let variants = Variant::all(FailoverStrategy::RestartAll);
         assert_eq!(variants.len(), 5);
-        assert_eq!(variants[0], Variant::BASELINE);
+        assert_eq!(variants[0], Variant::baseline(FailoverStrategy::RestartAll));
         assert_eq!(variants.iter().filter(|variant| variant.mode == ExecutionMode::Streaming).count(), 1);
         assert_eq!(format_bytes(512.0), "512 B");
         assert_eq!(format_bytes(1536.0), "1.5 KiB");

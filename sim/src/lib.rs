@@ -24,6 +24,7 @@ pub mod compare;
 pub mod cost;
 pub mod external;
 pub mod faults;
+pub mod recovery;
 pub mod replay;
 pub mod runner;
 pub mod scenario;

@@ -21,6 +21,7 @@ use sluice_engine::shuffle::ShuffleConfig;
 use crate::cluster::{CLIENT_IP, Cluster, JOB_MASTER_ADDRESS};
 use crate::external::txn_store::CommittedView;
 use crate::faults::{self, Fault};
+use crate::recovery::{RecoveryMetrics, recovery_metrics};
 use crate::scenario::Scenario;
 use crate::trace::{TraceLog, TraceRecord, trace_hash};
 
@@ -69,6 +70,8 @@ pub struct RunReport {
     pub schedule: Vec<Fault>,
     /// Restarts the job took.
     pub restarts: u32,
+    /// What recovering from failures cost.
+    pub recovery: RecoveryMetrics,
     /// Simulated time from start to the job's end.
     pub makespan: Duration,
     /// Wall-clock time the simulation took.
@@ -129,7 +132,14 @@ pub fn run(scenario: &Scenario, mode: ExecutionMode, seed: u64) -> RunReport {
     let restarts = simulated
         .trace
         .iter()
-        .filter(|record| matches!(record.event, TraceEvent::JobRestarting { .. } | TraceEvent::JobRecovered { .. }))
+        .filter(|record| {
+            matches!(
+                record.event,
+                TraceEvent::JobRestarting { .. }
+                    | TraceEvent::RegionsRestarting { .. }
+                    | TraceEvent::JobRecovered { .. }
+            )
+        })
         .count();
     RunReport {
         scenario: scenario.name.clone(),
@@ -137,6 +147,7 @@ pub fn run(scenario: &Scenario, mode: ExecutionMode, seed: u64) -> RunReport {
         seed,
         makespan: end.map_or(Duration::ZERO, |record| record.time),
         restarts: restarts as u32,
+        recovery: recovery_metrics(&simulated.trace),
         outcome: simulated.outcome,
         committed: simulated.committed,
         expected,
@@ -170,6 +181,7 @@ fn simulate(
             exchange_mode: scenario.exchange_mode,
             adaptive: scenario.adaptive_batch,
             restart_strategy: scenario.restart_strategy,
+            failover_strategy: scenario.failover_strategy,
             shuffle,
             checkpoint: scenario.checkpoints,
         };

@@ -17,7 +17,7 @@ use sluice_engine::api::JobConfig;
 use sluice_engine::catalog::{self, JobParams};
 use sluice_engine::checkpoint::CheckpointConfig;
 pub use sluice_engine::duration::{format_duration, parse_duration};
-use sluice_engine::failover::RestartStrategy;
+use sluice_engine::failover::{FailoverStrategy, RestartStrategy};
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::graph::{ExchangeMode, ExecutionGraph};
 use sluice_engine::scheduler::SchedulingStrategy;
@@ -63,6 +63,10 @@ pub struct Scenario {
     /// When to restart after a failure and when to give up.
     #[serde(default)]
     pub restart_strategy: RestartStrategy,
+    /// Which subtasks a failure restarts: `region` (the failed region and what depends on
+    /// it) or `restart-all`.
+    #[serde(default)]
+    pub failover_strategy: FailoverStrategy,
     /// Which exchanges are pipelined in batch mode (streaming is always all-pipelined).
     #[serde(default = "default_exchange_mode")]
     pub exchange_mode: ExchangeMode,

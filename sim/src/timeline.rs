@@ -16,7 +16,7 @@ use std::fmt::Write;
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
-use sluice_engine::runtime::trace::TraceEvent;
+use sluice_engine::runtime::trace::{TraceEvent, parse_subtask};
 
 use crate::trace::TraceRecord;
 
@@ -375,6 +375,19 @@ impl Builder {
             TraceEvent::JobRestarting { attempt, .. } => {
                 self.interruptions.push(Interruption { record: index, time: record.time, cancels_before: *attempt });
             }
+            TraceEvent::RegionsRestarting { attempt, subtasks, .. } => {
+                for (vertex, subtask) in subtasks.iter().filter_map(|text| parse_subtask(text)) {
+                    let open: Vec<(u32, u32, u32)> = self
+                        .open
+                        .keys()
+                        .filter(|key| key.0 < *attempt && key.1 == vertex && key.2 == subtask)
+                        .copied()
+                        .collect();
+                    for key in open {
+                        self.close(key, record.time, Outcome::Cancelled);
+                    }
+                }
+            }
             // A recovery by a new JobMaster starts a new attempt without a `JobRestarting`.
             TraceEvent::JobRecovered { attempt, .. } => {
                 self.interruptions.push(Interruption { record: index, time: record.time, cancels_before: *attempt });
@@ -444,7 +457,9 @@ impl Builder {
 fn marker_of(event: &TraceEvent, closed: Option<usize>) -> Option<MarkerKind> {
     Some(match event {
         TraceEvent::TaskFailed { reason, .. } => MarkerKind::TaskFailed { bar: closed, reason: reason.clone() },
-        TraceEvent::JobRestarting { attempt, .. } => MarkerKind::Restart { attempt: *attempt },
+        TraceEvent::JobRestarting { attempt, .. } | TraceEvent::RegionsRestarting { attempt, .. } => {
+            MarkerKind::Restart { attempt: *attempt }
+        }
         TraceEvent::JobRecovered { attempt, .. } => MarkerKind::Recovered { attempt: *attempt },
         TraceEvent::FaultInjected { detail, .. } => MarkerKind::Fault { detail: detail.clone() },
         TraceEvent::FaultHealed { detail, .. } => MarkerKind::Healed { detail: detail.clone() },
@@ -1190,7 +1205,17 @@ mod tests {
                     reason: "producer unreachable".to_string(),
                 },
             ),
-            record(30, "jm", TraceEvent::JobRestarting { attempt: 1, delay_ms: 10, cause: "v0[1] failed".to_string() }),
+            record(
+                30,
+                "jm",
+                TraceEvent::JobRestarting {
+                    attempt: 1,
+                    delay_ms: 10,
+                    cause: "v0[1] failed".to_string(),
+                    regions: 2,
+                    subtasks: 2,
+                },
+            ),
             record(40, "jm", deployed(1, 0, 0, "tm-2/s0")),
             record(40, "jm", deployed(1, 1, 0, "tm-2/s0")),
             record(40, "jm", deployed(1, 0, 1, "tm-2/s1")),

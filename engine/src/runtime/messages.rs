@@ -99,10 +99,15 @@ pub struct RegisterTaskManager {
     pub name: String,
     /// Its incarnation: a new one means the previous process (and its tasks) is gone.
     pub instance: u64,
+    /// Counts its registrations: a new one means it lost its JobMaster and cancelled its tasks.
+    pub session: u64,
     /// Where it serves requests.
     pub address: SocketAddr,
     /// How many slots it offers.
     pub slots: u32,
+    /// The result partitions it holds (a JobMaster that restarted keeps the finished work
+    /// whose partitions survive, and releases the rest).
+    pub partitions: Vec<ResultPartitionId>,
 }
 rpc_request!(RegisterTaskManager => ());
 
@@ -113,8 +118,10 @@ pub struct Heartbeat {
     pub name: String,
     /// Its incarnation.
     pub instance: u64,
+    /// Its registration.
+    pub session: u64,
 }
-// Answers whether the JobMaster knows this incarnation (if not, the TaskManager registers again).
+// Answers whether the JobMaster knows this registration (if not, the TaskManager registers again).
 rpc_request!(Heartbeat => bool);
 
 /// What a finished task reports.
@@ -259,6 +266,9 @@ pub struct TaskDeploymentDescriptor {
     pub checkpointing: bool,
     /// The checkpoint to restore from, and this subtask's snapshot in it.
     pub restore: Option<(CheckpointId, StateHandle)>,
+    /// The job's last restart of every subtask: tasks and partitions of older attempts are
+    /// void (a TaskManager that missed the cancel message learns it here).
+    pub attempt_floor: u32,
 }
 
 /// JobMaster → TaskManager: run a subtask.
@@ -324,3 +334,14 @@ pub struct CancelJobAttempts {
     pub attempt: u32,
 }
 rpc_request!(CancelJobAttempts => ());
+
+/// JobMaster → TaskManager: cancel these task runs (their regions restart); a later deployment
+/// of an older attempt of the same subtasks is refused.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CancelTasks {
+    /// The job instance.
+    pub job_id: String,
+    /// The task runs.
+    pub executions: Vec<ExecutionAttemptId>,
+}
+rpc_request!(CancelTasks => ());

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::api::JobConfig;
 use crate::catalog::{self, JobParams};
 use crate::checkpoint::CheckpointConfig;
-use crate::failover::RestartStrategy;
+use crate::failover::{FailoverStrategy, RestartStrategy};
 use crate::graph::{ExchangeMode, ExecutionMode, JobGraph};
 use crate::scheduler::adaptive::AdaptiveBatchConfig;
 use crate::shuffle::ShuffleConfig;
@@ -53,6 +53,9 @@ pub struct JobSpec {
     pub adaptive: Option<AdaptiveBatchConfig>,
     /// When to restart and when to give up.
     pub restart_strategy: RestartStrategy,
+    /// Which subtasks a failure restarts.
+    #[serde(default)]
+    pub failover_strategy: FailoverStrategy,
     /// Network buffer tuning.
     pub shuffle: ShuffleConfig,
     /// Streaming only: checkpoint at this interval (otherwise sinks commit at end of input and

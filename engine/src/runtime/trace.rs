@@ -164,7 +164,7 @@ pub enum TraceEvent {
         /// Why.
         reason: String,
     },
-    /// The job will restart.
+    /// Every subtask of the job will restart.
     JobRestarting {
         /// The new attempt.
         attempt: u32,
@@ -172,6 +172,50 @@ pub enum TraceEvent {
         delay_ms: u64,
         /// The failure.
         cause: String,
+        /// Regions that had started and restart.
+        #[serde(default)]
+        regions: u32,
+        /// Subtasks that had started (running or finished) and restart.
+        #[serde(default)]
+        subtasks: u32,
+    },
+    /// Some regions will restart (region failover); the others go on.
+    RegionsRestarting {
+        /// The attempt the restarted subtasks run under.
+        attempt: u32,
+        /// Delay before they are scheduled again, in milliseconds.
+        delay_ms: u64,
+        /// The failure.
+        cause: String,
+        /// Regions restarted.
+        regions: u32,
+        /// Subtasks restarted, as `v1[0]`, in order.
+        subtasks: Vec<String>,
+        /// How many of them had finished: their work is done again.
+        finished: u32,
+    },
+    /// A restarted JobMaster decided which finished subtasks of its log to keep: those whose
+    /// partitions still needed survive; the others run again.
+    FinishedWorkReconciled {
+        /// The attempt the re-run subtasks run under.
+        attempt: u32,
+        /// Finished subtasks kept, as `v1[0]`.
+        kept: Vec<String>,
+        /// Finished subtasks that run again.
+        rerun: Vec<String>,
+    },
+    /// A TaskManager lost its JobMaster and cancelled its running tasks.
+    JobMasterLost {
+        /// Why it thinks so.
+        reason: String,
+        /// Tasks it cancelled.
+        tasks_cancelled: u32,
+    },
+    /// No JobMaster took a TaskManager's registration within the grace period: it released its
+    /// finished partitions.
+    PartitionsExpired {
+        /// Partitions released.
+        partitions: u32,
     },
     /// The job finished.
     JobFinished {
@@ -259,6 +303,10 @@ impl TraceEvent {
             TraceEvent::CheckpointAborted { .. } => "checkpoint_aborted",
             TraceEvent::CheckpointRestored { .. } => "checkpoint_restored",
             TraceEvent::JobRestarting { .. } => "job_restarting",
+            TraceEvent::RegionsRestarting { .. } => "regions_restarting",
+            TraceEvent::FinishedWorkReconciled { .. } => "finished_work_reconciled",
+            TraceEvent::JobMasterLost { .. } => "job_master_lost",
+            TraceEvent::PartitionsExpired { .. } => "partitions_expired",
             TraceEvent::JobFinished { .. } => "job_finished",
             TraceEvent::JobFailed { .. } => "job_failed",
             TraceEvent::TransactionPrepared { .. } => "transaction_prepared",
@@ -322,8 +370,29 @@ impl fmt::Display for TraceEvent {
             TraceEvent::TaskFailed { attempt, vertex, subtask, reason } => {
                 write!(f, "a{attempt} v{vertex}[{subtask}] failed: {reason}")
             }
-            TraceEvent::JobRestarting { attempt, delay_ms, cause } => {
+            TraceEvent::JobRestarting { attempt, delay_ms, cause, .. } => {
                 write!(f, "restart as a{attempt} in {delay_ms} ms: {cause}")
+            }
+            TraceEvent::RegionsRestarting { attempt, delay_ms, cause, regions, subtasks, finished } => {
+                let plural = if *regions == 1 { "" } else { "s" };
+                write!(
+                    f,
+                    "restart {regions} region{plural} as a{attempt} in {delay_ms} ms ({}; {finished} had finished): {cause}",
+                    subtasks.join(" ")
+                )
+            }
+            TraceEvent::FinishedWorkReconciled { attempt, kept, rerun } => {
+                write!(f, "a{attempt} keeps {} finished subtasks, re-runs {}", kept.len(), rerun.len())?;
+                if !rerun.is_empty() {
+                    write!(f, " ({})", rerun.join(" "))?;
+                }
+                Ok(())
+            }
+            TraceEvent::JobMasterLost { reason, tasks_cancelled } => {
+                write!(f, "lost the JobMaster ({reason}); cancelled {tasks_cancelled} tasks")
+            }
+            TraceEvent::PartitionsExpired { partitions } => {
+                write!(f, "no JobMaster came back: released {partitions} partitions")
             }
             TraceEvent::CheckpointTriggered { attempt, checkpoint } => {
                 write!(f, "a{attempt} trigger checkpoint {checkpoint}")
@@ -355,6 +424,12 @@ impl fmt::Display for TraceEvent {
             TraceEvent::Harness { detail } => f.write_str(detail),
         }
     }
+}
+
+/// Reads a subtask as events write it, `v1[0]`: (vertex, subtask).
+pub fn parse_subtask(text: &str) -> Option<(u32, u32)> {
+    let (vertex, subtask) = text.strip_prefix('v')?.strip_suffix(']')?.split_once('[')?;
+    Some((vertex.parse().ok()?, subtask.parse().ok()?))
 }
 
 /// Receives the events of one process.

@@ -164,6 +164,17 @@ impl SchedulingStrategy {
             && self.graph.regions().iter().all(|region| self.state(region.id) == RegionState::Finished)
     }
 
+    /// Forgets the progress of some regions (they restart); runtime decisions stay.
+    pub fn reset_regions(&mut self, regions: &BTreeSet<RegionId>) {
+        for region in regions {
+            let key = self.key(*region);
+            self.states.remove(&key);
+            for vertex in &self.graph.regions()[region.0 as usize].vertices {
+                self.finished.remove(vertex);
+            }
+        }
+    }
+
     /// Forgets all progress, runtime decisions included (restart-all).
     pub fn reset(&mut self) {
         self.graph = self.initial.clone();

@@ -26,6 +26,10 @@ pub struct InputChannelSpec {
     pub descriptor: ShuffleDescriptor,
     /// The subpartitions this channel reads, as one stream.
     pub subpartitions: std::ops::Range<u32>,
+    /// Its producer had finished when this consumer was deployed: if its server does not hold
+    /// it, it is lost (otherwise the producer may not have registered it yet).
+    #[serde(default)]
+    pub finished: bool,
 }
 
 impl InputChannelSpec {
@@ -299,8 +303,10 @@ async fn read_channel(
             Ok(Ok(BufferResponse::EndOfPartition)) => return Ok(()),
             Ok(Ok(BufferResponse::NotYet)) => timeouts = 0,
             Ok(Err(PartitionRequestError::NotFound)) => {
+                // A partition that was finished when this consumer was deployed is lost; one
+                // whose producer runs beside this consumer may not be registered yet.
                 let since = *not_found_since.get_or_insert_with(madsim::time::Instant::now);
-                if since.elapsed() >= config.partition_wait {
+                if spec.finished || since.elapsed() >= config.partition_wait {
                     return Err(ShuffleError::PartitionNotFound { partition, location });
                 }
                 madsim::time::sleep(backoff).await;

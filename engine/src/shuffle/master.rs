@@ -75,7 +75,7 @@ struct Tracked {
     produced: bool,
 }
 
-/// Partitions of the current job attempt: where they are and who still needs them.
+/// Partitions of the current subtask runs: where they are and who still needs them.
 #[derive(Default)]
 pub struct PartitionTracker {
     partitions: BTreeMap<ResultPartitionId, Tracked>,
@@ -107,6 +107,21 @@ impl PartitionTracker {
         let done: Vec<ResultPartitionId> =
             self.partitions.iter().filter(|(_, tracked)| tracked.consumer == consumer).map(|(id, _)| *id).collect();
         done.into_iter().map(|id| self.partitions.remove(&id).expect("listed above").descriptor).collect()
+    }
+
+    /// True if the partition is tracked and its producer finished it: it can be read.
+    pub fn is_available(&self, partition: ResultPartitionId) -> bool {
+        self.partitions.get(&partition).is_some_and(|tracked| tracked.produced)
+    }
+
+    /// Stops tracking a partition found lost (its consumers' failover re-runs its producer).
+    pub fn lose(&mut self, partition: ResultPartitionId) {
+        self.partitions.remove(&partition);
+    }
+
+    /// Stops tracking a partition whose producer restarts; returns it, to be released.
+    pub fn untrack(&mut self, partition: ResultPartitionId) -> Option<ShuffleDescriptor> {
+        self.partitions.remove(&partition).map(|tracked| tracked.descriptor)
     }
 
     /// Produced partitions still needed that live on a TaskManager (lost with it).

@@ -87,6 +87,12 @@ pub struct ReleasePartitions {
 }
 rpc_request!(ReleasePartitions => ());
 
+/// JobMaster → shuffle service: which finished partitions do you hold? (A restarted JobMaster
+/// keeps the finished work whose partitions survive.)
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ListPartitions;
+rpc_request!(ListPartitions => Vec<ResultPartitionId>);
+
 /// Producer → shuffle service: items of one subpartition, from `first_sequence` on. A retried
 /// push (its reply was lost) carries the same sequence numbers, so nothing is stored twice.
 #[derive(Clone, Debug, Serialize, Deserialize)]

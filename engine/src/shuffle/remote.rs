@@ -21,8 +21,8 @@ use std::time::Duration;
 use madsim::net::Endpoint;
 
 use super::protocol::{
-    BufferResponse, FinishPartition, PartitionRequestError, PushError, PushItems, ReleasePartitions, RequestBuffers,
-    StreamItem,
+    BufferResponse, FinishPartition, ListPartitions, PartitionRequestError, PushError, PushItems, ReleasePartitions,
+    RequestBuffers, StreamItem,
 };
 use super::sort_merge::{Frame, IndexEntry, frames_for, frames_from_index};
 use super::{ItemWriter, PartitionStatistics, ResultPartitionId, ShuffleDescriptor, WriteError};
@@ -229,6 +229,12 @@ pub async fn run_shuffle_service(config: ShuffleServiceConfig) {
     serve(&endpoint, move |request: ReleasePartitions| {
         let this = Arc::clone(&this);
         async move { this.release(request.partitions).await }
+    });
+    let this = Arc::clone(&service);
+    serve(&endpoint, move |_: ListPartitions| {
+        let held: Vec<ResultPartitionId> =
+            this.lock().iter().filter(|(_, held)| held.finished).map(|(id, _)| *id).collect();
+        async move { held }
     });
     std::future::pending::<()>().await;
 }

@@ -37,7 +37,7 @@ pub(super) fn command(options: &Options) -> i32 {
     };
     let seeds = options.seeds.clone().unwrap_or_else(|| scenario.seeds.clone());
     let jobs = options.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |count| count.get()));
-    let variants = runnable_variants(&scenario);
+    let variants = runnable_variants(&scenario, options.failover);
     if variants.is_empty() {
         eprintln!("sluice compare: no variant of `{}` fits in its cluster", scenario.name);
         return 2;
@@ -65,7 +65,9 @@ pub(super) fn command(options: &Options) -> i32 {
 }
 
 /// The variants whose plan fits in the scenario's cluster; prints why the others are skipped.
-fn runnable_variants(scenario: &Scenario) -> Vec<Variant> {
+/// With `--failover`: batch under the scenario's exchange mode, restart-all against region
+/// failover; otherwise every exchange mode under the scenario's failover strategy.
+fn runnable_variants(scenario: &Scenario, failover: bool) -> Vec<Variant> {
     let slots = scenario.cluster.total_slots();
     let fits = |variant: &Variant| match variant.slots_needed(scenario) {
         Ok(needed) if needed <= slots => true,
@@ -78,7 +80,12 @@ fn runnable_variants(scenario: &Scenario) -> Vec<Variant> {
             false
         }
     };
-    Variant::all().into_iter().filter(fits).collect()
+    let variants = if failover {
+        Variant::failover_pair(scenario.exchange_mode)
+    } else {
+        Variant::all(scenario.failover_strategy)
+    };
+    variants.into_iter().filter(fits).collect()
 }
 
 /// Every (variant, seed) pair, seeds innermost.
@@ -140,7 +147,8 @@ fn report_failures<'a>(options: &Options, scenario: &Scenario, failed: impl Iter
             agreement: None,
             determinism: Vec::new(),
         };
-        let variant = format!("{}-{}", outcome.variant.mode, outcome.variant.exchange_mode);
+        let variant =
+            format!("{}-{}-{}", outcome.variant.mode, outcome.variant.exchange_mode, outcome.variant.failover);
         let directory = options.failures_directory().join(variant);
         match write_failure(&directory, &outcome.variant.apply(scenario), &result) {
             Ok(path) => println!("    replay: cargo run --release -p sluice-sim -- replay {}", path.display()),
@@ -157,7 +165,8 @@ fn summaries(variants: &[Variant], outcomes: &[Outcome]) -> Vec<Summary> {
         passed.entry(outcome.variant).or_default().insert(outcome.seed, outcome.metrics);
     }
     let empty = BTreeMap::new();
-    let baseline = passed.get(&Variant::BASELINE);
+    let Some(base) = variants.first().copied() else { return Vec::new() };
+    let baseline = (base, passed.get(&base));
     variants.iter().map(|variant| summarize(*variant, passed.get(variant).unwrap_or(&empty), baseline)).collect()
 }
 
@@ -196,7 +205,7 @@ mod tests {
         let arguments =
             [path.to_str().unwrap(), "--seeds", "1..2", "--jobs", "1", "--failures", failures.to_str().unwrap()];
         assert_eq!(compare(&arguments), 1);
-        assert!(failures.join("batch-pointwise-edges-pipelined/too-short-1.yaml").exists());
+        assert!(failures.join("batch-pointwise-edges-pipelined-region/too-short-1.yaml").exists());
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 

@@ -7,7 +7,7 @@
 //! sluice shrink FILE [-o OUT]
 //! sluice timeline TRACE [-o OUT.svg] [--text] [--width N]
 //! sluice plan JOB [--mode M] [--exchange-mode MODE] [--parallelism N] [--format text|dot]
-//! sluice compare FILE [--seeds A..B] [--jobs N] [--failures DIR]
+//! sluice compare FILE [--seeds A..B] [--jobs N] [--failures DIR] [--failover]
 //! ```
 //!
 //! Exit status: 0 when every run passed (or was expected-unrecoverable), 1 when something
@@ -38,7 +38,7 @@ usage:
   sluice shrink FILE [-o OUT]
   sluice timeline TRACE [-o OUT.svg] [--text] [--width N]
   sluice plan JOB [--mode streaming|batch] [--exchange-mode MODE] [--parallelism N] [--format text|dot]
-  sluice compare FILE [--seeds A..B] [--jobs N] [--failures DIR]";
+  sluice compare FILE [--seeds A..B] [--jobs N] [--failures DIR] [--failover]";
 
 /// Options shared by the commands; each command uses the ones it needs.
 #[derive(Clone, Debug, Default)]
@@ -57,6 +57,7 @@ struct Options {
     exchange_mode: Option<ExchangeMode>,
     parallelism: Option<u32>,
     format: Option<plan::PlanFormat>,
+    failover: bool,
 }
 
 impl Options {
@@ -97,6 +98,7 @@ fn parse(arguments: &[String], allowed: &[&str]) -> Result<Options, String> {
             "--check-determinism" => options.check_determinism = true,
             "--trace" => options.trace = Some(PathBuf::from(value()?)),
             "--print-trace" => options.print_trace = true,
+            "--failover" => options.failover = true,
             "--failures" => options.failures = Some(PathBuf::from(value()?)),
             "--jobs" => options.jobs = Some(number("--jobs", &value()?)?).filter(|jobs| *jobs > 0),
             "-o" => options.output = Some(PathBuf::from(value()?)),
@@ -137,7 +139,7 @@ pub fn main(arguments: Vec<String>) -> i32 {
         "shrink" => (&["-o"], shrink::command),
         "timeline" => (&["-o", "--text", "--width"], timeline::command),
         "plan" => (&["--mode", "--exchange-mode", "--parallelism", "--format"], plan::command),
-        "compare" => (&["--seed", "--seeds", "--jobs", "--failures"], compare::command),
+        "compare" => (&["--seed", "--seeds", "--jobs", "--failures", "--failover"], compare::command),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             return 0;

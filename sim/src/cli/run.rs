@@ -11,14 +11,15 @@ use crate::scenario::Scenario;
 use crate::seed::{DeterminismCheck, SeedResult, run_seed};
 use crate::trace::to_json_lines;
 
-/// One line per run: verdict, rows, makespan, restarts, wall time, trace hash.
+/// One line per run: verdict, rows, makespan, restarts, wall time, trace hash; and, after a
+/// restart, what recovery cost.
 pub(super) fn report_line(report: &RunReport, verdict: &Verdict) -> String {
     let verdict = match verdict {
         Verdict::Pass => "PASS".to_string(),
         Verdict::Fail(_) => "FAIL".to_string(),
         Verdict::ExpectedUnrecoverable(_) => "UNRECOVERABLE".to_string(),
     };
-    format!(
+    let mut line = format!(
         "  {:<9} {verdict}  committed {:>6} rows  makespan {:>8.3}s  restarts {}  wall {:>5} ms  trace {:016x}",
         report.mode,
         report.records_committed(),
@@ -26,7 +27,18 @@ pub(super) fn report_line(report: &RunReport, verdict: &Verdict) -> String {
         report.restarts,
         report.wall_time.as_millis(),
         report.trace_hash
-    )
+    );
+    let recovery = &report.recovery;
+    if recovery.subtasks_restarted > 0 || recovery.regions_restarted > 0 {
+        line.push_str(&format!(
+            "\n             recovery: {} subtasks and {} regions restarted, {} records recomputed, {:.3}s recovering",
+            recovery.subtasks_restarted,
+            recovery.regions_restarted,
+            recovery.records_recomputed,
+            recovery.recovery_time.as_secs_f64()
+        ));
+    }
+    line
 }
 
 fn describe(scenario: &Scenario) -> String {

@@ -10,6 +10,7 @@ mod cli;
 mod determinism;
 mod equivalence;
 mod event_time;
+mod failover;
 mod harness;
 mod plans;
 mod scenario_errors;

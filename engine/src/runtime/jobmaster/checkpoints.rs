@@ -84,7 +84,8 @@ impl JobMaster {
         let job = self.job.as_ref().expect("checked");
         let mut by_task_manager: BTreeMap<SocketAddr, Vec<ExecutionAttemptId>> = BTreeMap::new();
         for source in sources {
-            let Some(info) = self.task_managers.get(&job.executions[&source].slot.task_manager) else { continue };
+            let Some(slot) = &job.executions[&source].slot else { continue };
+            let Some(info) = self.task_managers.get(&slot.task_manager) else { continue };
             by_task_manager.entry(info.address).or_default().push(ExecutionAttemptId { vertex: source, attempt });
         }
         for (address, executions) in by_task_manager {
@@ -145,7 +146,7 @@ impl JobMaster {
     async fn complete_checkpoint(&mut self, checkpoint: CompletedCheckpoint) {
         let job = self.job.as_ref().expect("a checkpoint belongs to a job");
         let (job_id, attempt) = (job.spec.job_id.clone(), job.attempt);
-        ha::persist_checkpoint(self.ha.as_ref(), &job_id, &checkpoint).await;
+        ha::append(self.ha.as_ref(), &job_id, &ha::JobEvent::CheckpointCompleted(checkpoint.clone())).await;
         let (id, is_final) = (checkpoint.id, checkpoint.is_final);
         let job = self.job.as_mut().expect("still there");
         let unused = job.checkpoints.as_mut().expect("a checkpointing job").confirm_completed(checkpoint);
@@ -169,7 +170,8 @@ impl JobMaster {
             .executions
             .values()
             .filter(|execution| !execution.finished)
-            .filter_map(|execution| self.task_managers.get(&execution.slot.task_manager))
+            .filter_map(|execution| execution.slot.as_ref())
+            .filter_map(|slot| self.task_managers.get(&slot.task_manager))
             .map(|info| info.address)
             .collect();
         for address in addresses {

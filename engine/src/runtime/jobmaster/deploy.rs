@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use madsim::time::Instant;
 
-use super::{Event, Execution, JobMaster};
+use super::{Event, Execution, JobMaster, ha};
 use crate::graph::{ExecutionVertexId, JobVertexId, RegionId};
 use crate::runtime::messages::{ExecutionAttemptId, JobStatus, SubmitTask, TaskDeploymentDescriptor, TaskReport};
 use crate::runtime::trace::TraceEvent;
@@ -20,13 +20,14 @@ impl JobMaster {
     /// ends the job when it was the last one.
     pub(super) async fn on_task_finished(&mut self, vertex: ExecutionVertexId, report: TaskReport) {
         let job = self.job.as_mut().expect("a finished task belongs to a job");
+        let attempt = job.executions[&vertex].attempt;
         for (dataset, statistics) in &report.partitions {
             job.partition_bytes.insert((*dataset, vertex.subtask), statistics.bytes_per_subpartition.clone());
             let partition =
                 crate::graph::IntermediateResultPartitionId { dataset: *dataset, producer_subtask: vertex.subtask };
-            job.partitions.produced(ResultPartitionId { partition, attempt: job.attempt });
+            job.partitions.produced(ResultPartitionId { partition, attempt });
         }
-        let slot = job.executions[&vertex].slot.clone();
+        let slot = job.executions[&vertex].slot.clone().expect("internal: a running execution has a slot");
         let users = job.slot_users.get_mut(&slot).expect("internal: an execution's slot is tracked");
         users.remove(&vertex);
         if users.is_empty() {
@@ -42,7 +43,7 @@ impl JobMaster {
         let all_finished = job.strategy.all_finished();
         let restarts = job.restarts.restarts();
         let event = TraceEvent::TaskFinished {
-            attempt: job.attempt,
+            attempt,
             vertex: vertex.vertex.0,
             subtask: vertex.subtask,
             records_in: report.records_in,
@@ -62,10 +63,11 @@ impl JobMaster {
     }
 
     /// Decides the parallelism of vertices whose inputs are all produced (adaptive batch).
-    fn decide_parallelism(&mut self) {
-        let Some(job) = &mut self.job else { return };
+    async fn decide_parallelism(&mut self) {
+        let Some(job) = &self.job else { return };
         let Some(config) = job.spec.adaptive else { return };
         for vertex in job.strategy.decidable_vertices() {
+            let job = self.job.as_mut().expect("checked");
             let job_graph = Arc::clone(job.strategy.graph().job_graph());
             let mut bytes = vec![0u64; job_graph.vertex(vertex).max_parallelism as usize];
             for dataset in &job_graph.vertex(vertex).inputs {
@@ -90,6 +92,11 @@ impl JobMaster {
                 parallelism: decision.parallelism(),
                 input_bytes: decision.input_bytes,
             };
+            // Durably first: a restarted JobMaster must plan the vertex the same way.
+            let ranges = decision.ranges.iter().map(|range| (range.start, range.end)).collect();
+            let job_id = job.spec.job_id.clone();
+            ha::append(self.ha.as_ref(), &job_id, &ha::JobEvent::ParallelismDecided { vertex, ranges }).await;
+            let job = self.job.as_mut().expect("checked");
             job.strategy.initialize_vertex(vertex, decision.ranges);
             self.config.tracer.record(event);
         }
@@ -98,13 +105,14 @@ impl JobMaster {
     /// Deploys every region that can run and fits the free slots; fails the job if a region
     /// waited too long for more slots than the cluster has.
     pub(super) async fn try_schedule(&mut self) {
-        self.decide_parallelism();
         let Some(job) = &self.job else { return };
-        if job.status != JobStatus::Running {
+        if job.status != JobStatus::Running || job.reconciling.is_some() {
             return;
         }
+        self.decide_parallelism().await;
         let mut waiting = false;
-        for region in job.strategy.schedulable_regions() {
+        let schedulable = self.job.as_ref().expect("checked").strategy.schedulable_regions();
+        for region in schedulable {
             let needed = self.job.as_ref().expect("checked").strategy.slot_sharing(region).groups.len() as u32;
             match self.slot_pool.allocate_bulk(needed) {
                 Some(slots) => self.deploy_region(region, slots),
@@ -144,7 +152,9 @@ impl JobMaster {
         for (slot, group) in slots.iter().zip(&sharing.groups) {
             job.slot_users.insert(slot.clone(), group.iter().copied().collect());
             for vertex in group {
-                job.executions.insert(*vertex, Execution { slot: slot.clone(), deployed: false, finished: false });
+                let execution =
+                    Execution { attempt: job.attempt, slot: Some(slot.clone()), deployed: false, finished: false };
+                job.executions.insert(*vertex, execution);
                 let task_manager = &self.task_managers[&slot.task_manager];
                 let producer =
                     PartitionLocation::TaskManager { name: slot.task_manager.clone(), address: task_manager.address };
@@ -176,10 +186,12 @@ impl JobMaster {
 
     fn deploy(&self, vertex: ExecutionVertexId, slot: SlotId) {
         let job = self.job.as_ref().expect("deploying needs a job");
-        let execution = ExecutionAttemptId { vertex, attempt: job.attempt };
+        let execution = ExecutionAttemptId { vertex, attempt: job.executions[&vertex].attempt };
         let graph = job.strategy.graph();
         let descriptor_of = |partition| {
-            let id = ResultPartitionId { partition, attempt: job.attempt };
+            let id = job
+                .current_partition(partition)
+                .unwrap_or_else(|| panic!("internal: {vertex} deployed before the producer of {partition:?} ran"));
             job.partitions
                 .descriptor(id)
                 .unwrap_or_else(|| panic!("internal: {vertex} deployed before its partition {id} was registered"))
@@ -194,6 +206,7 @@ impl JobMaster {
             .map(|channel| InputChannelSpec {
                 descriptor: descriptor_of(channel.partition),
                 subpartitions: channel.subpartitions,
+                finished: job.executions.get(&channel.producer).is_some_and(|producer| producer.finished),
             })
             .collect();
         let descriptor = TaskDeploymentDescriptor {
@@ -212,9 +225,10 @@ impl JobMaster {
                     .unwrap_or_else(|| panic!("internal: checkpoint {} has no snapshot of {vertex}", checkpoint.id));
                 (checkpoint.id, handle.clone())
             }),
+            attempt_floor: job.floor,
         };
         self.trace(TraceEvent::TaskDeployed {
-            attempt: job.attempt,
+            attempt: execution.attempt,
             vertex: vertex.vertex.0,
             subtask: vertex.subtask,
             slot: slot.to_string(),

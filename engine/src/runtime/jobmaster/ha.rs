@@ -1,16 +1,24 @@
-//! The JobMaster's durable (HA) metadata: each submitted job's spec, every attempt number it
-//! starts, its completed checkpoints, and its final status, in the durable store as checksummed
-//! records (Flink keeps this in ZooKeeper: the consistent part of the store).
+//! The JobMaster's durable (HA) metadata: each submitted job's spec, and its *operation log*: an
+//! append-only list of [`JobEvent`]s (attempts started, parallelism decided, subtasks finished
+//! with their partitions, subtasks reset, checkpoints completed, the final status), as
+//! checksummed records in the durable store (Flink keeps the pointers in ZooKeeper and the
+//! batch job events in a `FileSystemJobEventStore`, FLIP-383).
 //!
 //! Every write is synced before the JobMaster acts on it, and retried until it is: the
-//! JobMaster waits rather than act on something it could forget. Reading skips a
-//! damaged suffix (a corrupted or half-written record reads as never written).
+//! JobMaster waits rather than act on something it could forget. A restarted JobMaster replays
+//! the log ([`Replayed`]). Reading skips a damaged suffix (a corrupted or half-written record
+//! reads as never written, so the JobMaster only forgets what it had not acted on).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 
 use super::super::JobSpec;
 use super::super::messages::JobStatus;
 use crate::checkpoint::CompletedCheckpoint;
+use crate::graph::{ExecutionVertexId, JobVertexId};
+use crate::shuffle::ShuffleDescriptor;
 use crate::storage::{Storage, StorageError, append_durably, framed, read_all};
 
 /// How long the JobMaster waits between tries while the durable store is unavailable.
@@ -23,8 +31,7 @@ fn path(job_id: &str, file: &str) -> String {
 /// Appends one record durably, retrying until it is: while the store is unavailable, and when
 /// the store crashed between the append and the sync (the pending append is lost, so the sync
 /// finds no file, or a shorter one than a retried append expected). A retry after a sync whose
-/// reply was lost writes the record twice; readers take the first spec and result and the
-/// highest attempt, so a duplicate changes nothing.
+/// reply was lost writes the record twice; replaying an event twice changes nothing.
 async fn persist(storage: &dyn Storage, file: &str, record: &[u8]) {
     let bytes = framed::frame(record);
     while append_durably(storage, file, &bytes).await.is_err() {
@@ -45,35 +52,101 @@ async fn records(storage: &dyn Storage, file: &str) -> Vec<Vec<u8>> {
     }
 }
 
+/// One entry of a job's operation log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum JobEvent {
+    /// An attempt number is used from now on: for every subtask (`global`: a restart of all of
+    /// them, or the first run) or for those reset next. Attempt numbers never repeat.
+    AttemptStarted { attempt: u32, global: bool },
+    /// The adaptive batch scheduler gave a vertex these subpartition ranges.
+    ParallelismDecided { vertex: JobVertexId, ranges: Vec<(u32, u32)> },
+    /// A subtask finished: its partitions are complete where the descriptors say.
+    SubtaskFinished { vertex: ExecutionVertexId, attempt: u32, partitions: Vec<(ShuffleDescriptor, Vec<u64>)> },
+    /// Regions restart under `attempt`; these subtasks' finished work is void.
+    SubtasksReset { attempt: u32, vertices: Vec<ExecutionVertexId> },
+    /// A checkpoint completed; before any task is told to commit for it.
+    CheckpointCompleted(CompletedCheckpoint),
+    /// The job ended; a restarted JobMaster does not run it again.
+    JobEnded(JobStatus),
+}
+
 /// Records a submitted job.
 pub(super) async fn persist_spec(storage: &dyn Storage, spec: &JobSpec) {
     persist(storage, &path(&spec.job_id, "spec"), &serde_json::to_vec(spec).expect("a job spec serializes")).await;
 }
 
-/// Records that an attempt starts; before any of its tasks is deployed.
-pub(super) async fn persist_attempt(storage: &dyn Storage, job_id: &str, attempt: u32) {
-    persist(storage, &path(job_id, "attempts"), &attempt.to_be_bytes()).await;
+/// Appends an event to a job's operation log, durably.
+pub(super) async fn append(storage: &dyn Storage, job_id: &str, event: &JobEvent) {
+    persist(storage, &path(job_id, "events"), &serde_json::to_vec(event).expect("a job event serializes")).await;
 }
 
-/// Records a job's final status, so a restarted JobMaster does not run it again.
-pub(super) async fn persist_result(storage: &dyn Storage, job_id: &str, status: &JobStatus) {
-    persist(storage, &path(job_id, "result"), &serde_json::to_vec(status).expect("a status serializes")).await;
+/// A finished subtask found in the log.
+#[derive(Clone, Debug)]
+pub(super) struct FinishedSubtask {
+    pub(super) attempt: u32,
+    pub(super) partitions: Vec<(ShuffleDescriptor, Vec<u64>)>,
 }
 
-/// Records a completed checkpoint; before any task is told to commit for it.
-pub(super) async fn persist_checkpoint(storage: &dyn Storage, job_id: &str, checkpoint: &CompletedCheckpoint) {
-    let record = serde_json::to_vec(checkpoint).expect("a checkpoint serializes");
-    persist(storage, &path(job_id, "checkpoints"), &record).await;
+/// What a job's operation log says, folded.
+#[derive(Debug, Default)]
+pub(super) struct Replayed {
+    /// The highest attempt number used (0 if none was recorded).
+    pub(super) last_attempt: u32,
+    /// The last attempt that restarted every subtask: partitions of older attempts are void.
+    pub(super) floor: u32,
+    /// Parallelism decisions, in the order they were made.
+    pub(super) decisions: Vec<(JobVertexId, Vec<std::ops::Range<u32>>)>,
+    /// Subtasks whose finished work stands.
+    pub(super) finished: BTreeMap<ExecutionVertexId, FinishedSubtask>,
+    /// Completed checkpoints, oldest first.
+    pub(super) checkpoints: Vec<CompletedCheckpoint>,
+    pub(super) result: Option<JobStatus>,
+}
+
+impl Replayed {
+    fn apply(&mut self, event: JobEvent) {
+        match event {
+            JobEvent::AttemptStarted { attempt, global } => {
+                self.last_attempt = self.last_attempt.max(attempt);
+                if global {
+                    self.floor = self.floor.max(attempt);
+                    self.finished.retain(|_, finished| finished.attempt >= attempt);
+                }
+            }
+            JobEvent::ParallelismDecided { vertex, ranges } => {
+                // A retried append may have recorded it twice.
+                if !self.decisions.iter().any(|(decided, _)| *decided == vertex) {
+                    self.decisions.push((vertex, ranges.into_iter().map(|(start, end)| start..end).collect()));
+                }
+            }
+            JobEvent::SubtaskFinished { vertex, attempt, partitions } => {
+                if attempt >= self.floor {
+                    self.finished.insert(vertex, FinishedSubtask { attempt, partitions });
+                }
+            }
+            JobEvent::SubtasksReset { attempt, vertices } => {
+                self.last_attempt = self.last_attempt.max(attempt);
+                for vertex in vertices {
+                    self.finished.remove(&vertex);
+                }
+            }
+            JobEvent::CheckpointCompleted(checkpoint) => {
+                if !self.checkpoints.iter().any(|known| known.id == checkpoint.id) {
+                    self.checkpoints.push(checkpoint);
+                }
+            }
+            JobEvent::JobEnded(status) => {
+                self.result.get_or_insert(status);
+            }
+        }
+    }
 }
 
 /// A job found in the durable store.
 pub(super) struct StoredJob {
     pub(super) spec: JobSpec,
-    /// The highest attempt number started (0 if none was recorded).
-    pub(super) last_attempt: u32,
-    pub(super) result: Option<JobStatus>,
-    /// Its completed checkpoints, oldest first.
-    pub(super) checkpoints: Vec<CompletedCheckpoint>,
+    pub(super) log: Replayed,
 }
 
 /// Every job a previous JobMaster process accepted.
@@ -91,25 +164,15 @@ pub(super) async fn stored_jobs(storage: &dyn Storage) -> Vec<StoredJob> {
         else {
             continue; // a damaged spec: the job cannot be run again
         };
-        let last_attempt = records(storage, &path(&spec.job_id, "attempts"))
-            .await
-            .iter()
-            .filter_map(|record| record.as_slice().try_into().ok().map(u32::from_be_bytes))
-            .max()
-            .unwrap_or(0);
-        let result = records(storage, &path(&spec.job_id, "result"))
-            .await
-            .first()
-            .and_then(|record| serde_json::from_slice(record).ok());
-        let mut checkpoints: Vec<CompletedCheckpoint> = records(storage, &path(&spec.job_id, "checkpoints"))
-            .await
-            .iter()
-            .filter_map(|record| serde_json::from_slice(record).ok())
-            .collect();
-        // A retried write may have recorded one twice.
-        checkpoints.sort_by_key(|checkpoint| checkpoint.id);
-        checkpoints.dedup_by_key(|checkpoint| checkpoint.id);
-        jobs.push(StoredJob { spec, last_attempt, result, checkpoints });
+        let mut log = Replayed::default();
+        for record in records(storage, &path(&spec.job_id, "events")).await {
+            match serde_json::from_slice(&record) {
+                Ok(event) => log.apply(event),
+                Err(error) => panic!("internal: an intact operation log record does not parse: {error}"),
+            }
+        }
+        log.checkpoints.sort_by_key(|checkpoint| checkpoint.id);
+        jobs.push(StoredJob { spec, log });
     }
     jobs
 }

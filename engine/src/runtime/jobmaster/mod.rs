@@ -1,9 +1,12 @@
 //! The JobMaster process: plans a submitted job, schedules its pipelined regions into the
-//! TaskManagers' slots, follows task states and heartbeats, tracks partitions, and restarts the
-//! job after failures.
+//! TaskManagers' slots, follows task states and heartbeats, tracks partitions, and recovers
+//! from failures: its own and the tasks'.
 //!
 //! All state lives in one actor: RPC handlers and a ticker only send it [`Event`]s, so the
 //! JobMaster's decisions are a sequence of event handlers with no interleaving to reason about.
+//! Heartbeats are the exception: they are answered from a shared registry without waiting for
+//! the actor (which may be waiting for the durable store), and the actor judges them by when
+//! they arrived.
 //!
 //! ```text
 //!            submit                 all subtasks finished
@@ -14,25 +17,26 @@
 //!                    Restarting ── restart strategy gives up ──> Failed
 //! ```
 //!
-//! A restart cancels every task of the old attempt, releases its partitions and slots, and
-//! schedules the job again under a new attempt number; messages about older attempts are
-//! ignored. A lost TaskManager fails the job only if it ran unfinished tasks: a finished
-//! producer's partitions lost with it are found missing by their consumers (partition-not-found),
-//! and with the remote shuffle service they are not lost at all.
+//! Every subtask run has an attempt number; the job's counter only grows and never repeats
+//! (it is in the operation log). A failure restarts what the failover strategy says
+//! ([`failover`]): every subtask, or only some regions, under the next attempt number, while
+//! the other regions go on; messages about runs that are no longer current are ignored.
 //!
-//! The JobMaster keeps each submitted job, every attempt number it starts, and the job's final
-//! status in the durable store ([`ha`]), synced before it acts on them. A restarted JobMaster
-//! finds an unfinished job there and runs it again from the start under the next attempt number
-//! (Flink's HA job recovery without progress recovery): attempt numbers never repeat, so sink
-//! transactions of the lost attempts stay fenced.
+//! The JobMaster appends what it decides to an operation log in the durable store ([`ha`]),
+//! synced before it acts. A restarted JobMaster replays the log ([`recovery`]): a job that
+//! checkpoints restarts from its latest completed checkpoint; a batch job keeps the finished
+//! subtasks whose partitions the TaskManagers (or the shuffle service) still hold, and re-runs
+//! the rest (Flink's batch job recovery, FLIP-383).
 
 mod checkpoints;
 mod deploy;
+mod failover;
 mod ha;
+mod recovery;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use madsim::net::Endpoint;
@@ -41,19 +45,22 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::JobSpec;
 use super::messages::{
-    AcknowledgeCheckpoint, CancelJobAttempts, ClusterOverview, ExecutionAttemptId, Heartbeat, JobStatus,
-    JobStatusReport, RegisterTaskManager, RequestClusterOverview, RequestJobStatus, SubmitJob, TaskOutcome,
-    UpdateTaskExecutionState,
+    AcknowledgeCheckpoint, CancelJobAttempts, CancelTasks, ClusterOverview, ExecutionAttemptId, Heartbeat, JobStatus,
+    JobStatusReport, RegisterTaskManager, RequestClusterOverview, RequestJobStatus, SubmitJob, TaskFailure,
+    TaskOutcome, UpdateTaskExecutionState,
 };
 use super::trace::{TraceEvent, TracerHandle};
 use crate::checkpoint::{CheckpointCoordinator, CompletedCheckpoint};
-use crate::failover::{RestartDecision, RestartTracker};
+use crate::failover::{FailoverStrategy, RestartTracker};
 use crate::graph::{ExecutionGraph, ExecutionVertexId, ExternalSystems, IntermediateDataSetId};
 use crate::rpc::{RpcClient, serve};
 use crate::scheduler::{SchedulingStrategy, SlotId, SlotPool};
 use crate::shuffle::protocol::ReleasePartitions;
-use crate::shuffle::{PartitionTracker, ShuffleDescriptor, ShuffleMaster, shuffle_master};
+use crate::shuffle::{PartitionTracker, ResultPartitionId, ShuffleDescriptor, ShuffleMaster, shuffle_master};
 use crate::storage::{Storage, StorageFactory};
+
+use self::failover::Failure;
+use self::recovery::Reconciliation;
 
 /// The name under which the shuffle service's address is registered in `ExternalSystems`.
 pub const SHUFFLE_SERVICE: &str = "shuffle-service";
@@ -67,10 +74,13 @@ pub struct JobMasterConfig {
     pub heartbeat_timeout: Duration,
     /// A region that waits this long for slots it can never get fails the job.
     pub slot_request_timeout: Duration,
+    /// A restarted JobMaster waits this long for the TaskManagers that held finished partitions
+    /// to register again before it decides which finished work to keep.
+    pub worker_recovery_timeout: Duration,
     /// Where external systems (and the shuffle service) are, passed to every task.
     pub external: ExternalSystems,
-    /// Opens the durable store, once per process: submitted jobs and their attempts outlive
-    /// the process there.
+    /// Opens the durable store, once per process: submitted jobs and their operation logs
+    /// outlive the process there.
     pub storage: StorageFactory,
     /// Where its events go.
     pub tracer: TracerHandle,
@@ -84,10 +94,7 @@ enum Event {
     Submit(JobSpec, oneshot::Sender<Result<(), String>>),
     Status(String, oneshot::Sender<Option<JobStatusReport>>),
     Overview(oneshot::Sender<ClusterOverview>),
-    Register(RegisterTaskManager),
-    /// A heartbeat and when it arrived (it may wait in the queue while the actor waits for the
-    /// durable store).
-    Heartbeat(Heartbeat, oneshot::Sender<bool>, Instant),
+    Register(RegisterTaskManager, oneshot::Sender<()>),
     TaskUpdate(UpdateTaskExecutionState),
     Deployed(ExecutionAttemptId),
     DeployFailed {
@@ -100,18 +107,33 @@ enum Event {
         checkpoint: u64,
         reason: String,
     },
+    /// The shuffle service answered which finished partitions it holds.
+    RemotePartitions(Vec<ResultPartitionId>),
     /// The ticker fired at this time.
     Tick(Instant),
 }
 
-struct TaskManagerInfo {
+/// A registered TaskManager as the heartbeat handler sees it.
+struct Liveness {
     instance: u64,
-    address: SocketAddr,
+    session: u64,
     last_heartbeat: Instant,
 }
 
+/// Registered TaskManagers, shared with the heartbeat handler.
+type Registry = Arc<Mutex<BTreeMap<String, Liveness>>>;
+
+struct TaskManagerInfo {
+    instance: u64,
+    session: u64,
+    address: SocketAddr,
+}
+
 struct Execution {
-    slot: SlotId,
+    /// The attempt this run belongs to.
+    attempt: u32,
+    /// Where it runs; `None` for a finished run a restarted JobMaster found in its log.
+    slot: Option<SlotId>,
     /// Its TaskManager accepted it.
     deployed: bool,
     finished: bool,
@@ -123,10 +145,17 @@ struct JobRun {
     strategy: SchedulingStrategy,
     shuffle: Box<dyn ShuffleMaster>,
     partitions: PartitionTracker,
+    /// The highest attempt number in use; restarted subtasks run under a new one.
     attempt: u32,
+    /// The attempt of the last restart of every subtask: runs and partitions of older attempts
+    /// are void.
+    floor: u32,
     status: JobStatus,
     restarts: RestartTracker,
     restart_at: Option<Instant>,
+    /// A restart of every subtask is pending: further failures change nothing.
+    global_restart_pending: bool,
+    /// The current run of each subtask that was deployed (or found finished in the log).
     executions: BTreeMap<ExecutionVertexId, Execution>,
     /// Unfinished subtasks per allocated slot; the slot is freed when it empties.
     slot_users: BTreeMap<SlotId, BTreeSet<ExecutionVertexId>>,
@@ -137,6 +166,9 @@ struct JobRun {
     checkpoints: Option<CheckpointCoordinator>,
     /// The final checkpoint of this attempt completed: when its tasks were last told.
     final_notified: Option<(u64, Instant)>,
+    /// A restarted JobMaster deciding which finished work to keep; nothing is scheduled until
+    /// it decided.
+    reconciling: Option<Reconciliation>,
 }
 
 impl JobRun {
@@ -160,16 +192,34 @@ impl JobRun {
             spec,
             plan_fingerprint,
             attempt,
+            floor: attempt,
             status: JobStatus::Running,
             restart_at: None,
+            global_restart_pending: false,
             executions: BTreeMap::new(),
             slot_users: BTreeMap::new(),
             partition_bytes: BTreeMap::new(),
             waiting_for_slots_since: None,
+            reconciling: None,
         })
     }
 
-    /// Forgets the attempt's progress for a restart; returns the partitions to release.
+    /// Which subtasks a failure restarts: a job that checkpoints restores all of them from a
+    /// checkpoint, whatever the strategy.
+    fn failover_strategy(&self) -> FailoverStrategy {
+        if self.checkpoints.is_some() { FailoverStrategy::RestartAll } else { self.spec.failover_strategy }
+    }
+
+    /// The partition `partition` as its producer's current run writes it.
+    fn current_partition(&self, partition: crate::graph::IntermediateResultPartitionId) -> Option<ResultPartitionId> {
+        let producer = ExecutionVertexId {
+            vertex: self.strategy.graph().job_graph().edge(partition.dataset).source,
+            subtask: partition.producer_subtask,
+        };
+        self.executions.get(&producer).map(|execution| ResultPartitionId { partition, attempt: execution.attempt })
+    }
+
+    /// Forgets all progress for a restart of every subtask; returns the partitions to release.
     fn reset_progress(&mut self) -> Vec<ShuffleDescriptor> {
         self.strategy.reset();
         self.final_notified = None;
@@ -185,12 +235,14 @@ struct JobMaster {
     config: JobMasterConfig,
     client: RpcClient,
     events: mpsc::UnboundedSender<Event>,
+    registry: Registry,
     task_managers: BTreeMap<String, TaskManagerInfo>,
     slot_pool: SlotPool,
     job: Option<JobRun>,
     /// The durable store, opened by this process.
     ha: Arc<dyn Storage>,
-    /// When this process started: the checkpoint coordinator's clock counts from it.
+    /// When this process started: the checkpoint coordinator's and restart strategy's clock
+    /// counts from it.
     started: Instant,
 }
 
@@ -216,16 +268,24 @@ where
     }
 }
 
-fn serve_events(endpoint: &Endpoint, events: &mpsc::UnboundedSender<Event>) {
+fn serve_events(endpoint: &Endpoint, events: &mpsc::UnboundedSender<Event>, registry: &Registry) {
     serve(endpoint, forward(events, |request: SubmitJob, reply| Event::Submit(request.spec, reply)));
     serve(endpoint, forward(events, |request: RequestJobStatus, reply| Event::Status(request.job_id, reply)));
-    serve(endpoint, forward(events, |request: Heartbeat, reply| Event::Heartbeat(request, reply, Instant::now())));
     serve(endpoint, forward(events, |_: RequestClusterOverview, reply| Event::Overview(reply)));
-    let sender = events.clone();
-    serve(endpoint, move |request: RegisterTaskManager| {
-        let _ = sender.send(Event::Register(request));
-        async {}
+    let registry = Arc::clone(registry);
+    serve(endpoint, move |heartbeat: Heartbeat| {
+        let mut registry = registry.lock().expect("registry lock");
+        let known = match registry.get_mut(&heartbeat.name) {
+            Some(liveness) if liveness.instance == heartbeat.instance && liveness.session == heartbeat.session => {
+                liveness.last_heartbeat = Instant::now();
+                true
+            }
+            _ => false,
+        };
+        async move { known }
     });
+    // Answered once the actor registered it: a TaskManager heartbeats only after that.
+    serve(endpoint, forward(events, |request: RegisterTaskManager, reply| Event::Register(request, reply)));
     let sender = events.clone();
     serve(endpoint, move |request: UpdateTaskExecutionState| {
         let _ = sender.send(Event::TaskUpdate(request));
@@ -254,12 +314,14 @@ pub async fn run_job_master(config: JobMasterConfig) {
         .unwrap_or_else(|error| panic!("internal: job master cannot bind {}: {error}", config.address));
     config.tracer.record(TraceEvent::JobMasterStarted);
     let (events, mut receiver) = mpsc::unbounded_channel();
-    serve_events(&endpoint, &events);
+    let registry = Registry::default();
+    serve_events(&endpoint, &events, &registry);
     let mut job_master = JobMaster {
         started: Instant::now(),
         ha: (config.storage)(),
         client: RpcClient::new(endpoint),
         events,
+        registry,
         config,
         task_managers: BTreeMap::new(),
         slot_pool: SlotPool::default(),
@@ -297,21 +359,15 @@ impl JobMaster {
                     free_slots: self.slot_pool.free_slots(),
                 });
             }
-            Event::Register(registration) => self.register(registration).await,
-            Event::Heartbeat(heartbeat, reply, arrived) => {
-                let known = match self.task_managers.get_mut(&heartbeat.name) {
-                    Some(info) if info.instance == heartbeat.instance => {
-                        info.last_heartbeat = info.last_heartbeat.max(arrived);
-                        true
-                    }
-                    _ => false,
-                };
-                let _ = reply.send(known);
+            Event::Register(registration, reply) => {
+                self.register(registration).await;
+                let _ = reply.send(());
             }
             Event::TaskUpdate(update) => self.on_task_update(update).await,
             Event::Deployed(execution) => {
-                if let Some(job) = self.job.as_mut().filter(|job| job.attempt == execution.attempt)
+                if let Some(job) = &mut self.job
                     && let Some(deployed) = job.executions.get_mut(&execution.vertex)
+                    && deployed.attempt == execution.attempt
                 {
                     deployed.deployed = true;
                 }
@@ -321,12 +377,22 @@ impl JobMaster {
                 self.abort_checkpoint(attempt, Some(checkpoint), &reason);
             }
             Event::DeployFailed { execution, error } => {
-                if self.job.as_ref().is_some_and(|job| job.attempt == execution.attempt) {
-                    self.on_failure(format!("deploying {execution} failed: {error}")).await;
+                if self.is_current(execution) {
+                    let cause = format!("deploying {execution} failed: {error}");
+                    self.on_failure(Failure::of_subtask(execution.vertex, cause)).await;
                 }
             }
+            Event::RemotePartitions(held) => self.on_remote_partitions(held).await,
             Event::Tick(at) => self.on_tick(at).await,
         }
+    }
+
+    /// True if `execution` is the current run of its subtask in a job still going.
+    fn is_current(&self, execution: ExecutionAttemptId) -> bool {
+        self.job.as_ref().is_some_and(|job| {
+            !job.status.is_terminal()
+                && job.executions.get(&execution.vertex).is_some_and(|current| current.attempt == execution.attempt)
+        })
     }
 
     async fn submit(&mut self, spec: JobSpec) -> Result<(), String> {
@@ -341,6 +407,7 @@ impl JobMaster {
                 return Err(format!("job {} is still running; this JobMaster runs one job at a time", job.spec.job_id));
             }
         }
+        spec.restart_strategy.validate()?;
         let job = JobRun::new(spec, 0, &self.config.external, Vec::new())?;
         self.trace(TraceEvent::JobSubmitted {
             job_id: job.spec.job_id.clone(),
@@ -348,93 +415,120 @@ impl JobMaster {
             vertices: job.strategy.graph().job_graph().vertices.iter().map(|vertex| vertex.name.clone()).collect(),
         });
         ha::persist_spec(self.ha.as_ref(), &job.spec).await;
-        ha::persist_attempt(self.ha.as_ref(), &job.spec.job_id, 0).await;
+        ha::append(self.ha.as_ref(), &job.spec.job_id, &ha::JobEvent::AttemptStarted { attempt: 0, global: true })
+            .await;
         self.job = Some(job);
         self.try_schedule().await;
         Ok(())
     }
 
-    /// Finds the jobs a previous JobMaster process accepted; runs an unfinished one again under
-    /// its next attempt number.
-    async fn recover(&mut self) {
-        let mut recovered: Vec<JobRun> = Vec::new();
-        for stored in ha::stored_jobs(self.ha.as_ref()).await {
-            let completed = stored.checkpoints;
-            let Ok(mut job) = JobRun::new(stored.spec, stored.last_attempt + 1, &self.config.external, completed)
-            else {
-                continue;
-            };
-            match stored.result {
-                Some(status) => job.status = status,
-                None => {
-                    ha::persist_attempt(self.ha.as_ref(), &job.spec.job_id, job.attempt).await;
-                    self.trace(TraceEvent::JobRecovered { job_id: job.spec.job_id.clone(), attempt: job.attempt });
-                }
-            }
-            recovered.push(job);
-        }
-        // One job at a time: prefer the unfinished one.
-        recovered.sort_by_key(|job| !job.status.is_terminal());
-        self.job = recovered.pop();
-    }
-
     async fn register(&mut self, registration: RegisterTaskManager) {
-        if let Some(known) = self.task_managers.get_mut(&registration.name) {
-            if known.instance == registration.instance {
-                known.last_heartbeat = Instant::now();
-                return; // a retried registration
+        let name = registration.name.clone();
+        if let Some(known) = self.task_managers.get(&name) {
+            if known.instance == registration.instance && known.session == registration.session {
+                // A retried registration.
+                if let Some(liveness) = self.registry.lock().expect("registry lock").get_mut(&name) {
+                    liveness.last_heartbeat = Instant::now();
+                }
+                return;
             }
-            self.lose_task_manager(&registration.name, "it restarted as a new instance").await;
+            let reason = if known.instance == registration.instance {
+                "it lost the JobMaster and cancelled its tasks"
+            } else {
+                "it restarted as a new instance"
+            };
+            let held: BTreeSet<ResultPartitionId> = registration.partitions.iter().copied().collect();
+            self.lose_task_manager(&name, reason, &held).await;
         }
         self.trace(TraceEvent::TaskManagerRegistered {
-            name: registration.name.clone(),
+            name: name.clone(),
             instance: registration.instance,
             slots: registration.slots,
         });
-        self.slot_pool.add_task_manager(&registration.name, registration.slots);
+        self.slot_pool.add_task_manager(&name, registration.slots);
         let info = TaskManagerInfo {
             instance: registration.instance,
+            session: registration.session,
             address: registration.address,
-            last_heartbeat: Instant::now(),
         };
-        self.task_managers.insert(registration.name, info);
+        self.task_managers.insert(name.clone(), info);
+        self.registry.lock().expect("registry lock").insert(
+            name.clone(),
+            Liveness { instance: registration.instance, session: registration.session, last_heartbeat: Instant::now() },
+        );
+        if self.job.as_ref().is_some_and(|job| job.reconciling.is_some()) {
+            self.reconcile_registration(&name, registration.partitions).await;
+        } else {
+            // What it holds and nobody needs: partitions of runs that are no longer current.
+            let stale: Vec<ResultPartitionId> = registration
+                .partitions
+                .into_iter()
+                .filter(|id| self.job.as_ref().is_none_or(|job| job.partitions.descriptor(*id).is_none()))
+                .collect();
+            self.release_on(registration.address, stale);
+        }
         self.try_schedule().await;
     }
 
-    async fn lose_task_manager(&mut self, name: &str, reason: &str) {
+    /// A TaskManager is gone (or came back without its tasks): its unfinished subtasks failed,
+    /// and so did the finished ones whose partitions, still needed, were only there (`held`:
+    /// what it still has, if it came back).
+    async fn lose_task_manager(&mut self, name: &str, reason: &str, held: &BTreeSet<ResultPartitionId>) {
         self.task_managers.remove(name);
+        self.registry.lock().expect("registry lock").remove(name);
         self.slot_pool.remove_task_manager(name);
-        let lost = self.job.as_ref().map(|job| job.partitions.needed_on(name)).unwrap_or_default();
+        let Some(job) = self.job.as_mut() else {
+            self.trace(TraceEvent::TaskManagerLost { name: name.to_string(), reason: reason.to_string() });
+            return;
+        };
+        let lost: Vec<ResultPartitionId> =
+            job.partitions.needed_on(name).into_iter().filter(|id| !held.contains(id)).collect();
         let reason = match lost.len() {
             0 => reason.to_string(),
             1 => format!("{reason}; a finished partition still needed was on it"),
             count => format!("{reason}; {count} finished partitions still needed were on it"),
         };
         self.trace(TraceEvent::TaskManagerLost { name: name.to_string(), reason: reason.clone() });
-        // Only tasks still running there fail now. Finished producers' partitions that lived
-        // there are gone too, but (as in Flink) their consumers find out when they read them:
-        // partition-not-found names the partition, and failover re-runs its producer.
-        let affected = self.job.as_ref().is_some_and(|job| {
-            job.status == JobStatus::Running
-                && job.executions.values().any(|execution| execution.slot.task_manager == name && !execution.finished)
-        });
-        if affected {
-            self.on_failure(format!("TaskManager {name} lost: {reason}")).await;
+        let job = self.job.as_mut().expect("checked");
+        if job.status.is_terminal() {
+            return;
+        }
+        let mut failed: BTreeSet<ExecutionVertexId> = job
+            .executions
+            .iter()
+            .filter(|(_, execution)| {
+                !execution.finished && execution.slot.as_ref().is_some_and(|slot| slot.task_manager == name)
+            })
+            .map(|(vertex, _)| *vertex)
+            .collect();
+        for id in &lost {
+            job.partitions.lose(*id);
+            let producer = ExecutionVertexId {
+                vertex: job.strategy.graph().job_graph().edge(id.partition.dataset).source,
+                subtask: id.partition.producer_subtask,
+            };
+            failed.insert(producer);
+        }
+        if !failed.is_empty() {
+            let cause = format!("TaskManager {name} lost: {reason}");
+            self.on_failure(Failure { cause, failed, lost: BTreeSet::new() }).await;
         }
     }
 
-    /// Judges heartbeats as of `now`, the tick's time: events that queued behind a slow store
-    /// are judged by when they arrived, not by when the actor got to them.
+    /// Judges heartbeats as of `now`, the tick's time: heartbeats are stamped when they arrive,
+    /// even while the actor waits for the durable store.
     async fn on_tick(&mut self, now: Instant) {
         let silent: Vec<String> = self
-            .task_managers
+            .registry
+            .lock()
+            .expect("registry lock")
             .iter()
-            .filter(|(_, info)| now.duration_since(info.last_heartbeat) > self.config.heartbeat_timeout)
+            .filter(|(_, liveness)| now.duration_since(liveness.last_heartbeat) > self.config.heartbeat_timeout)
             .map(|(name, _)| name.clone())
             .collect();
         for name in silent {
             let reason = format!("no heartbeat for {} ms", self.config.heartbeat_timeout.as_millis());
-            self.lose_task_manager(&name, &reason).await;
+            self.lose_task_manager(&name, &reason, &BTreeSet::new()).await;
         }
         if let Some(job) = &mut self.job
             && job.status == JobStatus::Restarting
@@ -442,68 +536,62 @@ impl JobMaster {
         {
             job.status = JobStatus::Running;
             job.restart_at = None;
+            job.global_restart_pending = false;
         }
+        self.reconcile_tick(now).await;
         self.try_schedule().await;
         self.checkpoint_tick();
     }
 
     async fn on_task_update(&mut self, update: UpdateTaskExecutionState) {
-        let Some(job) = &mut self.job else { return };
-        let vertex = update.execution.vertex;
-        if update.job_id != job.spec.job_id
-            || update.execution.attempt != job.attempt
-            || job.status != JobStatus::Running
-        {
-            return; // about an older attempt, or the job is already restarting
+        let Some(job) = &self.job else { return };
+        if update.job_id != job.spec.job_id || !self.is_current(update.execution) {
+            return; // about a run that is no longer current, or the job already ended
         }
-        let Some(execution) = job.executions.get_mut(&vertex) else { return };
+        let vertex = update.execution.vertex;
         match update.outcome {
             TaskOutcome::Finished(report) => {
+                let job = self.job.as_mut().expect("checked");
+                let execution = job.executions.get_mut(&vertex).expect("current");
                 if execution.finished {
                     return; // a retried report
                 }
                 execution.finished = true;
+                let attempt = execution.attempt;
+                let partitions = report
+                    .partitions
+                    .iter()
+                    .filter_map(|(dataset, statistics)| {
+                        let partition = crate::graph::IntermediateResultPartitionId {
+                            dataset: *dataset,
+                            producer_subtask: vertex.subtask,
+                        };
+                        let descriptor = job.partitions.descriptor(ResultPartitionId { partition, attempt })?;
+                        Some((descriptor.clone(), statistics.bytes_per_subpartition.clone()))
+                    })
+                    .collect();
+                // A job that checkpoints recovers from its checkpoints, not from finished work.
+                if job.checkpoints.is_none() {
+                    let event = ha::JobEvent::SubtaskFinished { vertex, attempt, partitions };
+                    ha::append(self.ha.as_ref(), &update.job_id, &event).await;
+                }
                 self.on_task_finished(vertex, report).await;
             }
             TaskOutcome::Failed(failure) => {
-                let attempt = job.attempt;
                 self.trace(TraceEvent::TaskFailed {
-                    attempt,
+                    attempt: update.execution.attempt,
                     vertex: vertex.vertex.0,
                     subtask: vertex.subtask,
                     reason: failure.to_string(),
                 });
-                self.on_failure(format!("{vertex} failed: {failure}")).await;
-            }
-        }
-    }
-
-    async fn on_failure(&mut self, cause: String) {
-        let Some(job) = &self.job else { return };
-        if job.status != JobStatus::Running {
-            return; // already restarting: one restart covers every failure of the attempt
-        }
-        let attempt = job.attempt;
-        self.abort_checkpoint(attempt, None, &cause);
-        let Some(job) = &mut self.job else { return };
-        match job.restarts.on_failure(&cause) {
-            RestartDecision::GiveUp(reason) => {
-                let next_attempt = job.attempt + 1;
-                self.end_job(JobStatus::Failed(reason.clone())).await;
-                self.trace(TraceEvent::JobFailed { reason });
-                self.cancel_attempts_before(next_attempt);
-            }
-            RestartDecision::RestartAfter(delay) => {
-                job.attempt += 1;
-                job.status = JobStatus::Restarting;
-                job.restart_at = Some(Instant::now() + delay);
-                let released = job.reset_progress();
-                let (attempt, job_id) = (job.attempt, job.spec.job_id.clone());
-                ha::persist_attempt(self.ha.as_ref(), &job_id, attempt).await;
-                self.slot_pool.release_all();
-                self.trace(TraceEvent::JobRestarting { attempt, delay_ms: delay.as_millis() as u64, cause });
-                self.cancel_attempts_before(attempt);
-                self.release_partitions(released);
+                let lost = match &failure {
+                    TaskFailure::PartitionNotFound { partition, .. }
+                    | TaskFailure::ProducerUnreachable { partition, .. }
+                    | TaskFailure::CorruptInput { partition, .. } => BTreeSet::from([*partition]),
+                    _ => BTreeSet::new(),
+                };
+                let cause = format!("{vertex} failed: {failure}");
+                self.on_failure(Failure { cause, failed: BTreeSet::from([vertex]), lost }).await;
             }
         }
     }
@@ -521,26 +609,53 @@ impl JobMaster {
         }
     }
 
+    /// Cancels task runs where they run (best effort: a deployment of a newer run of the same
+    /// subtask cancels an older one too).
+    fn cancel_tasks(&self, executions: Vec<(SlotId, ExecutionAttemptId)>) {
+        let Some(job) = &self.job else { return };
+        let mut by_task_manager: BTreeMap<SocketAddr, Vec<ExecutionAttemptId>> = BTreeMap::new();
+        for (slot, execution) in executions {
+            if let Some(info) = self.task_managers.get(&slot.task_manager) {
+                by_task_manager.entry(info.address).or_default().push(execution);
+            }
+        }
+        for (address, executions) in by_task_manager {
+            let client = self.client.clone();
+            let request = CancelTasks { job_id: job.spec.job_id.clone(), executions };
+            madsim::task::spawn(async move {
+                let _ = client.call(address, request, CONTROL_TIMEOUT).await;
+            });
+        }
+    }
+
     /// Tells each partition's server to drop it (best effort: a TaskManager also drops old
-    /// attempts' partitions when it cancels them).
+    /// attempts' partitions when it cancels them, and a registering one is told what to drop).
     fn release_partitions(&self, descriptors: Vec<ShuffleDescriptor>) {
         let mut by_server: BTreeMap<SocketAddr, Vec<_>> = BTreeMap::new();
         for descriptor in descriptors {
             by_server.entry(descriptor.location.address()).or_default().push(descriptor.partition);
         }
         for (address, partitions) in by_server {
-            let client = self.client.clone();
-            madsim::task::spawn(async move {
-                let _ = client.call(address, ReleasePartitions { partitions }, CONTROL_TIMEOUT).await;
-            });
+            self.release_on(address, partitions);
         }
+    }
+
+    /// Tells one partition server to drop some partitions (best effort).
+    fn release_on(&self, address: SocketAddr, partitions: Vec<ResultPartitionId>) {
+        if partitions.is_empty() {
+            return;
+        }
+        let client = self.client.clone();
+        madsim::task::spawn(async move {
+            let _ = client.call(address, ReleasePartitions { partitions }, CONTROL_TIMEOUT).await;
+        });
     }
 
     /// Records a job's final status, durably first, and releases what it still holds.
     async fn end_job(&mut self, status: JobStatus) {
         let job = self.job.as_mut().expect("ending needs a job");
         assert!(status.is_terminal(), "internal: {status:?} is not a final status");
-        ha::persist_result(self.ha.as_ref(), &job.spec.job_id, &status).await;
+        ha::append(self.ha.as_ref(), &job.spec.job_id, &ha::JobEvent::JobEnded(status.clone())).await;
         job.status = status;
         let released = job.partitions.take_all();
         self.release_partitions(released);

@@ -10,8 +10,18 @@
 //! A new process is a new *instance* (a random id from the simulation's seeded generator): the
 //! JobMaster treats a new instance as the loss of the previous one and its tasks. On start the
 //! TaskManager deletes partition files left by a previous instance, which it cannot serve.
-//! Tasks of an older job attempt are cancelled as soon as a task or a cancel message of a newer
-//! attempt arrives.
+//!
+//! Cancellation: the JobMaster cancels the task runs of restarted regions by name
+//! ([`CancelTasks`]), or every run before an attempt ([`CancelJobAttempts`], restart-all); a
+//! deployment carries the job's attempt floor and cancels older runs of the same subtask, so a
+//! lost cancel message is made up for by the next deployment.
+//!
+//! Losing the JobMaster: heartbeats that go unanswered for `job_master_timeout`, or answered by
+//! a JobMaster that does not know this instance (it restarted, or declared this TaskManager
+//! lost), mean the running tasks are orphans: they are cancelled, and the TaskManager registers
+//! again, listing the partitions it holds. Finished partitions are kept for `partition_grace`
+//! so that a restarted JobMaster can keep the work that produced them; if no JobMaster takes
+//! the registration within that time, they are released.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -21,13 +31,13 @@ use std::time::Duration;
 use madsim::net::Endpoint;
 
 use super::messages::{
-    CancelJobAttempts, ExecutionAttemptId, Heartbeat, NotifyCheckpointComplete, RegisterTaskManager, SubmitTask,
-    TaskDeploymentDescriptor, TaskFailure, TaskOutcome, TriggerCheckpoint, UpdateTaskExecutionState,
+    CancelJobAttempts, CancelTasks, ExecutionAttemptId, Heartbeat, NotifyCheckpointComplete, RegisterTaskManager,
+    SubmitTask, TaskDeploymentDescriptor, TaskFailure, TaskOutcome, TriggerCheckpoint, UpdateTaskExecutionState,
 };
 use super::resources::{CostModel, Resources};
 use super::task::{CheckpointEnvironment, TaskControl, TaskEnvironment, run_task};
 use super::trace::{TraceEvent, TracerHandle};
-use crate::graph::ExecutionGraph;
+use crate::graph::{ExecutionGraph, ExecutionVertexId};
 use crate::rpc::{RpcClient, serve};
 use crate::shuffle::protocol::{ReleasePartitions, RequestBuffers};
 use crate::shuffle::{ResultPartitionManager, ShuffleConfig};
@@ -46,6 +56,10 @@ pub struct TaskManagerConfig {
     pub job_master: SocketAddr,
     /// How often it heartbeats.
     pub heartbeat_interval: Duration,
+    /// Unanswered heartbeats for this long mean the JobMaster is lost.
+    pub job_master_timeout: Duration,
+    /// How long finished partitions are kept for a JobMaster to come back.
+    pub partition_grace: Duration,
     /// Its disk: outlives the process.
     pub storage: Arc<dyn Storage>,
     /// Opens the durable store, where its tasks save checkpoint snapshots.
@@ -71,8 +85,10 @@ struct RunningTask {
 #[derive(Default)]
 struct Tasks {
     running: BTreeMap<(String, ExecutionAttemptId), RunningTask>,
-    /// Newest attempt seen per job: tasks of older attempts are cancelled and refused.
-    newest_attempt: BTreeMap<String, u32>,
+    /// Per job, the attempt of its last restart of every subtask: older runs are void.
+    floor: BTreeMap<String, u32>,
+    /// Per subtask, the newest attempt seen: older runs are cancelled and refused.
+    newest: BTreeMap<(String, ExecutionVertexId), u32>,
     /// Plans rebuilt from the catalog, per job and attempt-independent fingerprint.
     plans: BTreeMap<(String, u64), Arc<ExecutionGraph>>,
 }
@@ -117,6 +133,11 @@ pub async fn run_task_manager(config: TaskManagerConfig) {
         async move { this.cancel_before(&request.job_id, request.attempt).await }
     });
     let this = Arc::clone(&task_manager);
+    serve(&endpoint, move |request: CancelTasks| {
+        this.cancel_tasks(&request);
+        async {}
+    });
+    let this = Arc::clone(&task_manager);
     serve(&endpoint, move |request: TriggerCheckpoint| {
         let missing = this.trigger(&request);
         async move { missing }
@@ -142,18 +163,84 @@ pub async fn run_task_manager(config: TaskManagerConfig) {
 impl TaskManager {
     async fn register_and_heartbeat(&self, instance: u64) {
         let config = &self.config;
-        let registration =
-            RegisterTaskManager { name: config.name.clone(), instance, address: config.address, slots: config.slots };
-        loop {
-            while self.client.call(config.job_master, registration.clone(), CONTROL_TIMEOUT).await.is_err() {
+        // Since when no JobMaster has this instance registered (from the start: none yet).
+        let mut unregistered_since = madsim::time::Instant::now();
+        let mut partitions_kept = true;
+        for session in 0.. {
+            loop {
+                let registration = RegisterTaskManager {
+                    name: config.name.clone(),
+                    instance,
+                    session,
+                    address: config.address,
+                    slots: config.slots,
+                    partitions: self.partitions.partition_ids(),
+                };
+                if self.client.call(config.job_master, registration, CONTROL_TIMEOUT).await.is_ok() {
+                    break;
+                }
+                if partitions_kept && unregistered_since.elapsed() > config.partition_grace {
+                    partitions_kept = false;
+                    let held = self.partitions.partition_ids();
+                    config.tracer.record(TraceEvent::PartitionsExpired { partitions: held.len() as u32 });
+                    self.partitions.release(&held).await;
+                }
                 madsim::time::sleep(config.heartbeat_interval).await;
             }
-            loop {
-                madsim::time::sleep(config.heartbeat_interval).await;
-                let heartbeat = Heartbeat { name: config.name.clone(), instance };
-                if let Ok(false) = self.client.call(config.job_master, heartbeat, CONTROL_TIMEOUT).await {
-                    break; // the JobMaster does not know this instance: register again
+            partitions_kept = true;
+            let reason = self.heartbeat(instance, session).await;
+            unregistered_since = madsim::time::Instant::now();
+            let cancelled = self.cancel_all_tasks();
+            config.tracer.record(TraceEvent::JobMasterLost { reason, tasks_cancelled: cancelled });
+        }
+    }
+
+    /// Heartbeats one registration until the JobMaster is lost; returns why. Each heartbeat is
+    /// its own call, sent every interval whether or not the previous one was answered, so that
+    /// a slow or lossy network does not look like a lost JobMaster.
+    async fn heartbeat(&self, instance: u64, session: u64) -> String {
+        let config = &self.config;
+        let answered = Arc::new(Mutex::new(madsim::time::Instant::now()));
+        let refused = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        loop {
+            madsim::time::sleep(config.heartbeat_interval).await;
+            if refused.load(std::sync::atomic::Ordering::SeqCst) {
+                return "the JobMaster does not know this instance".to_string();
+            }
+            if answered.lock().expect("heartbeat lock").elapsed() > config.job_master_timeout {
+                return format!("no heartbeat answer for {} ms", config.job_master_timeout.as_millis());
+            }
+            let heartbeat = Heartbeat { name: config.name.clone(), instance, session };
+            let (client, address) = (self.client.clone(), config.job_master);
+            let (answered, refused) = (Arc::clone(&answered), Arc::clone(&refused));
+            madsim::task::spawn(async move {
+                match client.call(address, heartbeat, CONTROL_TIMEOUT).await {
+                    Ok(true) => *answered.lock().expect("heartbeat lock") = madsim::time::Instant::now(),
+                    Ok(false) => refused.store(true, std::sync::atomic::Ordering::SeqCst),
+                    Err(_) => {}
                 }
+            });
+        }
+    }
+
+    /// Cancels every running task (their JobMaster no longer knows them); returns how many.
+    fn cancel_all_tasks(&self) -> u32 {
+        let mut tasks = self.tasks.lock().expect("tasks lock");
+        let running = std::mem::take(&mut tasks.running);
+        for task in running.values() {
+            task.handle.abort();
+        }
+        running.len() as u32
+    }
+
+    /// Cancels the named task runs and refuses their attempts from now on.
+    fn cancel_tasks(&self, request: &CancelTasks) {
+        let mut tasks = self.tasks.lock().expect("tasks lock");
+        for execution in &request.executions {
+            let newest = tasks.newest.entry((request.job_id.clone(), execution.vertex)).or_insert(0);
+            *newest = (*newest).max(execution.attempt + 1);
+            if let Some(task) = tasks.running.remove(&(request.job_id.clone(), *execution)) {
+                task.handle.abort();
             }
         }
     }
@@ -165,8 +252,8 @@ impl TaskManager {
 
     fn cancel_tasks_before(&self, job_id: &str, attempt: u32) {
         let mut tasks = self.tasks.lock().expect("tasks lock");
-        let newest = tasks.newest_attempt.entry(job_id.to_string()).or_insert(attempt);
-        *newest = (*newest).max(attempt);
+        let floor = tasks.floor.entry(job_id.to_string()).or_insert(attempt);
+        *floor = (*floor).max(attempt);
         let cancelled: Vec<(String, ExecutionAttemptId)> = tasks
             .running
             .keys()
@@ -224,13 +311,34 @@ impl TaskManager {
     async fn submit(self: &Arc<Self>, descriptor: TaskDeploymentDescriptor) -> Result<(), String> {
         let job_id = descriptor.spec.job_id.clone();
         let execution = descriptor.execution;
-        let newest = self.tasks.lock().expect("tasks lock").newest_attempt.get(&job_id).copied();
-        match newest {
-            Some(newest) if execution.attempt < newest => {
-                return Err(format!("{execution} belongs to an older attempt than a{newest}"));
+        let (floor, newest) = {
+            let tasks = self.tasks.lock().expect("tasks lock");
+            (tasks.floor.get(&job_id).copied(), tasks.newest.get(&(job_id.clone(), execution.vertex)).copied())
+        };
+        if let Some(floor) = floor.filter(|floor| execution.attempt < *floor) {
+            return Err(format!("{execution} belongs to an attempt before the job's restart as a{floor}"));
+        }
+        if let Some(newest) = newest.filter(|newest| execution.attempt < *newest) {
+            return Err(format!("{execution} is older than a{newest} of the same subtask"));
+        }
+        if floor.is_none_or(|floor| floor < descriptor.attempt_floor) {
+            // The job restarted every subtask since this TaskManager last heard of it.
+            self.cancel_before(&job_id, descriptor.attempt_floor).await;
+        }
+        {
+            let mut tasks = self.tasks.lock().expect("tasks lock");
+            tasks.newest.insert((job_id.clone(), execution.vertex), execution.attempt);
+            let older: Vec<(String, ExecutionAttemptId)> = tasks
+                .running
+                .keys()
+                .filter(|(job, running)| {
+                    *job == job_id && running.vertex == execution.vertex && running.attempt < execution.attempt
+                })
+                .cloned()
+                .collect();
+            for key in older {
+                tasks.running.remove(&key).expect("listed above").handle.abort();
             }
-            Some(newest) if execution.attempt == newest => {}
-            _ => self.cancel_before(&job_id, execution.attempt).await,
         }
         let graph = match self.plan_for(&descriptor) {
             Ok(graph) => graph,

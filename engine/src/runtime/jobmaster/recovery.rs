@@ -1,0 +1,252 @@
+//! A restarted JobMaster: replays each job's operation log and resumes it.
+//!
+//! A job that ended stays ended. A job that checkpoints (or whose log records no finished
+//! subtask) runs every subtask again under the next attempt number, restoring the latest
+//! completed checkpoint. Otherwise the JobMaster *reconciles* (Flink's FLIP-383): it re-applies
+//! the recorded parallelism decisions, waits (up to `worker_recovery_timeout`) for the
+//! TaskManagers that held finished partitions to register again with what they still hold, and
+//! asks the shuffle service the same; then it keeps every region whose subtasks all finished
+//! and whose partitions still needed survive, and re-runs the rest, with what region failover
+//! says depends on it (consumers of a re-run producer re-run too; a producer whose partitions
+//! are gone re-runs, as far upstream as needed).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use madsim::time::Instant;
+
+use super::ha::{FinishedSubtask, JobEvent};
+use super::{CONTROL_TIMEOUT, Event, Execution, JobMaster, JobRun, SHUFFLE_SERVICE, ha};
+use crate::failover::regions_to_restart;
+use crate::graph::{ExecutionVertexId, IntermediateResultPartitionId, JobVertexId, RegionId};
+use crate::runtime::messages::JobStatus;
+use crate::runtime::trace::TraceEvent;
+use crate::shuffle::protocol::ListPartitions;
+use crate::shuffle::{PartitionLocation, ResultPartitionId, ShuffleDescriptor};
+
+/// What a restarted JobMaster knows while it reconciles.
+pub(super) struct Reconciliation {
+    /// It decides at this time at the latest.
+    until: Instant,
+    /// Finished subtasks in the log.
+    finished: BTreeMap<ExecutionVertexId, FinishedSubtask>,
+    /// TaskManagers that held finished partitions and have not registered yet.
+    waiting: BTreeSet<String>,
+    /// What each registered TaskManager holds.
+    held: BTreeMap<String, BTreeSet<ResultPartitionId>>,
+    /// What the shuffle service holds, once it answered (if any partition lived there).
+    remote: Option<BTreeSet<ResultPartitionId>>,
+    remote_needed: bool,
+}
+
+impl Reconciliation {
+    fn is_held(&self, descriptor: &ShuffleDescriptor) -> bool {
+        match &descriptor.location {
+            PartitionLocation::TaskManager { name, .. } => {
+                self.held.get(name).is_some_and(|held| held.contains(&descriptor.partition))
+            }
+            PartitionLocation::Remote { .. } => {
+                self.remote.as_ref().is_some_and(|held| held.contains(&descriptor.partition))
+            }
+        }
+    }
+}
+
+impl JobMaster {
+    /// Finds the jobs a previous JobMaster process accepted and resumes an unfinished one.
+    pub(super) async fn recover(&mut self) {
+        let mut recovered: Vec<JobRun> = Vec::new();
+        for stored in ha::stored_jobs(self.ha.as_ref()).await {
+            let log = stored.log;
+            let attempt = log.last_attempt + 1;
+            let Ok(mut job) = JobRun::new(stored.spec, attempt, &self.config.external, log.checkpoints) else {
+                continue;
+            };
+            if let Some(status) = log.result {
+                job.status = status;
+                recovered.push(job);
+                continue;
+            }
+            let keep = job.checkpoints.is_none() && !log.finished.is_empty();
+            let job_id = job.spec.job_id.clone();
+            ha::append(self.ha.as_ref(), &job_id, &JobEvent::AttemptStarted { attempt, global: !keep }).await;
+            self.trace(TraceEvent::JobRecovered { job_id, attempt });
+            if keep {
+                job.floor = log.floor;
+                for (vertex, ranges) in log.decisions {
+                    job.strategy.initialize_vertex(vertex, ranges);
+                }
+                let mut waiting = BTreeSet::new();
+                let mut remote_needed = false;
+                for finished in log.finished.values() {
+                    for (descriptor, _) in &finished.partitions {
+                        match &descriptor.location {
+                            PartitionLocation::TaskManager { name, .. } => {
+                                waiting.insert(name.clone());
+                            }
+                            PartitionLocation::Remote { .. } => remote_needed = true,
+                        }
+                    }
+                }
+                job.reconciling = Some(Reconciliation {
+                    until: Instant::now() + self.config.worker_recovery_timeout,
+                    finished: log.finished,
+                    waiting,
+                    held: BTreeMap::new(),
+                    remote: None,
+                    remote_needed,
+                });
+                if remote_needed {
+                    self.ask_shuffle_service();
+                }
+            }
+            recovered.push(job);
+        }
+        // One job at a time: prefer the unfinished one.
+        recovered.sort_by_key(|job| !job.status.is_terminal());
+        self.job = recovered.pop();
+    }
+
+    /// Asks the shuffle service which finished partitions it holds, until it answers.
+    fn ask_shuffle_service(&self) {
+        let Ok(address) = self.config.external.address(SHUFFLE_SERVICE) else { return };
+        let (client, events) = (self.client.clone(), self.events.clone());
+        madsim::task::spawn(async move {
+            loop {
+                if let Ok(held) = client.call(address, ListPartitions, CONTROL_TIMEOUT).await {
+                    let _ = events.send(Event::RemotePartitions(held));
+                    return;
+                }
+                madsim::time::sleep(CONTROL_TIMEOUT).await;
+            }
+        });
+    }
+
+    pub(super) async fn on_remote_partitions(&mut self, held: Vec<ResultPartitionId>) {
+        let Some(reconciliation) = self.job.as_mut().and_then(|job| job.reconciling.as_mut()) else { return };
+        reconciliation.remote = Some(held.into_iter().collect());
+    }
+
+    /// A TaskManager registered while the JobMaster reconciles: remember what it holds.
+    pub(super) async fn reconcile_registration(&mut self, name: &str, partitions: Vec<ResultPartitionId>) {
+        let Some(reconciliation) = self.job.as_mut().and_then(|job| job.reconciling.as_mut()) else { return };
+        reconciliation.waiting.remove(name);
+        reconciliation.held.insert(name.to_string(), partitions.into_iter().collect());
+    }
+
+    /// Decides once every TaskManager it waits for registered and the shuffle service answered,
+    /// or the time is up.
+    pub(super) async fn reconcile_tick(&mut self, now: Instant) {
+        let Some(reconciliation) = self.job.as_ref().and_then(|job| job.reconciling.as_ref()) else { return };
+        let everyone =
+            reconciliation.waiting.is_empty() && (!reconciliation.remote_needed || reconciliation.remote.is_some());
+        if everyone || now >= reconciliation.until {
+            self.finish_reconciliation().await;
+        }
+    }
+
+    /// Keeps the finished work whose partitions survive; see the module doc.
+    async fn finish_reconciliation(&mut self) {
+        let job = self.job.as_mut().expect("reconciling needs a job");
+        let reconciliation = job.reconciling.take().expect("reconciling");
+        let graph = job.strategy.graph().clone();
+        let graph = &graph;
+        let job_graph = std::sync::Arc::clone(graph.job_graph());
+        let candidates: BTreeSet<RegionId> = graph
+            .regions()
+            .iter()
+            .filter(|region| region.vertices.iter().all(|vertex| reconciliation.finished.contains_key(vertex)))
+            .map(|region| region.id)
+            .collect();
+        let in_candidates = |vertex: ExecutionVertexId| {
+            reconciliation.finished.contains_key(&vertex) && candidates.contains(&graph.region_of(vertex))
+        };
+        let all_done = |vertex: JobVertexId, done: &dyn Fn(ExecutionVertexId) -> bool| {
+            graph
+                .parallelism(vertex)
+                .is_some_and(|parallelism| (0..parallelism).all(|subtask| done(ExecutionVertexId { vertex, subtask })))
+        };
+        let producer_of = |partition: IntermediateResultPartitionId| ExecutionVertexId {
+            vertex: job_graph.edge(partition.dataset).source,
+            subtask: partition.producer_subtask,
+        };
+        let descriptor_of = |partition: IntermediateResultPartitionId| {
+            reconciliation.finished.get(&producer_of(partition)).and_then(|finished| {
+                finished
+                    .partitions
+                    .iter()
+                    .find(|(descriptor, _)| descriptor.partition.partition == partition)
+                    .map(|(descriptor, _)| descriptor)
+            })
+        };
+        let available = |partition: IntermediateResultPartitionId| {
+            in_candidates(producer_of(partition))
+                && descriptor_of(partition).is_some_and(|descriptor| reconciliation.is_held(descriptor))
+        };
+        // Regions that cannot be kept: not all finished, or a partition still needed is gone.
+        let mut failed: BTreeSet<RegionId> =
+            graph.regions().iter().map(|region| region.id).filter(|region| !candidates.contains(region)).collect();
+        for region in &candidates {
+            for vertex in &graph.regions()[region.0 as usize].vertices {
+                for produced in graph.produced_partitions(*vertex) {
+                    let consumer = job_graph.edge(produced.id.dataset).target;
+                    if !all_done(consumer, &in_candidates) && !available(produced.id) {
+                        failed.insert(*region);
+                    }
+                }
+            }
+        }
+        let reset = regions_to_restart(graph, &failed, available, |region| candidates.contains(&region));
+        let kept: BTreeSet<ExecutionVertexId> = candidates
+            .iter()
+            .filter(|region| !reset.contains(region))
+            .flat_map(|region| graph.regions()[region.0 as usize].vertices.iter().copied())
+            .collect();
+        let rerun: Vec<ExecutionVertexId> =
+            reconciliation.finished.keys().copied().filter(|vertex| !kept.contains(vertex)).collect();
+
+        // Install the kept work: finished runs, their statistics, the partitions still needed.
+        let mut tracked: BTreeSet<ResultPartitionId> = BTreeSet::new();
+        for vertex in &kept {
+            let finished = &reconciliation.finished[vertex];
+            job.executions
+                .insert(*vertex, Execution { attempt: finished.attempt, slot: None, deployed: true, finished: true });
+            job.strategy.on_vertex_finished(*vertex);
+            for (descriptor, bytes) in &finished.partitions {
+                let partition = descriptor.partition.partition;
+                job.partition_bytes.insert((partition.dataset, vertex.subtask), bytes.clone());
+                let consumer = job_graph.edge(partition.dataset).target;
+                if !all_done(consumer, &|candidate| kept.contains(&candidate)) {
+                    job.partitions.track(descriptor.clone(), consumer);
+                    job.partitions.produced(descriptor.partition);
+                    tracked.insert(descriptor.partition);
+                }
+            }
+        }
+        let (attempt, job_id) = (job.attempt, job.spec.job_id.clone());
+        if !rerun.is_empty() {
+            let event = JobEvent::SubtasksReset { attempt, vertices: rerun.clone() };
+            ha::append(self.ha.as_ref(), &job_id, &event).await;
+        }
+        self.trace(TraceEvent::FinishedWorkReconciled {
+            attempt,
+            kept: kept.iter().map(ToString::to_string).collect(),
+            rerun: rerun.iter().map(ToString::to_string).collect(),
+        });
+        // Release what nobody needs.
+        for (name, held) in &reconciliation.held {
+            let Some(info) = self.task_managers.get(name) else { continue };
+            let stale: Vec<ResultPartitionId> = held.iter().filter(|id| !tracked.contains(id)).copied().collect();
+            self.release_on(info.address, stale);
+        }
+        if let (Some(held), Ok(address)) = (&reconciliation.remote, self.config.external.address(SHUFFLE_SERVICE)) {
+            let stale: Vec<ResultPartitionId> = held.iter().filter(|id| !tracked.contains(id)).copied().collect();
+            self.release_on(address, stale);
+        }
+        let job = self.job.as_ref().expect("still there");
+        if job.strategy.all_finished() {
+            let restarts = job.restarts.restarts();
+            self.end_job(JobStatus::Finished).await;
+            self.trace(TraceEvent::JobFinished { restarts });
+        }
+    }
+}

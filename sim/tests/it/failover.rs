@@ -1,0 +1,309 @@
+//! Failover re-runs only what a failure made necessary, proven with attempt numbers on the
+//! TPC-DS-like job in batch mode (parallelism 2, every exchange blocking, so every subtask is its
+//! own pipelined region):
+//!
+//! ```text
+//!   v0 store_sales ─┐ (pointwise)          (rescale: v2[k] feeds v3[2k], v3[2k+1])
+//!   v1 web_sales  ──┴─> v2 Drop returns ──> v3 Add tax ─┐ (hash)
+//!   v4 items ───────────────────────────────────────────┴─> v5 Join ──> v6 Sum -> Sink
+//! ```
+//!
+//! A partition is released once every subtask of its consumer vertex finished, so by the time
+//! the join runs only v3's and v4's partitions are still held: a lost v3 partition re-runs the
+//! chain above it too.
+
+use std::collections::BTreeSet;
+
+use sluice_engine::failover::FailoverStrategy;
+use sluice_engine::graph::{ExchangeMode, ExecutionMode};
+use sluice_engine::runtime::trace::{TraceEvent, parse_subtask};
+use sluice_sim::check::check_run;
+use sluice_sim::compare::Variant;
+use sluice_sim::recovery::recovery_metrics;
+use sluice_sim::runner::{RunReport, run};
+
+use super::support::{load, passing_runs};
+
+fn batch_runs(file: &str) -> Vec<RunReport> {
+    passing_runs(&load(file), &[ExecutionMode::Batch])
+}
+
+fn subtask(vertex: u32, index: u32) -> String {
+    format!("v{vertex}[{index}]")
+}
+
+/// The subtasks of every region restart, in order.
+fn region_restarts(report: &RunReport) -> Vec<Vec<String>> {
+    report
+        .trace
+        .iter()
+        .filter_map(|record| match &record.event {
+            TraceEvent::RegionsRestarting { subtasks, .. } => Some(subtasks.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Subtasks deployed more than once.
+fn redeployed(report: &RunReport) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut again = BTreeSet::new();
+    for record in &report.trace {
+        if let TraceEvent::TaskDeployed { vertex, subtask: index, .. } = &record.event
+            && !seen.insert(subtask(*vertex, *index))
+        {
+            again.insert(subtask(*vertex, *index));
+        }
+    }
+    again
+}
+
+/// Where each subtask's first run was deployed: `tm-N`.
+fn first_placement(report: &RunReport, vertex: u32, index: u32) -> String {
+    report
+        .trace
+        .iter()
+        .find_map(|record| match &record.event {
+            TraceEvent::TaskDeployed { vertex: v, subtask: s, slot, .. } if (*v, *s) == (vertex, index) => {
+                Some(slot.split('/').next().expect("a slot names its TaskManager").to_string())
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("seed {}: v{vertex}[{index}] was never deployed", report.seed))
+}
+
+/// What region failover must re-run when the partitions of these `Add tax` (v3) and `items`
+/// (v4) subtasks are lost while the join runs: each lost v3[i], the chain that fed it (v2[k],
+/// v0[k], v1[k] for k = i / 2, released once read), its sibling sharing v2[k]'s output, and each
+/// lost v4[j]; the join (v5) comes on top when it had started.
+fn expected_chain(lost_add_tax: &[u32], lost_items: &[u32]) -> BTreeSet<String> {
+    let mut expected = BTreeSet::new();
+    for index in lost_add_tax {
+        let k = index / 2;
+        expected.extend([subtask(0, k), subtask(1, k), subtask(2, k), subtask(3, 2 * k), subtask(3, 2 * k + 1)]);
+    }
+    expected.extend(lost_items.iter().map(|index| subtask(4, *index)));
+    expected
+}
+
+#[test]
+fn a_task_manager_crash_in_a_multi_region_batch_job_re_runs_only_the_expected_regions() {
+    let mut restarted = Vec::new();
+    for report in batch_runs("scenarios/tpcds-tm-crash-regions.yaml") {
+        let restarts = region_restarts(&report);
+        assert_eq!(restarts.len(), 1, "seed {}: one failure, one restart: {restarts:?}", report.seed);
+        let set: BTreeSet<String> = restarts[0].iter().cloned().collect();
+        // What tm-1 ran: its running join subtask fails; its finished v3 and v4 partitions,
+        // still needed by the join, are lost.
+        let on_tm_1 = |vertex: u32, count: u32| -> Vec<u32> {
+            (0..count).filter(|index| first_placement(&report, vertex, *index) == "tm-1").collect()
+        };
+        let mut expected = expected_chain(&on_tm_1(3, 4), &on_tm_1(4, 2));
+        expected.extend([subtask(5, 0), subtask(5, 1)]);
+        assert_eq!(set, expected, "seed {}", report.seed);
+        // Nothing outside the restarted regions ran twice.
+        let again = redeployed(&report);
+        assert!(again.is_subset(&set), "seed {}: {again:?} re-ran outside {set:?}", report.seed);
+        assert!(
+            !report.trace.iter().any(|record| matches!(record.event, TraceEvent::JobRestarting { .. })),
+            "seed {}: region failover never restarts the whole job",
+            report.seed
+        );
+        restarted.push(format!("seed {}: {}", report.seed, restarts[0].join(" ")));
+    }
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("../../../snapshots");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!("failover-tpcds-tm-crash-regions", restarted.join("\n")));
+}
+
+/// The restarted JobMaster's reconciliation: (kept, re-run).
+fn reconciled(report: &RunReport) -> (BTreeSet<String>, BTreeSet<String>) {
+    let found = report.trace.iter().find_map(|record| match &record.event {
+        TraceEvent::FinishedWorkReconciled { kept, rerun, .. } => {
+            Some((kept.iter().cloned().collect(), rerun.iter().cloned().collect()))
+        }
+        _ => None,
+    });
+    found.unwrap_or_else(|| panic!("seed {}: the restarted JobMaster did not reconcile", report.seed))
+}
+
+/// Subtasks deployed after the JobMaster recovered.
+fn deployed_after_recovery(report: &RunReport) -> BTreeSet<String> {
+    let recovered = report
+        .trace
+        .iter()
+        .position(|record| matches!(record.event, TraceEvent::JobRecovered { .. }))
+        .unwrap_or_else(|| panic!("seed {}: the JobMaster never recovered", report.seed));
+    report.trace[recovered..]
+        .iter()
+        .filter_map(|record| match &record.event {
+            TraceEvent::TaskDeployed { vertex, subtask: index, .. } => Some(subtask(*vertex, *index)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn all_subtasks_of(vertices: &[(u32, u32)]) -> BTreeSet<String> {
+    vertices.iter().flat_map(|(vertex, count)| (0..*count).map(|index| subtask(*vertex, index))).collect()
+}
+
+#[test]
+fn a_job_master_crash_re_runs_no_finished_subtask_whose_partitions_survive() {
+    let finished_before = all_subtasks_of(&[(0, 2), (1, 2), (2, 2), (3, 4), (4, 2)]);
+    for report in batch_runs("scenarios/tpcds-jm-crash.yaml") {
+        let (kept, rerun) = reconciled(&report);
+        assert_eq!(kept, finished_before, "seed {}", report.seed);
+        assert!(rerun.is_empty(), "seed {}: {rerun:?}", report.seed);
+        let after = deployed_after_recovery(&report);
+        assert_eq!(after, all_subtasks_of(&[(5, 2), (6, 2)]), "seed {}: only the join and the sink run", report.seed);
+        assert!(region_restarts(&report).is_empty(), "seed {}", report.seed);
+    }
+}
+
+#[test]
+fn a_job_master_crash_re_runs_exactly_the_producers_of_lost_partitions() {
+    let finished_before = all_subtasks_of(&[(0, 2), (1, 2), (2, 2), (3, 4), (4, 2)]);
+    for report in batch_runs("scenarios/tpcds-jm-tm-crash.yaml") {
+        let (kept, rerun) = reconciled(&report);
+        let on_tm_2 = |vertex: u32, count: u32| -> Vec<u32> {
+            (0..count).filter(|index| first_placement(&report, vertex, *index) == "tm-2").collect()
+        };
+        let expected = expected_chain(&on_tm_2(3, 4), &on_tm_2(4, 2));
+        assert!(!expected.is_empty(), "seed {}: tm-2 held partitions the join needed", report.seed);
+        assert_eq!(rerun, expected, "seed {}", report.seed);
+        assert_eq!(kept, &finished_before - &expected, "seed {}", report.seed);
+        let after = deployed_after_recovery(&report);
+        assert!(after.is_disjoint(&kept), "seed {}: kept work ran again: {:?}", report.seed, &after & &kept);
+    }
+}
+
+#[test]
+fn a_lost_partition_re_runs_its_producer_chain_and_nothing_else() {
+    for report in batch_runs("scenarios/tpcds-lost-partition-chain.yaml") {
+        // The harness notes which file it lost: `lost tm-2:partitions/ds3.p{i}@a0/data`.
+        let lost = report
+            .trace
+            .iter()
+            .find_map(|record| match &record.event {
+                TraceEvent::Harness { detail } => detail
+                    .strip_prefix("lost tm-2:partitions/ds3.p")
+                    .and_then(|rest| rest.split_once('@'))
+                    .and_then(|(index, _)| index.parse::<u32>().ok()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("seed {}: tm-2 lost no `Add tax` partition", report.seed));
+        let restarts = region_restarts(&report);
+        assert_eq!(restarts.len(), 1, "seed {}: {restarts:?}", report.seed);
+        let set: BTreeSet<String> = restarts[0].iter().cloned().collect();
+        let mut expected = expected_chain(&[lost], &[]);
+        expected.extend([subtask(5, 0), subtask(5, 1)]);
+        assert_eq!(set, expected, "seed {}", report.seed);
+        let again = redeployed(&report);
+        assert!(again.is_subset(&set), "seed {}: {again:?} re-ran outside {set:?}", report.seed);
+        let failure = report.trace.iter().any(|record| {
+            matches!(&record.event, TraceEvent::TaskFailed { reason, .. }
+                if reason.starts_with(&format!("partition ds3.p{lost}@a0")) && reason.contains("not found on tm-2"))
+        });
+        assert!(failure, "seed {}: the join named the lost partition", report.seed);
+    }
+}
+
+#[test]
+fn region_failover_recomputes_less_than_restart_all_on_the_tpcds_job() {
+    let scenario = load("scenarios/tpcds-tm-crash-regions.yaml");
+    let mut recomputed = Vec::new();
+    for variant in Variant::failover_pair(ExchangeMode::AllEdgesBlocking) {
+        let mut total = 0;
+        for seed in 1..4 {
+            let report = run(&variant.apply(&scenario), ExecutionMode::Batch, seed);
+            assert_eq!(check_run(&report), Vec::new(), "{variant} seed {seed}");
+            let metrics = recovery_metrics(&report.trace);
+            assert!(metrics.subtasks_restarted > 0, "{variant} seed {seed}: the crash restarted something");
+            total += metrics.records_recomputed;
+        }
+        recomputed.push((variant.failover, total));
+    }
+    let [(FailoverStrategy::RestartAll, all), (FailoverStrategy::Region, region)] = recomputed[..] else {
+        panic!("restart-all first, then region: {recomputed:?}");
+    };
+    assert!(region < all, "region failover recomputed {region} records, restart-all {all}");
+}
+
+#[test]
+fn subtask_names_round_trip() {
+    assert_eq!(parse_subtask(&subtask(12, 3)), Some((12, 3)));
+    assert_eq!(parse_subtask("v1"), None);
+}
+
+#[test]
+fn task_managers_keep_finished_partitions_only_for_their_grace_period() {
+    let mut scenario = load("scenarios/tpcds-jm-crash.yaml");
+    // Down for longer than the TaskManagers' grace period (5 s after they notice, 1 s after).
+    for fault in &mut scenario.faults {
+        if let sluice_sim::faults::FaultKind::Kill { restart_after, .. } = &mut fault.kind {
+            *restart_after = Some(std::time::Duration::from_secs(8));
+        }
+    }
+    scenario.seeds = 1..3;
+    let finished_before = all_subtasks_of(&[(0, 2), (1, 2), (2, 2), (3, 4), (4, 2)]);
+    for report in passing_runs(&scenario, &[ExecutionMode::Batch]) {
+        let lost_the_job_master: BTreeSet<&str> = report
+            .trace
+            .iter()
+            .filter(|record| matches!(record.event, TraceEvent::JobMasterLost { .. }))
+            .map(|record| record.node.as_str())
+            .collect();
+        assert_eq!(lost_the_job_master, BTreeSet::from(["tm-0", "tm-1", "tm-2"]), "seed {}", report.seed);
+        let expired = report
+            .trace
+            .iter()
+            .any(|record| matches!(record.event, TraceEvent::PartitionsExpired { partitions } if partitions > 0));
+        assert!(expired, "seed {}: no TaskManager released its partitions", report.seed);
+        let (kept, rerun) = reconciled(&report);
+        assert!(kept.is_empty(), "seed {}: {kept:?}", report.seed);
+        assert_eq!(rerun, finished_before, "seed {}", report.seed);
+    }
+}
+
+#[test]
+fn exponential_delay_spaces_restarts_with_seeded_jitter_and_failure_rate_gives_up() {
+    let mut scenario = load("scenarios/tpcds-lost-partition-chain.yaml");
+    scenario.restart_strategy = serde_yaml::from_str(
+        "{ type: exponential-delay, initial_backoff: 400ms, max_backoff: 2s, multiplier: 2, jitter_factor: 0.25 }",
+    )
+    .unwrap();
+    let mut delays = BTreeSet::new();
+    for report in passing_runs(&scenario, &[ExecutionMode::Batch]) {
+        for record in &report.trace {
+            if let TraceEvent::RegionsRestarting { delay_ms, .. } = record.event {
+                assert!((300..=500).contains(&delay_ms), "seed {}: {delay_ms} ms", report.seed);
+                delays.insert(delay_ms);
+            }
+        }
+    }
+    assert!(delays.len() > 1, "the jitter differs between seeds: {delays:?}");
+
+    // Two crashes within the interval: failure-rate allows one.
+    let mut scenario = load("scenarios/tpcds-tm-crash-regions.yaml");
+    scenario.restart_strategy = serde_yaml::from_str(
+        "{ type: failure-rate, max_failures_per_interval: 1, failure_rate_interval: 1m, delay: 100ms }",
+    )
+    .unwrap();
+    let mut second = scenario.faults[0].clone();
+    second.kind = sluice_sim::faults::FaultKind::Kill { node: "tm-2".to_string(), restart_after: None };
+    second.trigger = sluice_sim::faults::Trigger::Task {
+        vertex: 5,
+        subtask: Some(0),
+        state: sluice_sim::faults::TaskStateTrigger::Running,
+    };
+    scenario.faults.push(second);
+    let report = run(&scenario, ExecutionMode::Batch, 1);
+    let sluice_sim::runner::RunOutcome::JobFailed(reason) = &report.outcome else {
+        panic!("the job must fail: {:?}", report.outcome);
+    };
+    assert!(
+        reason.contains("restart strategy failure-rate") && reason.contains("2 failures within 60000 ms"),
+        "{reason}"
+    );
+}
