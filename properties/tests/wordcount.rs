@@ -1,9 +1,11 @@
 //! Property: for any seed, input size, cluster shape, parallelism, buffer size, shuffle
-//! implementation, checkpoint interval (or none), TaskManager crash (time, victim, and whether
-//! and when it restarts), storage fault (a lost or corrupted partition or a lost disk, on a
-//! TaskManager or the shuffle service) and commit fault (failed or ambiguous commits after the
-//! first commit), WordCount commits exactly the reference output in streaming and in batch mode,
-//! never commits for a checkpoint that did not complete, and the two modes agree.
+//! implementation, batch exchange mode, failover strategy (region or restart-all), checkpoint
+//! interval (or none), TaskManager crash (time, victim, and whether and when it restarts),
+//! JobMaster crash (time and restart delay), storage fault (a lost or corrupted partition or a
+//! lost disk, on a TaskManager or the shuffle service) and commit fault (failed or ambiguous
+//! commits after the first commit), WordCount commits exactly the reference output in streaming
+//! and in batch mode, never commits for a checkpoint that did not complete, and the two modes
+//! agree.
 //!
 //! Only recoverable cases are generated: the job must fit the cluster, and a TaskManager that
 //! never comes back must leave enough slots for the job to run again.
@@ -33,6 +35,10 @@ struct Shape {
     remote_shuffle: bool,
     /// Streaming mode's checkpoint interval in milliseconds, if it checkpoints.
     checkpoint_ms: Option<u64>,
+    /// Region failover (else restart-all).
+    region_failover: bool,
+    /// Batch mode blocks every exchange (else the default, pointwise exchanges pipelined).
+    all_blocking: bool,
 }
 
 /// The commit faults the property draws from.
@@ -48,24 +54,44 @@ const STORAGE_FAULTS: [&str; 3] = ["lose_partition", "corrupt_partition", "lose_
 /// (`tm-N`, or the shuffle service when the index is the TaskManager count).
 type StorageFault = (u64, usize, u32);
 
+/// A JobMaster crash: when, and how long until it restarts.
+type JobMasterCrash = (u64, u64);
+
 fn scenario(
     shape: Shape,
     crash: Option<(u64, u32, Option<u64>)>,
+    job_master_crash: Option<JobMasterCrash>,
     storage: Option<StorageFault>,
     commit: Option<CommitFault>,
 ) -> Scenario {
-    let Shape { words, task_managers, slots, parallelism, buffer_size, remote_shuffle, checkpoint_ms } = shape;
+    let Shape {
+        words,
+        task_managers,
+        slots,
+        parallelism,
+        buffer_size,
+        remote_shuffle,
+        checkpoint_ms,
+        region_failover,
+        all_blocking,
+    } = shape;
     let shuffle = if remote_shuffle { "remote" } else { "task-manager" };
+    let failover = if region_failover { "region" } else { "restart-all" };
+    let exchange_mode = if all_blocking { "all-edges-blocking" } else { "pointwise-edges-pipelined" };
     let mut text = format!(
         "name: wordcount-property\njob: wordcount\nparams: {{ words: {words}, distinct_words: 50 }}\n\
          cluster: {{ task_managers: {task_managers}, slots_per_task_manager: {slots} }}\n\
-         parallelism: {parallelism}\nbuffer_size: {buffer_size}\nshuffle: {shuffle}\n"
+         parallelism: {parallelism}\nbuffer_size: {buffer_size}\nshuffle: {shuffle}\n\
+         failover_strategy: {failover}\nexchange_mode: {exchange_mode}\n"
     );
     if let Some(interval) = checkpoint_ms {
         text.push_str(&format!("checkpoints: {{ interval: {interval}ms }}\n"));
     }
-    if crash.is_some() || storage.is_some() || commit.is_some() {
+    if crash.is_some() || job_master_crash.is_some() || storage.is_some() || commit.is_some() {
         text.push_str("faults:\n");
+    }
+    if let Some((at_ms, restart_after_ms)) = job_master_crash {
+        text.push_str(&format!("  - at: {at_ms}ms\n    kill: jm\n    restart_after: {restart_after_ms}ms\n"));
     }
     if let Some((at_ms, victim, restart_after_ms)) = crash {
         text.push_str(&format!("  - at: {at_ms}ms\n    kill: tm-{victim}\n"));
@@ -114,7 +140,9 @@ proptest! {
         storage in proptest::option::weighted(0.5, (0u64..1500, 0usize..STORAGE_FAULTS.len(), 0u32..5)),
         checkpoint_ms in proptest::option::weighted(0.7, 10u64..300),
         commit in proptest::option::weighted(0.3, (0usize..COMMIT_FAULTS.len(), 1u32..4)),
+        failover in (proptest::option::weighted(0.3, (0u64..1500, 50u64..1000)), any::<bool>(), any::<bool>()),
     ) {
+        let (job_master_crash, region_failover, all_blocking) = failover;
         prop_assume!(parallelism <= task_managers * slots, "the job must fit");
         let crash = crash.map(|(at, victim, restart)| (at, victim % task_managers, restart));
         if let Some((_, _, None)) = crash {
@@ -122,8 +150,18 @@ proptest! {
         }
         // The node index wraps to a TaskManager, or to the shuffle service (index `task_managers`).
         let storage = storage.map(|(at, kind, node)| (at, kind, node % (task_managers + 1)));
-        let shape = Shape { words, task_managers, slots, parallelism, buffer_size, remote_shuffle, checkpoint_ms };
-        let scenario = scenario(shape, crash, storage, commit);
+        let shape = Shape {
+            words,
+            task_managers,
+            slots,
+            parallelism,
+            buffer_size,
+            remote_shuffle,
+            checkpoint_ms,
+            region_failover,
+            all_blocking,
+        };
+        let scenario = scenario(shape, crash, job_master_crash, storage, commit);
         let streaming = run(&scenario, ExecutionMode::Streaming, seed);
         let batch = run(&scenario, ExecutionMode::Batch, seed);
         let replay = format!("seed {seed}; scenario:\n{}", scenario.to_yaml());
@@ -144,11 +182,17 @@ fn the_property_can_crash_every_task_manager_and_not_restart_it() {
         buffer_size: 64,
         remote_shuffle: true,
         checkpoint_ms: Some(20),
+        region_failover: false,
+        all_blocking: true,
     };
-    let built = scenario(shape, Some((5, 2, None)), Some((7, 1, 3)), Some((1, 2)));
+    let built = scenario(shape, Some((5, 2, None)), Some((6, 300)), Some((7, 1, 3)), Some((1, 2)));
     assert_eq!(
         built.faults,
         vec![
+            Fault {
+                trigger: Trigger::At(Duration::from_millis(6)),
+                kind: FaultKind::Kill { node: "jm".to_string(), restart_after: Some(Duration::from_millis(300)) }
+            },
             Fault {
                 trigger: Trigger::At(Duration::from_millis(5)),
                 kind: FaultKind::Kill { node: "tm-2".to_string(), restart_after: None }
@@ -164,7 +208,10 @@ fn the_property_can_crash_every_task_manager_and_not_restart_it() {
     assert_eq!(built.buffer_size, 64);
     assert_eq!(built.shuffle, sluice_engine::shuffle::ShuffleKind::Remote);
     assert_eq!(built.cluster.total_slots(), 6);
-    let plain = scenario(Shape { checkpoint_ms: None, ..shape }, None, None, None);
+    assert_eq!(built.failover_strategy, sluice_engine::failover::FailoverStrategy::RestartAll);
+    assert_eq!(built.exchange_mode, sluice_engine::graph::ExchangeMode::AllEdgesBlocking);
+    let plain = scenario(Shape { checkpoint_ms: None, region_failover: true, ..shape }, None, None, None, None);
+    assert_eq!(plain.failover_strategy, sluice_engine::failover::FailoverStrategy::Region);
     assert!(plain.faults.is_empty());
     assert!(plain.checkpoints.is_none());
 }

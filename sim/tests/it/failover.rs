@@ -306,4 +306,11 @@ fn exponential_delay_spaces_restarts_with_seeded_jitter_and_failure_rate_gives_u
         reason.contains("restart strategy failure-rate") && reason.contains("2 failures within 60000 ms"),
         "{reason}"
     );
+    // The schedule exceeded what the strategy allows: expected-unrecoverable, not a failure.
+    match sluice_sim::check::judge(&report, &scenario) {
+        sluice_sim::check::Verdict::ExpectedUnrecoverable(why) => {
+            assert!(why.contains("exhausted the restart strategy"), "{why}");
+        }
+        other => panic!("expected-unrecoverable, got {other:?}"),
+    }
 }

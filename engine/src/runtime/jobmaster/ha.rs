@@ -110,8 +110,10 @@ impl Replayed {
             JobEvent::AttemptStarted { attempt, global } => {
                 self.last_attempt = self.last_attempt.max(attempt);
                 if global {
+                    // Everything runs again, parallelism decisions included.
                     self.floor = self.floor.max(attempt);
                     self.finished.retain(|_, finished| finished.attempt >= attempt);
+                    self.decisions.clear();
                 }
             }
             JobEvent::ParallelismDecided { vertex, ranges } => {
@@ -175,4 +177,63 @@ pub(super) async fn stored_jobs(storage: &dyn Storage) -> Vec<StoredJob> {
         jobs.push(StoredJob { spec, log });
     }
     jobs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finished(vertex: u32, subtask: u32, attempt: u32) -> JobEvent {
+        let vertex = ExecutionVertexId { vertex: JobVertexId(vertex), subtask };
+        JobEvent::SubtaskFinished { vertex, attempt, partitions: Vec::new() }
+    }
+
+    fn replay(events: Vec<JobEvent>) -> Replayed {
+        let mut replayed = Replayed::default();
+        for event in events {
+            replayed.apply(event);
+        }
+        replayed
+    }
+
+    #[test]
+    fn replay_keeps_finished_work_until_it_is_reset_or_everything_restarts() {
+        let decided = JobEvent::ParallelismDecided { vertex: JobVertexId(2), ranges: vec![(0, 64), (64, 128)] };
+        let log = replay(vec![
+            JobEvent::AttemptStarted { attempt: 0, global: true },
+            finished(0, 0, 0),
+            finished(0, 1, 0),
+            decided.clone(),
+            decided.clone(), // a retried append
+            finished(2, 0, 0),
+            JobEvent::SubtasksReset {
+                attempt: 1,
+                vertices: vec![ExecutionVertexId { vertex: JobVertexId(2), subtask: 0 }],
+            },
+            finished(2, 0, 1),
+            JobEvent::SubtasksReset {
+                attempt: 2,
+                vertices: vec![ExecutionVertexId { vertex: JobVertexId(0), subtask: 1 }],
+            },
+        ]);
+        assert_eq!(log.last_attempt, 2);
+        assert_eq!(log.floor, 0);
+        assert_eq!(log.decisions.len(), 1);
+        let kept: Vec<(u32, u32, u32)> =
+            log.finished.iter().map(|(vertex, finished)| (vertex.vertex.0, vertex.subtask, finished.attempt)).collect();
+        assert_eq!(kept, [(0, 0, 0), (2, 0, 1)]);
+
+        let log = replay(vec![
+            finished(0, 0, 0),
+            decided,
+            JobEvent::AttemptStarted { attempt: 3, global: true },
+            finished(0, 1, 3),
+            JobEvent::JobEnded(JobStatus::Finished),
+            JobEvent::JobEnded(JobStatus::Failed("a duplicate never wins".to_string())),
+        ]);
+        assert_eq!((log.last_attempt, log.floor), (3, 3));
+        assert!(log.decisions.is_empty(), "a restart of everything decides again");
+        assert_eq!(log.finished.len(), 1);
+        assert_eq!(log.result, Some(JobStatus::Finished));
+    }
 }

@@ -477,6 +477,9 @@ impl JobMaster {
         self.task_managers.remove(name);
         self.registry.lock().expect("registry lock").remove(name);
         self.slot_pool.remove_task_manager(name);
+        if let Some(reconciliation) = self.job.as_mut().and_then(|job| job.reconciling.as_mut()) {
+            reconciliation.forget(name); // what it held is gone with it
+        }
         let Some(job) = self.job.as_mut() else {
             self.trace(TraceEvent::TaskManagerLost { name: name.to_string(), reason: reason.to_string() });
             return;

@@ -39,6 +39,11 @@ pub(super) struct Reconciliation {
 }
 
 impl Reconciliation {
+    /// A TaskManager was lost while the JobMaster reconciled: nothing it reported is held.
+    pub(super) fn forget(&mut self, name: &str) {
+        self.held.remove(name);
+    }
+
     fn is_held(&self, descriptor: &ShuffleDescriptor) -> bool {
         match &descriptor.location {
             PartitionLocation::TaskManager { name, .. } => {
