@@ -50,7 +50,8 @@ rpc_request!(RequestJobStatus => Option<JobStatusReport>);
 pub enum JobStatus {
     /// Tasks are being scheduled or run.
     Running,
-    /// Waiting to restart after a failure.
+    /// Waiting to restart every subtask after a failure (a region restart leaves the job
+    /// running).
     Restarting,
     /// Every task finished; sinks committed.
     Finished,

@@ -123,6 +123,22 @@ impl ResultPartitionManager {
         self.lock().keys().copied().collect()
     }
 
+    /// Partitions held that can still be read, in id order: pipelined ones, and blocking ones
+    /// whose data file is still on disk (a lost file or disk loses them). What a TaskManager
+    /// tells a JobMaster it holds.
+    pub async fn intact_partition_ids(&self) -> Vec<ResultPartitionId> {
+        let Ok(files) = self.storage.list("partitions/").await else { return Vec::new() };
+        let files: std::collections::BTreeSet<String> = files.into_iter().collect();
+        self.lock()
+            .iter()
+            .filter(|(_, entry)| match &entry.local {
+                Local::Pipelined(_) => true,
+                Local::SortMerge(partition) => partition.data_length() == 0 || files.contains(&partition.data_path),
+            })
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
     /// Answers one consumer request, charging the disk read (blocking) and the network send.
     /// A request for data not there yet waits up to [`LONG_POLL`], then answers `NotYet`.
     pub async fn serve(&self, request: RequestBuffers) -> Result<BufferResponse, PartitionRequestError> {

@@ -87,8 +87,9 @@ pub struct ReleasePartitions {
 }
 rpc_request!(ReleasePartitions => ());
 
-/// JobMaster → shuffle service: which finished partitions do you hold? (A restarted JobMaster
-/// keeps the finished work whose partitions survive.)
+/// JobMaster → partition server (shuffle service or TaskManager): which partitions can you
+/// still serve? (A restarted JobMaster keeps the finished work whose partitions survive; a
+/// JobMaster told a partition was not found checks what else its server lost.)
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ListPartitions;
 rpc_request!(ListPartitions => Vec<ResultPartitionId>);

@@ -78,6 +78,11 @@ impl SortMergePartition {
         self.frames.len() as u32
     }
 
+    /// Bytes written to its data file (a partition with no items has no files).
+    pub(super) fn data_length(&self) -> u64 {
+        self.data_length
+    }
+
     /// Buffers an item; true once the write buffer should be spilled.
     pub(super) fn add(&mut self, subpartition: u32, item: StreamItem, threshold: usize) -> bool {
         assert!(!self.finished, "internal: an item was added to a finished blocking partition");

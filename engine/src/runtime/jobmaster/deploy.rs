@@ -111,7 +111,14 @@ impl JobMaster {
         }
         self.decide_parallelism().await;
         let mut waiting = false;
-        let schedulable = self.job.as_ref().expect("checked").strategy.schedulable_regions();
+        let job = self.job.as_ref().expect("checked");
+        let now = Instant::now();
+        let held = |region: &RegionId| {
+            let key = job.strategy.graph().regions()[region.0 as usize].vertices[0];
+            job.region_holds.get(&key).is_some_and(|until| now < *until)
+        };
+        let schedulable: Vec<RegionId> =
+            job.strategy.schedulable_regions().into_iter().filter(|region| !held(region)).collect();
         for region in schedulable {
             let needed = self.job.as_ref().expect("checked").strategy.slot_sharing(region).groups.len() as u32;
             match self.slot_pool.allocate_bulk(needed) {

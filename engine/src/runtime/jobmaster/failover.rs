@@ -1,7 +1,8 @@
 //! The JobMaster's side of failover: a failure goes to the restart strategy, then either every
-//! subtask restarts (restart-all, and every job that checkpoints) or the regions that
-//! [`regions_to_restart`] picks do, under a new attempt number, after the delay; the other
-//! regions go on meanwhile.
+//! subtask restarts (restart-all, and every job that checkpoints: the job is `Restarting` until
+//! the delay passed) or the regions that [`regions_to_restart`] picks do, under a new attempt
+//! number, each held back until the delay passed; the other regions go on meanwhile, and are
+//! scheduled as their inputs become ready.
 
 use std::collections::BTreeSet;
 
@@ -135,10 +136,15 @@ impl JobMaster {
                 }
             }
         }
-        job.strategy.reset_regions(&regions);
-        job.status = JobStatus::Restarting;
+        // The restarted regions wait out the delay; the others go on, and are scheduled as
+        // their inputs become ready.
         let due = Instant::now() + delay;
-        job.restart_at = Some(job.restart_at.map_or(due, |pending| pending.max(due)));
+        for region in &regions {
+            let key = job.strategy.graph().regions()[region.0 as usize].vertices[0];
+            let hold = job.region_holds.entry(key).or_insert(due);
+            *hold = (*hold).max(due);
+        }
+        job.strategy.reset_regions(&regions);
         self.trace(TraceEvent::RegionsRestarting {
             attempt,
             delay_ms: delay.as_millis() as u64,

@@ -11,9 +11,9 @@
 //! ```text
 //!            submit                 all subtasks finished
 //!  (none) ───────────> Running ───────────────────────────> Finished
-//!                       │   ▲
-//!   task failed or      │   │ restart delay elapsed
-//!   TaskManager lost    ▼   │
+//!                       │   ▲    (a region restart stays Running: the restarted regions
+//!   restart-all after   │   │     wait out the delay, the others go on)
+//!   a failure           ▼   │ restart delay elapsed
 //!                    Restarting ── restart strategy gives up ──> Failed
 //! ```
 //!
@@ -55,8 +55,10 @@ use crate::failover::{FailoverStrategy, RestartTracker};
 use crate::graph::{ExecutionGraph, ExecutionVertexId, ExternalSystems, IntermediateDataSetId};
 use crate::rpc::{RpcClient, serve};
 use crate::scheduler::{SchedulingStrategy, SlotId, SlotPool};
-use crate::shuffle::protocol::ReleasePartitions;
-use crate::shuffle::{PartitionTracker, ResultPartitionId, ShuffleDescriptor, ShuffleMaster, shuffle_master};
+use crate::shuffle::protocol::{ListPartitions, ReleasePartitions};
+use crate::shuffle::{
+    PartitionLocation, PartitionTracker, ResultPartitionId, ShuffleDescriptor, ShuffleMaster, shuffle_master,
+};
 use crate::storage::{Storage, StorageFactory};
 
 use self::failover::Failure;
@@ -109,6 +111,13 @@ enum Event {
     },
     /// The shuffle service answered which finished partitions it holds.
     RemotePartitions(Vec<ResultPartitionId>),
+    /// A TaskManager answered which of the partitions asked about it can still serve.
+    PartitionsHeld {
+        name: String,
+        instance: u64,
+        asked: Vec<ResultPartitionId>,
+        held: Vec<ResultPartitionId>,
+    },
     /// The ticker fired at this time.
     Tick(Instant),
 }
@@ -153,6 +162,8 @@ struct JobRun {
     status: JobStatus,
     restarts: RestartTracker,
     restart_at: Option<Instant>,
+    /// Regions (by first subtask) that restarted and wait until then to be scheduled again.
+    region_holds: BTreeMap<ExecutionVertexId, Instant>,
     /// A restart of every subtask is pending: further failures change nothing.
     global_restart_pending: bool,
     /// The current run of each subtask that was deployed (or found finished in the log).
@@ -195,6 +206,7 @@ impl JobRun {
             floor: attempt,
             status: JobStatus::Running,
             restart_at: None,
+            region_holds: BTreeMap::new(),
             global_restart_pending: false,
             executions: BTreeMap::new(),
             slot_users: BTreeMap::new(),
@@ -227,6 +239,7 @@ impl JobRun {
         self.slot_users.clear();
         self.partition_bytes.clear();
         self.waiting_for_slots_since = None;
+        self.region_holds.clear();
         self.partitions.take_all()
     }
 }
@@ -383,6 +396,9 @@ impl JobMaster {
                 }
             }
             Event::RemotePartitions(held) => self.on_remote_partitions(held).await,
+            Event::PartitionsHeld { name, instance, asked, held } => {
+                self.on_partitions_held(name, instance, asked, held).await;
+            }
             Event::Tick(at) => self.on_tick(at).await,
         }
     }
@@ -541,6 +557,9 @@ impl JobMaster {
             job.restart_at = None;
             job.global_restart_pending = false;
         }
+        if let Some(job) = &mut self.job {
+            job.region_holds.retain(|_, until| now < *until);
+        }
         self.reconcile_tick(now).await;
         self.try_schedule().await;
         self.checkpoint_tick();
@@ -593,10 +612,76 @@ impl JobMaster {
                     | TaskFailure::CorruptInput { partition, .. } => BTreeSet::from([*partition]),
                     _ => BTreeSet::new(),
                 };
+                // A partition gone from a TaskManager that still runs: what else did it lose
+                // (a lost disk loses them all)? Found now, they restart with this failure
+                // instead of one consumer failure at a time.
+                if let TaskFailure::PartitionNotFound { partition, .. } | TaskFailure::CorruptInput { partition, .. } =
+                    &failure
+                {
+                    self.check_partitions_of(*partition);
+                }
                 let cause = format!("{vertex} failed: {failure}");
                 self.on_failure(Failure { cause, failed: BTreeSet::from([vertex]), lost }).await;
             }
         }
+    }
+
+    /// Asks the TaskManager that held `partition` which of the finished partitions still needed
+    /// there it can serve; the answer comes back as [`Event::PartitionsHeld`].
+    fn check_partitions_of(&self, partition: ResultPartitionId) {
+        let Some(job) = &self.job else { return };
+        let Some(PartitionLocation::TaskManager { name, .. }) =
+            job.partitions.descriptor(partition).map(|descriptor| descriptor.location.clone())
+        else {
+            return;
+        };
+        let Some(info) = self.task_managers.get(&name) else { return };
+        let asked: Vec<ResultPartitionId> =
+            job.partitions.needed_on(&name).into_iter().filter(|id| *id != partition).collect();
+        if asked.is_empty() {
+            return;
+        }
+        let (client, events, address, instance) =
+            (self.client.clone(), self.events.clone(), info.address, info.instance);
+        madsim::task::spawn(async move {
+            if let Ok(held) = client.call(address, ListPartitions, CONTROL_TIMEOUT).await {
+                let _ = events.send(Event::PartitionsHeld { name, instance, asked, held });
+            }
+        });
+    }
+
+    /// A TaskManager answered which partitions it can serve: those asked about that it cannot
+    /// are lost, and their producers failed.
+    async fn on_partitions_held(
+        &mut self,
+        name: String,
+        instance: u64,
+        asked: Vec<ResultPartitionId>,
+        held: Vec<ResultPartitionId>,
+    ) {
+        if self.task_managers.get(&name).is_none_or(|info| info.instance != instance) {
+            return; // lost meanwhile: that loss was handled as a whole
+        }
+        let Some(job) = &self.job else { return };
+        let held: BTreeSet<ResultPartitionId> = held.into_iter().collect();
+        let lost: BTreeSet<ResultPartitionId> =
+            asked.into_iter().filter(|id| !held.contains(id) && job.partitions.is_available(*id)).collect();
+        if lost.is_empty() {
+            return;
+        }
+        let job_graph = job.strategy.graph().job_graph();
+        let failed = lost
+            .iter()
+            .map(|id| ExecutionVertexId {
+                vertex: job_graph.edge(id.partition.dataset).source,
+                subtask: id.partition.producer_subtask,
+            })
+            .collect();
+        let cause = match lost.len() {
+            1 => format!("a finished partition still needed was lost on {name}"),
+            count => format!("{count} finished partitions still needed were lost on {name}"),
+        };
+        self.on_failure(Failure { cause, failed, lost }).await;
     }
 
     fn cancel_attempts_before(&self, attempt: u32) {

@@ -39,7 +39,7 @@ use super::task::{CheckpointEnvironment, TaskControl, TaskEnvironment, run_task}
 use super::trace::{TraceEvent, TracerHandle};
 use crate::graph::{ExecutionGraph, ExecutionVertexId};
 use crate::rpc::{RpcClient, serve};
-use crate::shuffle::protocol::{ReleasePartitions, RequestBuffers};
+use crate::shuffle::protocol::{ListPartitions, ReleasePartitions, RequestBuffers};
 use crate::shuffle::{ResultPartitionManager, ShuffleConfig};
 use crate::storage::{Storage, StorageFactory};
 
@@ -153,6 +153,11 @@ pub async fn run_task_manager(config: TaskManagerConfig) {
         async move { partitions.serve(request).await }
     });
     let partitions = task_manager.partitions.clone();
+    serve(&endpoint, move |_: ListPartitions| {
+        let partitions = partitions.clone();
+        async move { partitions.intact_partition_ids().await }
+    });
+    let partitions = task_manager.partitions.clone();
     serve(&endpoint, move |request: ReleasePartitions| {
         let partitions = partitions.clone();
         async move { partitions.release(&request.partitions).await }
@@ -174,7 +179,7 @@ impl TaskManager {
                     session,
                     address: config.address,
                     slots: config.slots,
-                    partitions: self.partitions.partition_ids(),
+                    partitions: self.partitions.intact_partition_ids().await,
                 };
                 if self.client.call(config.job_master, registration, CONTROL_TIMEOUT).await.is_ok() {
                     break;
