@@ -30,11 +30,12 @@ pub(super) fn report_line(report: &RunReport, verdict: &Verdict) -> String {
     );
     let recovery = &report.recovery;
     if recovery.subtasks_restarted > 0 || recovery.regions_restarted > 0 {
+        let plural = |count: u64, noun: &str| format!("{count} {noun}{}", if count == 1 { "" } else { "s" });
         line.push_str(&format!(
-            "\n             recovery: {} subtasks and {} regions restarted, {} records recomputed, {:.3}s recovering",
-            recovery.subtasks_restarted,
-            recovery.regions_restarted,
-            recovery.records_recomputed,
+            "\n             recovery: {} and {} restarted, {} recomputed, {:.3}s recovering",
+            plural(recovery.subtasks_restarted, "subtask"),
+            plural(recovery.regions_restarted, "region"),
+            plural(recovery.records_recomputed, "record"),
             recovery.recovery_time.as_secs_f64()
         ));
     }

@@ -83,3 +83,11 @@ fn compare_tables_every_exchange_mode_against_all_blocking() {
     }
     let _ = std::fs::remove_dir_all(&directory);
 }
+
+#[test]
+fn a_run_that_recovered_says_what_recovery_cost() {
+    // tm-2 dies with the `items` partition: region failover re-runs that one source (500 items).
+    let (status, stdout, stderr) = sluice(&["run", "scenarios/tpcds-lost-producer-local.yaml", "--seed", "1"]);
+    assert_eq!(status, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("recovery: 1 subtask and 1 region restarted, 500 records recomputed, "), "{stdout}");
+}
