@@ -85,6 +85,34 @@ fn compare_tables_every_exchange_mode_against_all_blocking() {
 }
 
 #[test]
+fn compare_with_failover_shows_region_failover_recomputing_less_than_restart_all() {
+    let directory = std::env::temp_dir().join(format!("sluice-compare-failover-{}", std::process::id()));
+    let arguments = [
+        "compare",
+        "scenarios/tpcds-tm-crash-regions.yaml",
+        "--failover",
+        "--seeds",
+        "1..3",
+        "--failures",
+        directory.to_str().unwrap(),
+    ];
+    let (status, stdout, stderr) = sluice(&arguments);
+    assert_eq!(status, 0, "{stdout}{stderr}");
+    // The recomputed-records column is the one before the recovery time.
+    let recomputed = |failover: &str| -> f64 {
+        let row = stdout
+            .lines()
+            .find(|line| line.starts_with("batch") && line.split_whitespace().nth(2) == Some(failover))
+            .unwrap_or_else(|| panic!("no `{failover}` row in:\n{stdout}"));
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        fields[fields.len() - 2].parse().unwrap_or_else(|_| panic!("not a number in `{row}`"))
+    };
+    let (all, region) = (recomputed("restart-all"), recomputed("region"));
+    assert!(all > 0.0 && region < all, "restart-all recomputed {all}, region {region}:\n{stdout}");
+    let _ = std::fs::remove_dir_all(&directory);
+}
+
+#[test]
 fn a_run_that_recovered_says_what_recovery_cost() {
     // tm-2 dies with the `items` partition: region failover re-runs that one source (500 items).
     let (status, stdout, stderr) = sluice(&["run", "scenarios/tpcds-lost-producer-local.yaml", "--seed", "1"]);

@@ -395,7 +395,7 @@ impl JobMaster {
                     self.on_failure(Failure::of_subtask(execution.vertex, cause)).await;
                 }
             }
-            Event::RemotePartitions(held) => self.on_remote_partitions(held).await,
+            Event::RemotePartitions(held) => self.on_remote_partitions(held),
             Event::PartitionsHeld { name, instance, asked, held } => {
                 self.on_partitions_held(name, instance, asked, held).await;
             }
@@ -473,7 +473,7 @@ impl JobMaster {
             Liveness { instance: registration.instance, session: registration.session, last_heartbeat: Instant::now() },
         );
         if self.job.as_ref().is_some_and(|job| job.reconciling.is_some()) {
-            self.reconcile_registration(&name, registration.partitions).await;
+            self.reconcile_registration(&name, registration.partitions);
         } else {
             // What it holds and nobody needs: partitions of runs that are no longer current.
             let stale: Vec<ResultPartitionId> = registration

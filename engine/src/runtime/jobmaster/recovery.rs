@@ -126,13 +126,13 @@ impl JobMaster {
         });
     }
 
-    pub(super) async fn on_remote_partitions(&mut self, held: Vec<ResultPartitionId>) {
+    pub(super) fn on_remote_partitions(&mut self, held: Vec<ResultPartitionId>) {
         let Some(reconciliation) = self.job.as_mut().and_then(|job| job.reconciling.as_mut()) else { return };
         reconciliation.remote = Some(held.into_iter().collect());
     }
 
     /// A TaskManager registered while the JobMaster reconciles: remember what it holds.
-    pub(super) async fn reconcile_registration(&mut self, name: &str, partitions: Vec<ResultPartitionId>) {
+    pub(super) fn reconcile_registration(&mut self, name: &str, partitions: Vec<ResultPartitionId>) {
         let Some(reconciliation) = self.job.as_mut().and_then(|job| job.reconciling.as_mut()) else { return };
         reconciliation.waiting.remove(name);
         reconciliation.held.insert(name.to_string(), partitions.into_iter().collect());
