@@ -242,9 +242,13 @@ impl TypeInfo {
             clone: clone_erased::<T>,
         }
     }
-    /// The Rust name of the type.
+    /// The Rust name of the type, with its module paths (`alloc::string::String`).
     pub fn name(&self) -> &'static str {
         self.name
+    }
+    /// The type's name as a user writes it (`String`): see [`readable_type_name`].
+    pub fn readable_name(&self) -> String {
+        readable_type_name(self.name)
     }
     /// Appends the encoding of an element of this type.
     pub fn encode(&self, element: &dyn Any, out: &mut Vec<u8>) {
@@ -264,6 +268,34 @@ impl fmt::Debug for TypeInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name)
     }
+}
+
+/// A type name as a user writes it: every path shortened to its last segment, inside generics
+/// and tuples too, so `(alloc::string::String, u64)` reads `(String, u64)` and
+/// `alloc::vec::Vec<core::option::Option<i64>>` reads `Vec<Option<i64>>`. Plans print types
+/// this way; [`std::any::type_name`] spells out every module.
+pub fn readable_type_name(name: &str) -> String {
+    let is_identifier = |character: char| character.is_alphanumeric() || character == '_';
+    let mut readable = String::with_capacity(name.len());
+    // Where, in `readable`, the path being read began.
+    let mut path_start = 0;
+    let mut rest = name;
+    while let Some(character) = rest.chars().next() {
+        if let Some(after) = rest.strip_prefix("::")
+            && readable.ends_with(is_identifier)
+        {
+            // A module (or type) segment followed by `::`: drop it, keep what follows.
+            readable.truncate(path_start);
+            rest = after;
+            continue;
+        }
+        readable.push(character);
+        if !is_identifier(character) {
+            path_start = readable.len();
+        }
+        rest = &rest[character.len_utf8()..];
+    }
+    readable
 }
 
 /// Extracts the encoded key of an erased element: the key selector of a `key_by`.
@@ -286,6 +318,30 @@ mod tests {
     fn round_trip<T: Record + PartialEq>(value: T) {
         let bytes = value.to_bytes();
         assert_eq!(T::from_bytes(&bytes).unwrap(), value);
+    }
+
+    #[test]
+    fn type_names_read_as_a_user_writes_them() {
+        assert_eq!(readable_type_name("alloc::string::String"), "String");
+        assert_eq!(readable_type_name("(alloc::string::String, u64)"), "(String, u64)");
+        assert_eq!(readable_type_name("alloc::vec::Vec<core::option::Option<i64>>"), "Vec<Option<i64>>");
+        assert_eq!(
+            readable_type_name("alloc::collections::btree::map::BTreeMap<alloc::string::String, (u8, [u16; 4])>"),
+            "BTreeMap<String, (u8, [u16; 4])>"
+        );
+        assert_eq!(readable_type_name("&'static str"), "&'static str");
+        assert_eq!(readable_type_name("u64"), "u64");
+        assert_eq!(readable_type_name("my_job::events::Event"), "Event");
+        assert_eq!(
+            readable_type_name("alloc::boxed::Box<dyn core::any::Any + core::marker::Send>"),
+            "Box<dyn Any + Send>"
+        );
+        // A qualified path keeps the `::` that follows a closing bracket.
+        assert_eq!(
+            readable_type_name("<alloc::vec::Vec<u8> as core::iter::traits::collect::IntoIterator>::Item"),
+            "<Vec<u8> as IntoIterator>::Item"
+        );
+        assert_eq!(TypeInfo::of::<(String, Vec<Option<i64>>)>().readable_name(), "(String, Vec<Option<i64>>)");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The Graphviz rendering of job graphs (`sluice plan --format dot`) on the catalog's plans:
-//! every vertex and edge drawn, blocking edges dashed, regions as clusters, names escaped.
+//! every vertex and edge drawn with its record type as a user writes it, blocking edges dashed,
+//! regions as clusters, a legend of what the drawing uses, names escaped.
 
 use sluice_engine::api::{JobConfig, StreamEnv};
 use sluice_engine::catalog;
@@ -23,8 +24,32 @@ fn every_vertex_and_edge_is_drawn_and_blocking_edges_are_dashed() {
         assert!(dot.contains(&label), "`{label}` missing:\n{dot}");
     }
     assert_eq!(dot.matches(" -> v").count(), graph.edges.len(), "{dot}");
-    assert!(dot.contains("v0 -> v2 [label=\"FORWARD Pointwise\", style=solid];"), "{dot}");
-    assert!(dot.contains("v4 -> v5 [label=\"HASH AllToAll\\n(input 1)\", style=dashed];"), "{dot}");
+    assert!(dot.contains("v0 -> v2 [label=\"FORWARD Pointwise\\n(u64, u64)\", style=solid];"), "{dot}");
+    assert!(dot.contains("v4 -> v5 [label=\"HASH AllToAll\\n(u64, String)\\n(input 1)\", style=dashed];"), "{dot}");
+    assert!(!dot.contains("alloc::"), "types are printed as a user writes them:\n{dot}");
+}
+
+/// The legend, the part of the drawing after its last edge.
+fn legend(dot: &str) -> &str {
+    dot.split_once("  subgraph cluster_legend {\n").map_or("", |(_, legend)| legend)
+}
+
+#[test]
+fn the_legend_explains_the_edge_styles_and_clusters_the_drawing_uses() {
+    let pointwise = job_graph_dot(&plan("tpcds", ExecutionMode::Batch, ExchangeMode::PointwiseEdgesPipelined));
+    let legend_of_both = legend(&pointwise);
+    assert!(legend_of_both.contains("legend_pipelined_producer -> legend_pipelined [style=solid];"), "{pointwise}");
+    assert!(legend_of_both.contains("legend_blocking_producer -> legend_blocking [style=dashed];"), "{pointwise}");
+    assert!(legend_of_both.contains("legend_region [shape=box, style=rounded, color=gray,"), "{pointwise}");
+    assert!(legend_of_both.contains("record type"), "the legend says what an edge label holds:\n{pointwise}");
+    let blocking = job_graph_dot(&plan("tpcds", ExecutionMode::Batch, ExchangeMode::AllEdgesBlocking));
+    assert!(legend(&blocking).contains("[style=dashed]"), "{blocking}");
+    assert!(!legend(&blocking).contains("legend_pipelined") && !legend(&blocking).contains("legend_region"));
+    let streaming = job_graph_dot(&plan("wordcount", ExecutionMode::Streaming, ExchangeMode::AllEdgesPipelined));
+    assert!(!legend(&streaming).contains("legend_blocking"), "{streaming}");
+    for dot in [pointwise, blocking, streaming] {
+        assert_eq!(dot.matches('{').count(), dot.matches('}').count(), "{dot}");
+    }
 }
 
 #[test]
@@ -36,9 +61,9 @@ fn job_vertices_sharing_a_pipelined_region_form_one_cluster() {
         assert!(cluster.contains(&format!("    {vertex} [label=")), "{vertex} not in the cluster:\n{pointwise}");
     }
     let blocking = job_graph_dot(&plan("tpcds", ExecutionMode::Batch, ExchangeMode::AllEdgesBlocking));
-    assert!(!blocking.contains("subgraph") && !blocking.contains("style=solid"), "{blocking}");
+    assert!(!blocking.contains("subgraph cluster_region_") && !blocking.contains("style=solid"), "{blocking}");
     let streaming = job_graph_dot(&plan("wordcount", ExecutionMode::Streaming, ExchangeMode::AllEdgesPipelined));
-    assert_eq!(streaming.matches("subgraph").count(), 1, "{streaming}");
+    assert_eq!(streaming.matches("subgraph cluster_region_").count(), 1, "{streaming}");
     assert!(!streaming.contains("style=dashed"), "{streaming}");
 }
 

@@ -1,10 +1,11 @@
 //! [`job_graph_dot`]: a [`JobGraph`] as a Graphviz digraph, for `sluice plan --format dot`.
 //!
 //! One box per job vertex (its name and parallelism, `auto` when decided at runtime), one arrow
-//! per [`JobEdge`] labelled with its partitioner and distribution pattern, solid when PIPELINED
-//! and dashed when BLOCKING. Job vertices whose subtasks share a pipelined region are drawn
-//! inside one cluster. The output is deterministic: vertices, edges and clusters come in id
-//! order.
+//! per [`JobEdge`] labelled with its partitioner, distribution pattern and record type (as a
+//! user writes it, `(String, u64)`), solid when PIPELINED and dashed when BLOCKING. Job vertices
+//! whose subtasks share a pipelined region are drawn inside one cluster. A legend cluster explains
+//! the edge styles and the region clusters that the drawing uses. The output is deterministic:
+//! vertices, edges and clusters come in id order.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -20,7 +21,8 @@ pub fn job_graph_dot(graph: &JobGraph) -> String {
     let _ = writeln!(dot, "  label=\"{}\";", escape(&title));
     dot.push_str("  labelloc=t;\n  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\"];\n");
     dot.push_str("  edge [fontname=\"Helvetica\", fontsize=10];\n");
-    for (index, group) in region_groups(graph).iter().enumerate() {
+    let groups = region_groups(graph);
+    for (index, group) in groups.iter().enumerate() {
         if let [single] = group.as_slice() {
             let _ = writeln!(dot, "  {}", vertex_statement(graph.vertex(*single)));
             continue;
@@ -33,10 +35,56 @@ pub fn job_graph_dot(graph: &JobGraph) -> String {
         dot.push_str("  }\n");
     }
     for edge in &graph.edges {
-        let _ = writeln!(dot, "  {}", edge_statement(edge));
+        let _ = writeln!(dot, "  {}", edge_statement(graph, edge));
     }
+    let has_regions = groups.iter().any(|group| group.len() > 1);
+    dot.push_str(&legend(&graph.edges, has_regions));
     dot.push_str("}\n");
     dot
+}
+
+/// A cluster explaining what the drawing uses: the edge styles present, what an edge label
+/// says, and the region clusters if there are any. Empty for a graph without edges or regions.
+fn legend(edges: &[JobEdge], has_regions: bool) -> String {
+    let has = |partition_type| edges.iter().any(|edge| edge.partition_type == partition_type);
+    let mut entries = String::new();
+    if !edges.is_empty() {
+        entries
+            .push_str("    legend_labels [label=\"edge label: partitioner, distribution pattern,\\nrecord type\"];\n");
+    }
+    let styles = [
+        (
+            ResultPartitionType::Pipelined,
+            "pipelined",
+            "PIPELINED: consumed while it is produced;\\nproducer and consumer run at the same time",
+        ),
+        (
+            ResultPartitionType::Blocking,
+            "blocking",
+            "BLOCKING: produced in full and kept,\\nthen consumed (it can be read again)",
+        ),
+    ];
+    for (partition_type, name, meaning) in styles {
+        if has(partition_type) {
+            let _ = writeln!(entries, "    legend_{name}_producer [shape=point, width=0.06, label=\"\"];");
+            let _ = writeln!(entries, "    legend_{name} [label=\"{meaning}\"];");
+            let _ = writeln!(
+                entries,
+                "    legend_{name}_producer -> legend_{name} [style={}];",
+                edge_style(partition_type)
+            );
+        }
+    }
+    if has_regions {
+        entries.push_str(
+            "    legend_region [shape=box, style=rounded, color=gray, label=\"pipelined region: its subtasks are\\nscheduled and restarted together\"];\n",
+        );
+    }
+    if entries.is_empty() {
+        return entries;
+    }
+    let header = "  subgraph cluster_legend {\n    label=\"legend\";\n    color=gray;\n    fontsize=10;\n";
+    format!("{header}    node [shape=plaintext, fontsize=10];\n{entries}  }}\n")
 }
 
 fn vertex_statement(vertex: &JobVertex) -> String {
@@ -45,16 +93,21 @@ fn vertex_statement(vertex: &JobVertex) -> String {
     format!("v{} [label=\"{}\"];", vertex.id.0, escape(&label))
 }
 
-fn edge_statement(edge: &JobEdge) -> String {
-    let mut label = format!("{} {:?}", edge.partitioner.name(), edge.distribution);
+fn edge_statement(graph: &JobGraph, edge: &JobEdge) -> String {
+    let record_type = graph.stream_graph.node(edge.source_node).output_type.readable_name();
+    let mut label = format!("{} {:?}\n{record_type}", edge.partitioner.name(), edge.distribution);
     if edge.target_input > 0 {
         let _ = write!(label, "\n(input {})", edge.target_input);
     }
-    let style = match edge.partition_type {
+    let style = edge_style(edge.partition_type);
+    format!("v{} -> v{} [label=\"{}\", style={style}];", edge.source.0, edge.target.0, escape(&label))
+}
+
+fn edge_style(partition_type: ResultPartitionType) -> &'static str {
+    match partition_type {
         ResultPartitionType::Pipelined => "solid",
         ResultPartitionType::Blocking => "dashed",
-    };
-    format!("v{} -> v{} [label=\"{}\", style={style}];", edge.source.0, edge.target.0, escape(&label))
+    }
 }
 
 /// Escapes text for a quoted DOT string: backslashes, quotes and line breaks.

@@ -242,7 +242,7 @@ impl fmt::Display for StreamGraph {
                 node.body.kind(),
                 node.name,
                 node.parallelism,
-                node.output_type.name()
+                node.output_type.readable_name()
             )?;
             for (target, edge) in self.out_edges(node.id) {
                 let input = if edge.input > 0 { format!(" (input {})", edge.input) } else { String::new() };
