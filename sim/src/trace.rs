@@ -122,12 +122,17 @@ pub fn to_json_lines(records: &[TraceRecord]) -> String {
     text
 }
 
-/// Reads a JSON lines trace; an error names the line.
+/// Reads a JSON lines trace; an error names the line. Blank lines may end the text but not
+/// stand between records, so that record `n` is on line `n` (errors about records, such as a
+/// timeline's, name their line that way).
 pub fn from_json_lines(text: &str) -> Result<Vec<TraceRecord>, String> {
-    text.lines()
+    text.trim_end()
+        .lines()
         .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
         .map(|(index, line)| {
+            if line.trim().is_empty() {
+                return Err(format!("line {}: a blank line; a trace has one event per line", index + 1));
+            }
             let json: JsonRecord =
                 serde_json::from_str(line).map_err(|error| format!("line {}: {error}", index + 1))?;
             Ok(TraceRecord { time: Duration::from_nanos(json.time_ns), node: json.node, event: json.event })
@@ -172,5 +177,32 @@ mod tests {
         assert!(text.starts_with("{\"time_ns\":5,\"node\":\"jm\",\"event\":\"job_master_started\"}"), "{text}");
         assert_eq!(from_json_lines(&text).unwrap(), records);
         assert!(from_json_lines("{}\n").unwrap_err().starts_with("line 1"));
+        assert_eq!(from_json_lines(&format!("{text}\n \n")).unwrap(), records, "blank lines may end a trace");
+        assert_eq!(from_json_lines("").unwrap(), []);
+    }
+
+    /// A trace file is input: whatever it holds gives records or an error naming the line.
+    #[test]
+    fn malformed_lines_are_errors_naming_their_line() {
+        let good = to_json_lines(&[TraceRecord {
+            time: Duration::ZERO,
+            node: "jm".into(),
+            event: TraceEvent::JobMasterStarted,
+        }]);
+        let error = |line: &str| from_json_lines(&format!("{good}{line}\n")).unwrap_err();
+        assert!(
+            error(r#"{"time_ns":-5,"node":"jm","event":"job_master_started"}"#).starts_with("line 2: invalid value")
+        );
+        assert!(
+            error(r#"{"time_ns":18446744073709551616,"node":"jm","event":"job_master_started"}"#).starts_with("line 2")
+        );
+        assert!(
+            error(r#"{"time_ns":1,"node":"jm","event":"task_deployed","attempt":4294967296}"#).starts_with("line 2")
+        );
+        assert!(error(r#"{"time_ns":1,"node":"jm","event":"no_such_event"}"#).contains("unknown variant"));
+        assert!(error("not json at all").starts_with("line 2"));
+        assert!(error(&"[".repeat(100_000)).starts_with("line 2"), "deep nesting is an error, not a stack overflow");
+        let blank = from_json_lines(&format!("{good}\n{good}")).unwrap_err();
+        assert_eq!(blank, "line 2: a blank line; a trace has one event per line");
     }
 }

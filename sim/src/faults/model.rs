@@ -300,6 +300,15 @@ impl fmt::Display for FaultKind {
     }
 }
 
+/// The node a kill names, read back from the kill's text form (`kill tm-1 (restart after
+/// 500ms)`, as traces record it): the timeline shades a killed TaskManager's slots with it.
+/// `None` for any other kind of fault.
+pub fn killed_node(detail: &str) -> Option<&str> {
+    let rest = detail.strip_prefix("kill ")?;
+    let (node, rest) = rest.split_once(' ')?;
+    (rest.starts_with("(restart after ") || rest == "(no restart)").then_some(node)
+}
+
 impl fmt::Display for Trigger {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -644,5 +653,16 @@ mod tests {
         assert_eq!(partition.nodes(), vec!["jm", "tm-0"]);
         assert_eq!(partition.to_string(), "partition [jm] <-/-> [tm-0] for 1s");
         assert!(KIND_NAMES.contains(&partition.name()));
+    }
+
+    #[test]
+    fn a_kill_names_its_node_in_its_text_form() {
+        for restart_after in [None, Some(Duration::from_millis(500))] {
+            let kill = FaultKind::Kill { node: "tm-1".into(), restart_after };
+            assert_eq!(killed_node(&kill.to_string()), Some("tm-1"), "{kill}");
+        }
+        let slow = FaultKind::Slow { node: "tm-1".into(), factor: 3, duration: Duration::from_secs(1) };
+        assert_eq!(killed_node(&slow.to_string()), None);
+        assert_eq!(killed_node("kill tm-1 softly"), None);
     }
 }

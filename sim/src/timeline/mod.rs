@@ -1,21 +1,49 @@
 //! Timelines: a Gantt chart of one simulated run, built only from its trace.
 //!
-//! [`build`] turns a trace into a [`Timeline`]: one lane per TaskManager slot, one bar per task
-//! attempt (from its deployment to its end), and markers for what happened around the tasks
-//! (failures, restarts and recoveries, faults, commits, the job's end). [`Timeline::to_svg`]
-//! draws it as a standalone SVG document for a browser; [`Timeline::to_text`] draws a
-//! fixed-width text form for snapshots and terminals.
+//! [`try_build`] turns a trace into a [`Timeline`]: one lane per TaskManager slot, one bar per
+//! task attempt (from its deployment to its end), the time each killed TaskManager was down,
+//! and markers for what happened around the tasks (failures, restarts and recoveries, faults,
+//! commits, the job's end). [`Timeline::to_svg`] draws it as a standalone SVG document for a
+//! browser; [`Timeline::to_text`] draws a fixed-width text form for snapshots and terminals.
+//!
+//! The pictures must not mislead, so a bar ends where the task really stopped, as far as the
+//! trace can tell: when it reported, when the JobMaster cancelled its attempt, when its
+//! TaskManager lost the JobMaster and cancelled it, or when its TaskManager was killed (the
+//! JobMaster notices only later; nothing runs on a dead TaskManager). A finished task whose
+//! subtask ran again later is drawn as work thrown away; one that a restarted JobMaster kept
+//! (its partitions survived) is drawn as kept.
 //!
 //! A timeline is a pure function of the trace, so it is as deterministic as the trace: ordered
 //! maps only, and every name or detail taken from the trace is escaped before it reaches SVG.
 //! Adding a marker kind (checkpoints, say) means one [`MarkerKind`] variant, one arm in
 //! `marker_of` and one `MarkerStyle` in `MarkerKind::style`; both renderings follow the style.
+//!
+//! # Limits
+//!
+//! A trace file is input, so a timeline never allocates in proportion to a number it finds in
+//! one, and any trace gives a timeline or an error, never a panic or a hang. Times must not go
+//! backwards. A timeline draws at most [`MAX_VERTICES`] job vertices (vertex indices below it),
+//! [`MAX_LANES`] slots and [`MAX_ROWS`] rows of bars over all lanes (a lane has one row per task
+//! it runs at once); a trace beyond them is an error naming its line (the record's position in
+//! the trace, which is its line in the trace file) and field. The text form is at most
+//! [`MAX_TEXT_WIDTH`] columns wide. Everything else it keeps is proportional to the trace's size.
 
+use std::fmt;
 use std::time::Duration;
 
 use crate::trace::TraceRecord;
 
 use build::Builder;
+use style::MarkerStyle;
+
+/// The most job vertices a timeline draws: vertex indices must be below it.
+pub const MAX_VERTICES: usize = 1024;
+/// The most slots (lanes) a timeline draws.
+pub const MAX_LANES: usize = 2048;
+/// The most rows of bars a timeline draws, over all its lanes.
+pub const MAX_ROWS: usize = 4096;
+/// The widest text form, in columns: a wider request is narrowed to it.
+pub const MAX_TEXT_WIDTH: usize = 2000;
 
 /// A Gantt chart of one run; see the module doc.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +53,7 @@ pub struct Timeline {
     vertices: Vec<String>,
     lanes: Vec<Lane>,
     bars: Vec<Bar>,
+    downtimes: Vec<Downtime>,
     markers: Vec<Marker>,
 }
 
@@ -37,6 +66,29 @@ pub struct Lane {
     pub rows: usize,
 }
 
+impl Lane {
+    /// The TaskManager the slot belongs to: `tm-N` of `tm-N/sM`.
+    pub fn task_manager(&self) -> &str {
+        task_manager_of(&self.name)
+    }
+}
+
+/// The TaskManager of a slot name, `tm-N` of `tm-N/sM`.
+fn task_manager_of(slot: &str) -> &str {
+    slot.split('/').next().unwrap_or_default()
+}
+
+/// A time a TaskManager was down: from the fault that killed it until it restarted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Downtime {
+    /// The TaskManager, `tm-N`.
+    pub task_manager: String,
+    /// When it was killed.
+    pub from: Duration,
+    /// When it restarted; `None` if it never did within the trace.
+    pub until: Option<Duration>,
+}
+
 /// How a task attempt ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -44,19 +96,48 @@ pub enum Outcome {
     Finished,
     /// It reported a failure.
     Failed,
-    /// The job restarted (or was recovered, or failed) before the task reported anything.
+    /// The job restarted or failed, or its TaskManager lost the JobMaster, before the task
+    /// reported anything.
     Cancelled,
+    /// Its TaskManager was killed while it ran (or before it could start).
+    Killed,
     /// The trace ended first.
     Unfinished,
 }
 
 impl Outcome {
+    /// Every outcome, in legend order.
+    const ALL: [Outcome; 5] =
+        [Outcome::Finished, Outcome::Failed, Outcome::Cancelled, Outcome::Killed, Outcome::Unfinished];
+
     fn name(self) -> &'static str {
         match self {
             Outcome::Finished => "finished",
             Outcome::Failed => "failed",
             Outcome::Cancelled => "cancelled",
+            Outcome::Killed => "killed with its TaskManager",
             Outcome::Unfinished => "unfinished",
+        }
+    }
+}
+
+/// What became of a finished task attempt's work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// Nothing later said otherwise (and every attempt that did not finish).
+    Stands,
+    /// A restarted JobMaster kept it: its partitions survived, so it did not run again.
+    Kept,
+    /// Its subtask ran again later: this work was thrown away.
+    Rerun,
+}
+
+impl Fate {
+    fn name(self) -> &'static str {
+        match self {
+            Fate::Stands => "",
+            Fate::Kept => "kept by a new JobMaster",
+            Fate::Rerun => "finished, then run again",
         }
     }
 }
@@ -80,6 +161,8 @@ pub struct Bar {
     pub end: Duration,
     /// How it ended.
     pub outcome: Outcome,
+    /// What became of its work, if it finished.
+    pub fate: Fate,
 }
 
 impl Bar {
@@ -151,155 +234,62 @@ pub enum MarkerKind {
         /// Why.
         reason: String,
     },
+    /// A restarted JobMaster decided which finished work to keep and which to run again.
+    WorkReconciled {
+        /// Finished subtasks kept.
+        kept: usize,
+        /// Finished subtasks that run again.
+        rerun: usize,
+    },
     /// The job finished.
     JobFinished,
     /// The job failed for good.
     JobFailed,
 }
 
-/// Where a marker is drawn in the SVG.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Placement {
-    /// A cross on the bar of the task it concerns.
-    OnBar,
-    /// A vertical line across every lane, labelled in the band above them.
-    AcrossLanes {
-        /// The line's `stroke-dasharray`, if not solid.
-        dash: Option<&'static str>,
-    },
-    /// A tick in the commits row.
-    CommitsRow,
+/// Why a timeline cannot be drawn: the line of the trace (the record's position in it, which is
+/// its line in a trace file), the field, and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimelineError {
+    /// The record's line, from 1.
+    pub line: usize,
+    /// The field at fault, as the JSON trace names it.
+    pub field: &'static str,
+    /// What is wrong.
+    pub problem: String,
 }
 
-/// The row of the text form a marker's character goes in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum TextRow {
-    /// The sub-row of the bar it concerns.
-    Bar,
-    /// Every row.
-    All,
-    /// The faults row.
-    Faults,
-    /// The commits row.
-    Commits,
-}
-
-/// A marker's character in the text form. Higher layers overwrite lower ones in a column, so
-/// that a failure is not hidden by the restart it causes in the same column.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct TextGlyph {
-    character: char,
-    row: TextRow,
-    layer: u8,
-}
-
-/// How one kind of marker is drawn, in both forms.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct MarkerStyle {
-    /// What it means, for legends.
-    meaning: &'static str,
-    colour: &'static str,
-    placement: Placement,
-    glyph: Option<TextGlyph>,
-}
-
-const FAILURE_RED: &str = "#d62728";
-
-impl MarkerKind {
-    fn style(&self) -> MarkerStyle {
-        let glyph = |character, row, layer| Some(TextGlyph { character, row, layer });
-        match self {
-            MarkerKind::TaskFailed { .. } => MarkerStyle {
-                meaning: "task failed",
-                colour: FAILURE_RED,
-                placement: Placement::OnBar,
-                glyph: glyph('x', TextRow::Bar, 3),
-            },
-            MarkerKind::Restart { .. } => MarkerStyle {
-                meaning: "restart",
-                colour: "#555555",
-                placement: Placement::AcrossLanes { dash: Some("6 4") },
-                glyph: glyph('|', TextRow::All, 1),
-            },
-            MarkerKind::Recovered { .. } => MarkerStyle {
-                meaning: "recovered by a new JobMaster",
-                colour: "#7b4ea3",
-                placement: Placement::AcrossLanes { dash: Some("6 4") },
-                glyph: glyph(':', TextRow::All, 1),
-            },
-            MarkerKind::Fault { .. } => MarkerStyle {
-                meaning: "fault injected",
-                colour: FAILURE_RED,
-                placement: Placement::AcrossLanes { dash: None },
-                glyph: glyph('!', TextRow::Faults, 3),
-            },
-            MarkerKind::Healed { .. } => MarkerStyle {
-                meaning: "fault healed",
-                colour: "#2ca02c",
-                placement: Placement::AcrossLanes { dash: Some("2 3") },
-                glyph: glyph('+', TextRow::Faults, 2),
-            },
-            MarkerKind::Commit { .. } => MarkerStyle {
-                meaning: "commit",
-                colour: "#3b3b98",
-                placement: Placement::CommitsRow,
-                glyph: glyph('c', TextRow::Commits, 2),
-            },
-            MarkerKind::CheckpointCompleted { .. } => MarkerStyle {
-                meaning: "checkpoint completed",
-                colour: "#17becf",
-                placement: Placement::CommitsRow,
-                glyph: glyph('k', TextRow::Commits, 3),
-            },
-            MarkerKind::CheckpointAborted { .. } => MarkerStyle {
-                meaning: "checkpoint aborted",
-                colour: "#ff7f0e",
-                placement: Placement::CommitsRow,
-                glyph: glyph('a', TextRow::Commits, 3),
-            },
-            MarkerKind::JobFinished => MarkerStyle {
-                meaning: "job finished",
-                colour: "#111111",
-                placement: Placement::AcrossLanes { dash: None },
-                glyph: None,
-            },
-            MarkerKind::JobFailed => MarkerStyle {
-                meaning: "job failed",
-                colour: FAILURE_RED,
-                placement: Placement::AcrossLanes { dash: Some("6 4") },
-                glyph: None,
-            },
-        }
-    }
-
-    /// The short label written next to the marker in the SVG.
-    fn label(&self) -> String {
-        match self {
-            MarkerKind::TaskFailed { reason, .. } => reason.clone(),
-            MarkerKind::Restart { attempt } => format!("restart a{attempt}"),
-            MarkerKind::Recovered { attempt } => format!("recovered a{attempt}"),
-            MarkerKind::Fault { detail } => detail.clone(),
-            MarkerKind::Healed { detail } => format!("healed: {detail}"),
-            MarkerKind::Commit { txn_id, rows } => format!("{txn_id} ({rows} rows)"),
-            MarkerKind::CheckpointCompleted { checkpoint, is_final: false } => format!("checkpoint {checkpoint}"),
-            MarkerKind::CheckpointCompleted { checkpoint, is_final: true } => format!("final checkpoint {checkpoint}"),
-            MarkerKind::CheckpointAborted { checkpoint, reason } => {
-                format!("checkpoint {checkpoint} aborted: {reason}")
-            }
-            MarkerKind::JobFinished => "job finished".to_string(),
-            MarkerKind::JobFailed => "job failed".to_string(),
-        }
+impl fmt::Display for TimelineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: `{}` {}", self.line, self.field, self.problem)
     }
 }
 
-/// Builds the timeline of a trace; see the module doc.
-pub fn build(records: &[TraceRecord]) -> Timeline {
+impl std::error::Error for TimelineError {}
+
+/// Builds the timeline of a trace, or says why it cannot; see the module doc.
+pub fn try_build(records: &[TraceRecord]) -> Result<Timeline, TimelineError> {
     let mut builder = Builder::default();
     for (index, record) in records.iter().enumerate() {
-        builder.observe(index, record);
+        builder.observe(index, record)?;
     }
-    let end = records.iter().map(|record| record.time).max().unwrap_or_default();
+    let end = records.last().map(|record| record.time).unwrap_or_default();
     builder.finish(end)
+}
+
+/// Builds the timeline of a run's trace. A trace beyond the limits (see the module doc) gives a
+/// timeline with nothing on it but the error in its title, never a panic; a trace read from a
+/// file should go through [`try_build`], so that the error can be reported as one.
+pub fn build(records: &[TraceRecord]) -> Timeline {
+    try_build(records).unwrap_or_else(|error| Timeline {
+        title: format!("cannot draw this trace: {error}"),
+        end: Duration::ZERO,
+        vertices: Vec::new(),
+        lanes: Vec::new(),
+        bars: Vec::new(),
+        downtimes: Vec::new(),
+        markers: Vec::new(),
+    })
 }
 
 impl Timeline {
@@ -326,6 +316,20 @@ impl Timeline {
     /// The bars, in deployment order.
     pub fn bars(&self) -> &[Bar] {
         &self.bars
+    }
+
+    /// The times killed TaskManagers with lanes were down, in the order they were killed.
+    pub fn downtimes(&self) -> &[Downtime] {
+        &self.downtimes
+    }
+
+    /// The lanes of a TaskManager, as indices into [`Timeline::lanes`].
+    fn lanes_of<'a>(&'a self, task_manager: &'a str) -> impl Iterator<Item = usize> + 'a {
+        self.lanes
+            .iter()
+            .enumerate()
+            .filter(move |(_, lane)| lane.task_manager() == task_manager)
+            .map(|(index, _)| index)
     }
 
     /// The markers, in trace order.
@@ -361,6 +365,7 @@ fn seconds(time: Duration) -> String {
 }
 
 mod build;
+mod style;
 mod svg;
 mod text;
 

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::Duration;
 
-use super::{FAILURE_RED, MarkerKind, MarkerStyle, Outcome, Placement, Timeline, seconds};
+use super::style::{FAILURE_RED, MarkerStyle, Placement};
+use super::{Bar, Fate, MarkerKind, Outcome, Timeline, seconds};
 
 /// Bar colours by vertex index (modulo its length): distinguishable, and none of them the red
 /// or green of the fault markers.
@@ -30,6 +31,19 @@ const LEGEND_LINE: f64 = 20.0;
 const LABEL_GAP: f64 = 8.0;
 /// An estimate of the advance of one character at font size 11, for layout only.
 const CHARACTER_WIDTH: f64 = 6.6;
+/// The most levels of marker labels above the lanes; a marker whose label finds no room is
+/// drawn without it (its tooltip still says what it is), so that no trace makes them pile up.
+const MAX_LABEL_LEVELS: usize = 12;
+
+/// Fill patterns: the hatching of a down TaskManager's lanes, and the stripes over finished
+/// work that was thrown away.
+const PATTERNS: &str = concat!(
+    r##"<defs><pattern id="down" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">"##,
+    r##"<rect width="8" height="8" fill="#d62728" fill-opacity="0.08"/>"##,
+    r##"<line x1="0" y1="0" x2="0" y2="8" stroke="#d62728" stroke-opacity="0.3" stroke-width="3"/></pattern>"##,
+    r##"<pattern id="rerun" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(-45)">"##,
+    r##"<line x1="0" y1="0" x2="0" y2="6" stroke="white" stroke-opacity="0.85" stroke-width="2.5"/></pattern></defs>"##,
+);
 
 /// Escapes the XML special characters of text taken from the trace.
 pub(super) fn escape(text: &str) -> String {
@@ -99,6 +113,9 @@ impl SvgLayout {
             }
             let (left, right) = label_extent(self.x(marker.time), &marker.kind.label());
             let level = level_ends.iter().position(|end| end + LABEL_GAP < left).unwrap_or(level_ends.len());
+            if level == MAX_LABEL_LEVELS {
+                continue;
+            }
             if level == level_ends.len() {
                 level_ends.push(right);
             } else {
@@ -132,9 +149,23 @@ fn bar_attributes(colour: &str, outcome: Outcome) -> String {
         Outcome::Cancelled => {
             format!(r##"fill="{colour}" fill-opacity="0.35" stroke="#555555" stroke-dasharray="4 2""##)
         }
+        Outcome::Killed => {
+            format!(
+                r#"fill="{colour}" fill-opacity="0.35" stroke="{FAILURE_RED}" stroke-width="1.5" stroke-dasharray="4 2""#
+            )
+        }
         Outcome::Unfinished => {
             format!(r##"fill="{colour}" fill-opacity="0.7" stroke="#555555" stroke-dasharray="1 2""##)
         }
+    }
+}
+
+/// The attributes of a second shape drawn over a finished bar whose work came to this fate.
+fn fate_overlay(fate: Fate) -> Option<&'static str> {
+    match fate {
+        Fate::Stands => None,
+        Fate::Kept => Some(r##"fill="none" stroke="#2ca02c" stroke-width="2.5""##),
+        Fate::Rerun => Some(r#"fill="url(#rerun)" stroke="none""#),
     }
 }
 
@@ -222,6 +253,7 @@ impl Timeline {
         let mut body = String::new();
         halo_text(&mut body, 12.0, 22.0, "start", "#111111", &format!("{} — 0 … {}", self.title, seconds(self.end)));
         self.svg_lanes(&mut body, &layout);
+        self.svg_downtimes(&mut body, &layout);
         self.svg_axis(&mut body, &layout);
         self.svg_bars(&mut body, &layout);
         self.svg_markers(&mut body, &layout);
@@ -233,10 +265,11 @@ impl Timeline {
                 r#"font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="11">"#,
                 "\n",
                 r#"<rect width="100%" height="100%" fill="white"/>"#,
-                "\n{body}</svg>\n"
+                "\n{patterns}\n{body}</svg>\n"
             ),
             width = WIDTH,
             height = height,
+            patterns = PATTERNS,
             body = body
         )
     }
@@ -271,6 +304,36 @@ impl Timeline {
         svg.push_str("</g>\n");
     }
 
+    /// Hatches the lanes of each killed TaskManager from its kill until its restart.
+    fn svg_downtimes(&self, svg: &mut String, layout: &SvgLayout) {
+        svg.push_str("<g class=\"downtimes\">\n");
+        for downtime in &self.downtimes {
+            let until = downtime.until.unwrap_or(self.end);
+            let (left, right) = (layout.x(downtime.from), layout.x(until));
+            let restarted = downtime
+                .until
+                .map_or_else(|| "not restarted".to_string(), |until| format!("restarted at {}", seconds(until)));
+            let _ = write!(
+                svg,
+                "<g><title>{} down: killed at {}, {restarted}</title>",
+                escape(&downtime.task_manager),
+                seconds(downtime.from)
+            );
+            for lane in self.lanes_of(&downtime.task_manager) {
+                let top = layout.lane_tops[lane];
+                let bottom = layout.lane_tops.get(lane + 1).copied().unwrap_or(layout.lanes_bottom);
+                let _ = write!(
+                    svg,
+                    r#"<rect x="{left:.1}" y="{top:.1}" width="{:.1}" height="{:.1}" fill="url(#down)"/>"#,
+                    (right - left).max(1.0),
+                    bottom - top
+                );
+            }
+            svg.push_str("</g>\n");
+        }
+        svg.push_str("</g>\n");
+    }
+
     fn svg_axis(&self, svg: &mut String, layout: &SvgLayout) {
         let step = tick_step(self.end);
         let axis_y = layout.lanes_bottom + 4.0;
@@ -300,17 +363,24 @@ impl Timeline {
         for bar in &self.bars {
             let (x, top) = (layout.x(bar.start), layout.row_top(bar.lane, bar.row));
             let width = (layout.x(bar.end) - x).max(1.5);
-            let label = bar.label();
+            let label = bar_text(bar);
             let _ = write!(
                 svg,
-                r#"<g><title>{} {}: {} .. {} ({})</title><rect x="{x:.1}" y="{top:.1}" width="{width:.1}" height="{ROW_HEIGHT}" rx="2" {}/>"#,
-                escape(&label),
+                r#"<g><title>{} {}: {} .. {} ({}{})</title><rect x="{x:.1}" y="{top:.1}" width="{width:.1}" height="{ROW_HEIGHT}" rx="2" {}/>"#,
+                escape(&bar.label()),
                 escape(self.vertex_name(bar.vertex as usize)),
                 seconds(bar.start),
                 seconds(bar.end),
                 bar.outcome.name(),
+                fate_note(bar.fate),
                 bar_attributes(vertex_colour(bar.vertex), bar.outcome)
             );
+            if let Some(overlay) = fate_overlay(bar.fate) {
+                let _ = write!(
+                    svg,
+                    r#"<rect x="{x:.1}" y="{top:.1}" width="{width:.1}" height="{ROW_HEIGHT}" rx="2" {overlay}/>"#
+                );
+            }
             // A label that does not fit is left to the tooltip rather than spilling over.
             if width >= text_width(&label) * 0.92 + 8.0 {
                 let _ = write!(
@@ -340,7 +410,11 @@ impl Timeline {
                     }
                 }
                 Placement::AcrossLanes { .. } => {
-                    let level = layout.label_levels[&index];
+                    let Some(&level) = layout.label_levels.get(&index) else {
+                        marker_shape(svg, &style, x, layout.commits_top, layout.lanes_bottom);
+                        svg.push_str("</g>\n");
+                        continue;
+                    };
                     let baseline = layout.label_baseline(level);
                     marker_shape(svg, &style, x, baseline - 10.0, layout.lanes_bottom);
                     let label = marker.kind.label();
@@ -373,10 +447,23 @@ impl Timeline {
             flow.item(&swatch, &format!("v{vertex} {}", self.vertex_name(vertex)));
         }
         flow.heading("tasks");
-        for outcome in [Outcome::Finished, Outcome::Failed, Outcome::Cancelled, Outcome::Unfinished] {
+        for outcome in Outcome::ALL {
             let swatch =
                 format!(r#"<rect x="{{x}}" y="{{y}}" width="14" height="10" {}/>"#, bar_attributes("#9a9a9a", outcome));
             flow.item(&swatch, outcome.name());
+        }
+        for fate in [Fate::Kept, Fate::Rerun] {
+            if let Some(overlay) = fate_overlay(fate).filter(|_| self.bars.iter().any(|bar| bar.fate == fate)) {
+                let base = bar_attributes("#9a9a9a", Outcome::Finished);
+                let swatch = format!(
+                    r#"<rect x="{{x}}" y="{{y}}" width="14" height="10" {base}/><rect x="{{x}}" y="{{y}}" width="14" height="10" {overlay}/>"#
+                );
+                flow.item(&swatch, fate.name());
+            }
+        }
+        if !self.downtimes.is_empty() {
+            let swatch = r##"<rect x="{x}" y="{y}" width="14" height="10" fill="url(#down)" stroke="#d62728" stroke-width="0.6"/>"##;
+            flow.item(swatch, "TaskManager down (killed, until it restarted)");
         }
         let styles = self.marker_styles();
         if !styles.is_empty() {
@@ -391,6 +478,23 @@ impl Timeline {
         let bottom = flow.y + LEGEND_LINE;
         svg.push_str("</g>\n");
         bottom
+    }
+}
+
+/// A bar's label: its task, and what became of its work if it was kept or thrown away.
+fn bar_text(bar: &Bar) -> String {
+    match bar.fate {
+        Fate::Stands => bar.label(),
+        Fate::Kept => format!("{} kept", bar.label()),
+        Fate::Rerun => format!("{} re-run", bar.label()),
+    }
+}
+
+/// What became of a bar's work, for its tooltip.
+fn fate_note(fate: Fate) -> String {
+    match fate {
+        Fate::Stands => String::new(),
+        fate => format!("; {}", fate.name()),
     }
 }
 

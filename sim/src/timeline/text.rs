@@ -4,7 +4,20 @@ use std::fmt::Write;
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
-use super::{Marker, MarkerKind, TextGlyph, TextRow, Timeline, seconds};
+use super::style::{TextGlyph, TextRow};
+use super::{Fate, MAX_TEXT_WIDTH, Marker, MarkerKind, Timeline, seconds};
+
+/// A killed TaskManager's slots while it is down.
+const DOWN: char = '#';
+
+/// The character in the last column of a finished bar whose work came to this fate.
+fn fate_character(fate: Fate) -> Option<char> {
+    match fate {
+        Fate::Stands => None,
+        Fate::Kept => Some('>'),
+        Fate::Rerun => Some('~'),
+    }
+}
 
 /// Maps times to the columns of the text form: `width` columns covering [0, end].
 struct Columns {
@@ -38,17 +51,28 @@ fn vertex_character(vertex: u32) -> char {
 
 impl Timeline {
     /// A fixed-width text form: a header, a faults row, a commits row, one row per lane
-    /// sub-row with `width` columns covering [0, end], then a legend and the events with their
-    /// times. In a row a column shows the vertex of the bar covering it (`0`–`9`, `A`–`Z`) or
-    /// `.` when idle; `x` marks a failure, `|` a restart and `:` a recovery by a new JobMaster
-    /// (in every row), `!` a fault and `+` its healing (faults row), `c` a commit (commits row).
+    /// sub-row with `width` columns (at most [`MAX_TEXT_WIDTH`]) covering [0, end], then a
+    /// legend and the events with their times. In a row a column shows the vertex of the bar
+    /// covering it (`0`–`9`, `A`–`Z`), `#` while its TaskManager is down, or `.` when idle; the
+    /// last column of a finished bar shows `>` if a new JobMaster kept its work and `~` if its
+    /// subtask ran again; `x` marks a failure, `|` a restart and `:` a recovery by a new
+    /// JobMaster (in every row), `!` a fault and `+` its healing (faults row), `c` a commit
+    /// (commits row).
     pub fn to_text(&self, width: usize) -> String {
-        let columns = Columns::new(width, self.end);
+        let columns = Columns::new(width.min(MAX_TEXT_WIDTH), self.end);
         let mut grid = TextGrid::new(self, &columns);
+        self.draw_text_downtimes(&mut grid, &columns);
         for bar in &self.bars {
             let row = grid.lane_rows[bar.lane] + bar.row;
             for column in columns.covering(bar.start, bar.end) {
                 grid.cells[row][column] = vertex_character(bar.vertex);
+            }
+        }
+        // After every bar, so that a bar starting where one ends does not hide what became of it.
+        for bar in &self.bars {
+            if let Some(character) = fate_character(bar.fate) {
+                let row = grid.lane_rows[bar.lane] + bar.row;
+                grid.cells[row][*columns.covering(bar.start, bar.end).end()] = character;
             }
         }
         self.draw_text_markers(&mut grid, &columns);
@@ -67,6 +91,18 @@ impl Timeline {
         }
         text.push_str(&self.text_legend());
         text
+    }
+
+    fn draw_text_downtimes(&self, grid: &mut TextGrid, columns: &Columns) {
+        for downtime in &self.downtimes {
+            let covered = columns.covering(downtime.from, downtime.until.unwrap_or(self.end));
+            for lane in self.lanes_of(&downtime.task_manager) {
+                let first_row = grid.lane_rows[lane];
+                for row in &mut grid.cells[first_row..first_row + self.lanes[lane].rows] {
+                    row[covered.clone()].fill(DOWN);
+                }
+            }
+        }
     }
 
     fn draw_text_markers(&self, grid: &mut TextGrid, columns: &Columns) {
@@ -97,13 +133,24 @@ impl Timeline {
         for vertex in 0..self.vertex_count() {
             let _ = writeln!(text, "{} = {}", vertex_character(vertex as u32), self.vertex_name(vertex));
         }
+        let mut lane_meanings: Vec<String> = Vec::new();
+        if !self.downtimes.is_empty() {
+            lane_meanings.push(format!("{DOWN} = TaskManager down"));
+        }
+        for fate in [Fate::Kept, Fate::Rerun] {
+            if let Some(character) = fate_character(fate).filter(|_| self.bars.iter().any(|bar| bar.fate == fate)) {
+                lane_meanings.push(format!("{character} = {}", fate.name()));
+            }
+        }
         let meanings: Vec<String> = self
             .marker_styles()
             .iter()
             .filter_map(|style| Some(format!("{} = {}", style.glyph?.character, style.meaning)))
             .collect();
-        if !meanings.is_empty() {
-            let _ = writeln!(text, "{}", meanings.join(", "));
+        for line in [lane_meanings, meanings] {
+            if !line.is_empty() {
+                let _ = writeln!(text, "{}", line.join(", "));
+            }
         }
         for marker in &self.markers {
             let _ = writeln!(text, "{:>9}  {}", seconds(marker.time), marker.description.trim_end());

@@ -1,4 +1,5 @@
-//! Unit tests of the timeline: building, both renderings, and their helpers.
+//! Unit tests of the timeline: building, both renderings, and their helpers; what a picture of
+//! failures must show in `failures.rs`, and hostile traces in `limits.rs`.
 
 use std::time::Duration;
 
@@ -8,6 +9,9 @@ use super::build::natural_key;
 use super::svg::{escape, tick_label, tick_step};
 use super::*;
 use crate::trace::TraceRecord;
+
+mod failures;
+mod limits;
 
 fn record(millis: u64, node: &str, event: TraceEvent) -> TraceRecord {
     TraceRecord { time: Duration::from_millis(millis), node: node.to_string(), event }
