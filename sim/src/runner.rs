@@ -190,8 +190,12 @@ fn simulate(
         let task_managers = scenario.cluster.task_managers;
         let (submitted, on_submitted) = tokio::sync::oneshot::channel();
         let client_task = client.spawn(async move { submit_and_wait(spec, task_managers, limit, submitted).await });
-        // Fault times count from the job's submission, once the cluster is up.
+        // Fault times count from the job's submission, once the cluster is up. The trace says
+        // when that was, so that its readers (timelines) can count from there too. Nothing waits
+        // on the trace before the faults are injected, so this record wakes no task and changes
+        // nothing else in the run.
         if on_submitted.await.is_ok() {
+            trace.record("client", TraceEvent::SubmissionAcknowledged { job_id: scenario.name.clone() });
             faults::inject::inject(&cluster, schedule);
         }
         let outcome = client_task.await.expect("internal: the client node is never killed");

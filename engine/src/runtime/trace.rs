@@ -49,6 +49,14 @@ pub enum TraceEvent {
         /// The names of its job vertices, by index.
         vertices: Vec<String>,
     },
+    /// The client's submission was accepted: the JobMaster replied, having recorded the job
+    /// durably and scheduled what it could. Recorded by whoever submitted (the simulation's
+    /// client); the simulation's time-triggered faults count from here, and timelines draw time
+    /// from here.
+    SubmissionAcknowledged {
+        /// The job instance.
+        job_id: String,
+    },
     /// A restarted JobMaster found a job in its durable storage and runs it again.
     JobRecovered {
         /// The job instance.
@@ -291,6 +299,7 @@ impl TraceEvent {
             TraceEvent::TaskManagerRegistered { .. } => "task_manager_registered",
             TraceEvent::TaskManagerLost { .. } => "task_manager_lost",
             TraceEvent::JobSubmitted { .. } => "job_submitted",
+            TraceEvent::SubmissionAcknowledged { .. } => "submission_acknowledged",
             TraceEvent::JobRecovered { .. } => "job_recovered",
             TraceEvent::ParallelismDecided { .. } => "parallelism_decided",
             TraceEvent::RegionScheduled { .. } => "region_scheduled",
@@ -333,6 +342,9 @@ impl fmt::Display for TraceEvent {
             TraceEvent::TaskManagerLost { name, reason } => write!(f, "lost {name}: {reason}"),
             TraceEvent::JobSubmitted { job_id, mode, vertices } => {
                 write!(f, "job {job_id} submitted ({mode}): {}", vertices.join(" | "))
+            }
+            TraceEvent::SubmissionAcknowledged { job_id } => {
+                write!(f, "submission of {job_id} acknowledged: fault times count from here")
             }
             TraceEvent::JobRecovered { job_id, attempt } => write!(f, "job {job_id} recovered as a{attempt}"),
             TraceEvent::ParallelismDecided { attempt, vertex, parallelism, input_bytes } => {

@@ -24,8 +24,8 @@ use std::time::Duration;
 use sluice_engine::runtime::trace::{TraceEvent, parse_subtask};
 
 use super::{
-    Bar, Downtime, Fate, Lane, MAX_LANES, MAX_ROWS, MAX_VERTICES, Marker, MarkerKind, Outcome, Timeline, TimelineError,
-    task_manager_of,
+    Bar, Downtime, Fate, Lane, MAX_LANES, MAX_ROWS, MAX_VERTICES, Marker, MarkerKind, Origin, OriginBasis, Outcome,
+    Timeline, TimelineError, task_manager_of,
 };
 use crate::faults::model::killed_node;
 use crate::trace::TraceRecord;
@@ -87,6 +87,8 @@ pub(super) struct Builder {
     down_by_fault: BTreeMap<usize, usize>,
     downtimes: Vec<Downtime>,
     markers: Vec<Marker>,
+    /// The first acknowledged submission, else the first `JobSubmitted`.
+    origin: Option<Origin>,
     /// The time of the latest record: times never go back.
     latest: Duration,
 }
@@ -111,6 +113,13 @@ impl Builder {
             }
             TraceEvent::JobSubmitted { job_id, mode, vertices } => {
                 self.submitted(job_id, mode, vertices).map_err(|problem| error("vertices", problem))?;
+                self.origin.get_or_insert(Origin { time, basis: OriginBasis::JobSubmitted });
+            }
+            // The first acknowledgement wins over any `JobSubmitted`.
+            TraceEvent::SubmissionAcknowledged { .. }
+                if self.origin.is_none_or(|origin| origin.basis != OriginBasis::Submission) =>
+            {
+                self.origin = Some(Origin { time, basis: OriginBasis::Submission });
             }
             TraceEvent::TaskDeployed { attempt, vertex, subtask, slot } => {
                 let task = (*vertex, *subtask, *attempt);
@@ -349,6 +358,7 @@ impl Builder {
         let lanes = names.iter().cloned().zip(rows).map(|(name, rows)| Lane { name, rows }).collect();
         Ok(Timeline {
             title: self.title.unwrap_or_else(|| "timeline".to_string()),
+            origin: self.origin.unwrap_or(Origin { time: Duration::ZERO, basis: OriginBasis::TraceStart }),
             end,
             vertices: self.vertices,
             lanes,
@@ -385,6 +395,7 @@ fn marker_of(event: &TraceEvent, closed: Option<usize>) -> Option<MarkerKind> {
             MarkerKind::Restart { attempt: *attempt }
         }
         TraceEvent::JobRecovered { attempt, .. } => MarkerKind::Recovered { attempt: *attempt },
+        TraceEvent::SubmissionAcknowledged { .. } => MarkerKind::Submitted,
         TraceEvent::FinishedWorkReconciled { kept, rerun, .. } => {
             MarkerKind::WorkReconciled { kept: kept.len(), rerun: rerun.len() }
         }

@@ -6,6 +6,12 @@
 //! commits, the job's end). [`Timeline::to_svg`] draws it as a standalone SVG document for a
 //! browser; [`Timeline::to_text`] draws a fixed-width text form for snapshots and terminals.
 //!
+//! Both draw time from the job's submission, as the harness recorded it
+//! (`SubmissionAcknowledged`): that is where a scenario's `at:` fault times count from, so a fault
+//! `at: 150ms` is drawn at 0.150 s. What happened before it (the cluster starting, the first
+//! deployments) is drawn at negative times. A trace without that record counts from the
+//! JobMaster's `JobSubmitted`, or else from its own start; the header and the axis say which.
+//!
 //! The pictures must not mislead, so a bar ends where the task really stopped, as far as the
 //! trace can tell: when it reported, when the JobMaster cancelled its attempt, when its
 //! TaskManager lost the JobMaster and cancelled it, or when its TaskManager was killed (the
@@ -49,12 +55,52 @@ pub const MAX_TEXT_WIDTH: usize = 2000;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Timeline {
     title: String,
+    origin: Origin,
     end: Duration,
     vertices: Vec<String>,
     lanes: Vec<Lane>,
     bars: Vec<Bar>,
     downtimes: Vec<Downtime>,
     markers: Vec<Marker>,
+}
+
+/// The time a timeline draws as zero, and what it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// Its time in the trace.
+    pub time: Duration,
+    /// What happened then.
+    pub basis: OriginBasis,
+}
+
+/// What a timeline's time zero is; see the module doc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OriginBasis {
+    /// The client's submission was acknowledged: fault times count from here.
+    Submission,
+    /// The JobMaster recorded the job's submission (a trace without the acknowledgement).
+    JobSubmitted,
+    /// The trace's own start (a trace without either).
+    TraceStart,
+}
+
+impl OriginBasis {
+    /// For headers: `0 = …`.
+    fn meaning(self) -> &'static str {
+        match self {
+            OriginBasis::Submission => "the job's submission",
+            OriginBasis::JobSubmitted => "the JobMaster's job_submitted",
+            OriginBasis::TraceStart => "the start of the trace",
+        }
+    }
+
+    /// For the time axis, short enough for the lane label column.
+    fn caption(self) -> &'static str {
+        match self {
+            OriginBasis::Submission | OriginBasis::JobSubmitted => "from submission",
+            OriginBasis::TraceStart => "from trace start",
+        }
+    }
 }
 
 /// One TaskManager slot. Subtasks sharing the slot at the same time get sub-rows.
@@ -234,6 +280,8 @@ pub enum MarkerKind {
         /// Why.
         reason: String,
     },
+    /// The job's submission was acknowledged: time zero of the timeline.
+    Submitted,
     /// A restarted JobMaster decided which finished work to keep and which to run again.
     WorkReconciled {
         /// Finished subtasks kept.
@@ -283,6 +331,7 @@ pub fn try_build(records: &[TraceRecord]) -> Result<Timeline, TimelineError> {
 pub fn build(records: &[TraceRecord]) -> Timeline {
     try_build(records).unwrap_or_else(|error| Timeline {
         title: format!("cannot draw this trace: {error}"),
+        origin: Origin { time: Duration::ZERO, basis: OriginBasis::TraceStart },
         end: Duration::ZERO,
         vertices: Vec::new(),
         lanes: Vec::new(),
@@ -301,6 +350,22 @@ impl Timeline {
     /// The time of the trace's last record.
     pub fn end(&self) -> Duration {
         self.end
+    }
+
+    /// The time drawn as zero; see the module doc. Bars, markers and downtimes keep the trace's
+    /// own times; only the renderings count from the origin.
+    pub fn origin(&self) -> Origin {
+        self.origin
+    }
+
+    /// A time of the trace as drawn: seconds from the origin with millisecond precision, e.g.
+    /// `1.234s` or `-0.010s`.
+    fn seconds(&self, time: Duration) -> String {
+        let (sign, magnitude) = match time.checked_sub(self.origin.time) {
+            Some(after) => ("", after),
+            None => ("-", self.origin.time - time),
+        };
+        format!("{sign}{:.3}s", magnitude.as_secs_f64())
     }
 
     /// The job's vertex names, by vertex index.
@@ -357,11 +422,6 @@ impl Timeline {
         let deployed = self.bars.iter().map(|bar| bar.vertex as usize + 1).max().unwrap_or(0);
         deployed.max(self.vertices.len())
     }
-}
-
-/// Simulated time as seconds with millisecond precision, e.g. `1.234s`.
-fn seconds(time: Duration) -> String {
-    format!("{:.3}s", time.as_secs_f64())
 }
 
 mod build;

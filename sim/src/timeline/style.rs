@@ -103,6 +103,12 @@ impl MarkerKind {
                 placement: Placement::CommitsRow,
                 glyph: glyph('a', TextRow::Commits, 3),
             },
+            MarkerKind::Submitted => MarkerStyle {
+                meaning: "job submitted (time zero)",
+                colour: "#111111",
+                placement: Placement::AcrossLanes { dash: Some("1 3") },
+                glyph: None,
+            },
             MarkerKind::WorkReconciled { .. } => MarkerStyle {
                 meaning: "finished work kept or re-run by a new JobMaster",
                 colour: "#7b4ea3",
@@ -138,6 +144,7 @@ impl MarkerKind {
             MarkerKind::CheckpointAborted { checkpoint, reason } => {
                 format!("checkpoint {checkpoint} aborted: {reason}")
             }
+            MarkerKind::Submitted => "submitted".to_string(),
             MarkerKind::WorkReconciled { kept, rerun } => format!("keeps {kept} finished, re-runs {rerun}"),
             MarkerKind::JobFinished => "job finished".to_string(),
             MarkerKind::JobFailed => "job failed".to_string(),

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use super::style::{FAILURE_RED, MarkerStyle, Placement};
-use super::{Bar, Fate, MarkerKind, Outcome, Timeline, seconds};
+use super::{Bar, Fate, MarkerKind, Outcome, Timeline};
 
 /// Bar colours by vertex index (modulo its length): distinguishable, and none of them the red
 /// or green of the fault markers.
@@ -251,7 +251,15 @@ impl Timeline {
     pub fn to_svg(&self) -> String {
         let layout = SvgLayout::new(self);
         let mut body = String::new();
-        halo_text(&mut body, 12.0, 22.0, "start", "#111111", &format!("{} — 0 … {}", self.title, seconds(self.end)));
+        let title = format!(
+            "{} — {} … {} from {}{}",
+            self.title,
+            self.seconds(Duration::ZERO),
+            self.seconds(self.end),
+            self.origin.basis.meaning(),
+            self.origin_in_trace()
+        );
+        halo_text(&mut body, 12.0, 22.0, "start", "#111111", &title);
         self.svg_lanes(&mut body, &layout);
         self.svg_downtimes(&mut body, &layout);
         self.svg_axis(&mut body, &layout);
@@ -312,12 +320,12 @@ impl Timeline {
             let (left, right) = (layout.x(downtime.from), layout.x(until));
             let restarted = downtime
                 .until
-                .map_or_else(|| "not restarted".to_string(), |until| format!("restarted at {}", seconds(until)));
+                .map_or_else(|| "not restarted".to_string(), |until| format!("restarted at {}", self.seconds(until)));
             let _ = write!(
                 svg,
                 "<g><title>{} down: killed at {}, {restarted}</title>",
                 escape(&downtime.task_manager),
-                seconds(downtime.from)
+                self.seconds(downtime.from)
             );
             for lane in self.lanes_of(&downtime.task_manager) {
                 let top = layout.lane_tops[lane];
@@ -334,26 +342,35 @@ impl Timeline {
         svg.push_str("</g>\n");
     }
 
+    /// The time axis: ticks at whole steps from the origin (negative before it), captioned with
+    /// what the origin is.
     fn svg_axis(&self, svg: &mut String, layout: &SvgLayout) {
         let step = tick_step(self.end);
+        let (origin, end) = (self.origin.time.as_nanos(), self.end.as_nanos());
         let axis_y = layout.lanes_bottom + 4.0;
         svg.push_str("<g class=\"axis\">\n");
         let _ = writeln!(
             svg,
-            r##"<line x1="{PLOT_LEFT}" y1="{axis_y:.1}" x2="{PLOT_RIGHT}" y2="{axis_y:.1}" stroke="#333333"/>"##
+            r##"<line x1="{PLOT_LEFT}" y1="{axis_y:.1}" x2="{PLOT_RIGHT}" y2="{axis_y:.1}" stroke="#333333"/><text x="8" y="{:.1}" font-size="10" fill="#333333">{}</text>"##,
+            axis_y + 18.0,
+            self.origin.basis.caption()
         );
-        let mut time = 0;
-        while time <= self.end.as_nanos() {
-            let x = layout.x(Duration::from_nanos(time as u64));
+        // The first tick at or after the trace's start.
+        let mut tick = origin % step;
+        while tick <= end {
+            let x = layout.x(Duration::from_nanos(tick as u64));
+            let label = match tick.checked_sub(origin) {
+                Some(after) => tick_label(after, step, self.end),
+                None => format!("-{}", tick_label(origin - tick, step, self.end)),
+            };
             let _ = writeln!(
                 svg,
-                r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{axis_y:.1}" stroke="#d0d0d0"/><line x1="{x:.1}" y1="{axis_y:.1}" x2="{x:.1}" y2="{:.1}" stroke="#333333"/><text x="{x:.1}" y="{:.1}" text-anchor="middle" fill="#333333">{}</text>"##,
+                r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{axis_y:.1}" stroke="#d0d0d0"/><line x1="{x:.1}" y1="{axis_y:.1}" x2="{x:.1}" y2="{:.1}" stroke="#333333"/><text x="{x:.1}" y="{:.1}" text-anchor="middle" fill="#333333">{label}</text>"##,
                 layout.commits_top,
                 axis_y + 5.0,
                 axis_y + 18.0,
-                tick_label(time, step, self.end)
             );
-            time += step;
+            tick += step;
         }
         svg.push_str("</g>\n");
     }
@@ -369,8 +386,8 @@ impl Timeline {
                 r#"<g><title>{} {}: {} .. {} ({}{})</title><rect x="{x:.1}" y="{top:.1}" width="{width:.1}" height="{ROW_HEIGHT}" rx="2" {}/>"#,
                 escape(&bar.label()),
                 escape(self.vertex_name(bar.vertex as usize)),
-                seconds(bar.start),
-                seconds(bar.end),
+                self.seconds(bar.start),
+                self.seconds(bar.end),
                 bar.outcome.name(),
                 fate_note(bar.fate),
                 bar_attributes(vertex_colour(bar.vertex), bar.outcome)
@@ -401,7 +418,7 @@ impl Timeline {
         for (index, marker) in self.markers.iter().enumerate() {
             let style = marker.kind.style();
             let x = layout.x(marker.time);
-            let _ = write!(svg, "<g><title>{} {}</title>", seconds(marker.time), escape(&marker.description));
+            let _ = write!(svg, "<g><title>{} {}</title>", self.seconds(marker.time), escape(&marker.description));
             match style.placement {
                 Placement::OnBar => {
                     if let MarkerKind::TaskFailed { bar: Some(bar), .. } = marker.kind {

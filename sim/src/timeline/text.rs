@@ -5,7 +5,7 @@ use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use super::style::{TextGlyph, TextRow};
-use super::{Fate, MAX_TEXT_WIDTH, Marker, MarkerKind, Timeline, seconds};
+use super::{Fate, MAX_TEXT_WIDTH, Marker, MarkerKind, OriginBasis, Timeline};
 
 /// A killed TaskManager's slots while it is down.
 const DOWN: char = '#';
@@ -77,9 +77,12 @@ impl Timeline {
         }
         self.draw_text_markers(&mut grid, &columns);
         let mut text = format!(
-            "{}: 0s .. {}, {} columns of {:.3}ms\n",
+            "{}: {} .. {} from {}{}, {} columns of {:.3}ms\n",
             self.title,
-            seconds(self.end),
+            self.seconds(Duration::ZERO),
+            self.seconds(self.end),
+            self.origin.basis.meaning(),
+            self.origin_in_trace(),
             columns.width,
             self.end.as_secs_f64() * 1000.0 / columns.width as f64
         );
@@ -91,6 +94,14 @@ impl Timeline {
         }
         text.push_str(&self.text_legend());
         text
+    }
+
+    /// Where the origin is in the trace's own time, for a header: ` at 0.172s of the trace`.
+    pub(super) fn origin_in_trace(&self) -> String {
+        match self.origin.basis {
+            OriginBasis::TraceStart => String::new(),
+            _ => format!(" at {:.3}s of the trace", self.origin.time.as_secs_f64()),
+        }
     }
 
     fn draw_text_downtimes(&self, grid: &mut TextGrid, columns: &Columns) {
@@ -153,7 +164,7 @@ impl Timeline {
             }
         }
         for marker in &self.markers {
-            let _ = writeln!(text, "{:>9}  {}", seconds(marker.time), marker.description.trim_end());
+            let _ = writeln!(text, "{:>9}  {}", self.seconds(marker.time), marker.description.trim_end());
         }
         text
     }

@@ -172,6 +172,54 @@ fn a_recovery_by_a_new_job_master_cancels_older_attempts() {
     assert!(timeline.to_text(7).contains("\ntm-2/s0   .0000:0\n"), "{}", timeline.to_text(7));
 }
 
+/// As a run records it: the JobMaster takes the job at 73 ms and deploys at 164 ms; the client
+/// has its acknowledgement at 172 ms, from which a fault `at: 150ms` counts.
+fn submitted_then_acknowledged() -> Vec<TraceRecord> {
+    let submitted =
+        TraceEvent::JobSubmitted { job_id: "demo".into(), mode: "batch".into(), vertices: vec!["a".into()] };
+    let fault = TraceEvent::FaultInjected {
+        index: 0,
+        kind: "tm-crash".into(),
+        detail: "kill tm-0 (restart after 100ms)".into(),
+    };
+    vec![
+        record(0, "jm", registered("tm-0", 1)),
+        record(73, "jm", submitted),
+        record(164, "jm", deployed(0, 0, 0, "tm-0/s0")),
+        record(172, "client", TraceEvent::SubmissionAcknowledged { job_id: "demo".into() }),
+        record(322, "harness", fault),
+        record(472, "jm", TraceEvent::JobFinished { restarts: 0 }),
+    ]
+}
+
+#[test]
+fn time_is_drawn_from_the_submission_that_fault_times_count_from() {
+    let timeline = build(&submitted_then_acknowledged());
+    assert_eq!(timeline.origin(), Origin { time: Duration::from_millis(172), basis: OriginBasis::Submission });
+    let text = timeline.to_text(20);
+    let header = "demo (batch): -0.172s .. 0.300s from the job's submission at 0.172s of the trace, 20 columns";
+    assert!(text.starts_with(header), "{text}");
+    assert!(text.contains("\n   0.000s  submission of demo acknowledged: fault times count from here\n"), "{text}");
+    assert!(text.contains("\n   0.150s  fault #0: kill tm-0 (restart after 100ms)\n"), "{text}");
+    let svg = timeline.to_svg();
+    assert!(svg.contains("<title>0.150s fault #0: kill tm-0"), "{svg}");
+    assert!(svg.contains("<title>v0[0] a0 a: -0.008s .. 0.150s (killed with its TaskManager)</title>"), "{svg}");
+    assert!(svg.contains(">from submission</text>"), "the axis says where zero is:\n{svg}");
+    let ticks: Vec<&str> = svg
+        .split("text-anchor=\"middle\" fill=\"#333333\">")
+        .skip(1)
+        .map(|tick| tick.split('<').next().unwrap())
+        .collect();
+    assert_eq!(
+        ticks,
+        ["-150 ms", "-100 ms", "-50 ms", "0 ms", "50 ms", "100 ms", "150 ms", "200 ms", "250 ms", "300 ms"]
+    );
+    // Without the acknowledgement (an older trace), the JobMaster's record of the submission.
+    let mut older = submitted_then_acknowledged();
+    older.remove(3);
+    assert_eq!(build(&older).origin(), Origin { time: Duration::from_millis(73), basis: OriginBasis::JobSubmitted });
+}
+
 #[test]
 fn tasks_sharing_a_slot_are_stacked() {
     let timeline = build(&trace());
@@ -184,7 +232,7 @@ fn tasks_sharing_a_slot_are_stacked() {
 #[test]
 fn the_text_form_shows_bars_markers_and_a_legend() {
     let expected = "\
-demo (streaming): 0s .. 0.100s, 20 columns of 5.000ms
+demo (streaming): 0.000s .. 0.100s from the JobMaster's job_submitted at 0.000s of the trace, 20 columns of 5.000ms
 faults    ....!.|...+.........
 commits   ......|.......c.....
 tm-2/s0   ..0000|.0000........
@@ -249,6 +297,9 @@ fn ticks_are_one_two_or_five_times_a_power_of_ten() {
 #[test]
 fn an_empty_trace_still_renders() {
     let timeline = build(&[]);
-    assert_eq!(timeline.to_text(4), "timeline: 0s .. 0.000s, 4 columns of 0.000ms\nfaults   ....\ncommits  ....\n");
+    assert_eq!(
+        timeline.to_text(4),
+        "timeline: 0.000s .. 0.000s from the start of the trace, 4 columns of 0.000ms\nfaults   ....\ncommits  ....\n"
+    );
     assert!(timeline.to_svg().ends_with("</svg>\n"));
 }
