@@ -1,11 +1,12 @@
-//! Durations as people write them in scenarios and configuration: `500us`, `150ms`, `2s`, `1m`.
+//! Durations as people write them in scenarios and configuration: `500us`, `150ms`, `2s`, `1m`,
+//! `1h`.
 //!
 //! [`text`] is a serde adapter that writes and reads this form. A bare number is an error, not a
 //! guess at its unit.
 
 use std::time::Duration;
 
-/// Parses `150ms`, `2s`, `3m` or `500us`.
+/// Parses `500us`, `150ms`, `2s`, `3m` or `1h`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
@@ -16,7 +17,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "ms" => Some(Duration::from_millis(value)),
         "s" => Some(Duration::from_secs(value)),
         "m" => value.checked_mul(60).map(Duration::from_secs),
-        _ => return Err(format!("`{text}` has no unit; write it like 150ms, 2s or 1m")),
+        "h" => value.checked_mul(3600).map(Duration::from_secs),
+        "" => return Err(format!("`{text}` has no unit; write it like 150ms, 2s or 1m")),
+        _ => return Err(format!("`{text}` has an unknown unit `{unit}`; use us, ms, s, m or h")),
     };
     duration.ok_or_else(|| format!("`{text}` is too long a duration"))
 }
@@ -105,6 +108,8 @@ mod tests {
         }
         assert_eq!(parse_duration("3m").unwrap(), Duration::from_secs(180));
         assert!(parse_duration("150").unwrap_err().contains("no unit"));
+        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
+        assert!(parse_duration("2d").unwrap_err().contains("unknown unit `d`; use us, ms, s, m or h"));
         assert!(parse_duration("fast").is_err());
         assert!(parse_duration("99999999999999999999m").is_err());
     }

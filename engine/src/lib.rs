@@ -25,6 +25,7 @@ pub mod api;
 pub mod catalog;
 pub mod checkpoint;
 pub mod connectors;
+pub mod counted;
 pub mod duration;
 pub mod failover;
 pub mod future;

@@ -40,10 +40,16 @@ pub(super) const ALERTS: CatalogJob = CatalogJob {
     name: "alerts",
     description: "spending alerts per user: total crossing each 5000 and a third purchase at one merchant",
     params: &[
-        ParamSpec { name: "purchases", default: 20_000, doc: "total purchases in the input" },
-        ParamSpec { name: "users", default: 50, doc: "distinct users (skewed towards low user numbers)" },
-        ParamSpec { name: "merchants", default: 40, doc: "distinct merchants" },
-        ParamSpec { name: "partitions", default: 4, doc: "partitions of the purchases topic" },
+        ParamSpec { name: "purchases", default: 20_000, min: 0, max: 1_000_000, doc: "total purchases in the input" },
+        ParamSpec {
+            name: "users",
+            default: 50,
+            min: 1,
+            max: 100_000,
+            doc: "distinct users (skewed towards low user numbers)",
+        },
+        ParamSpec { name: "merchants", default: 40, min: 1, max: 10_000, doc: "distinct merchants" },
+        ParamSpec { name: "partitions", default: 4, min: 1, max: 64, doc: "partitions of the purchases topic" },
     ],
     build,
     generate_input,
@@ -129,9 +135,9 @@ fn build(env: &StreamEnv, _params: &JobParams) {
 
 fn generate_input(params: &JobParams, prng: &mut Prng) -> ExternalInput {
     let purchases = params.get("purchases");
-    let users = params.get("users").max(1);
-    let merchants = params.get("merchants").max(1);
-    let partitions = params.get("partitions").max(1) as usize;
+    let users = params.get("users");
+    let merchants = params.get("merchants");
+    let partitions = params.get("partitions") as usize;
     let mut topic: Vec<Vec<Vec<u8>>> = vec![Vec::new(); partitions];
     for index in 0..purchases {
         let partition = (index % partitions as u64) as usize;

@@ -45,15 +45,30 @@ use crate::connectors::{Row, SinkKind};
 use crate::graph::{ExecutionMode, JobGraph};
 use crate::prng::Prng;
 
-/// A job parameter: its name, default and meaning.
+/// A job parameter: its name, default, the values it may take, and meaning.
 #[derive(Clone, Copy, Debug)]
 pub struct ParamSpec {
     /// The name used in scenarios.
     pub name: &'static str,
     /// The value when a scenario does not set it.
     pub default: u64,
+    /// The least value.
+    pub min: u64,
+    /// The largest value: bounded so that one run fits the machine simulating it.
+    pub max: u64,
     /// What it controls.
     pub doc: &'static str,
+}
+
+impl ParamSpec {
+    /// Checks a value against `min..=max`.
+    pub fn check(&self, value: u64) -> Result<(), String> {
+        if (self.min..=self.max).contains(&value) {
+            Ok(())
+        } else {
+            Err(format!("parameter `{}` must be in {}..={}, not {value}", self.name, self.min, self.max))
+        }
+    }
 }
 
 /// Parameter values of a job instance, defaults filled in.
@@ -154,6 +169,11 @@ impl CatalogJob {
                     self.name,
                     known.join(", ")
                 ));
+            }
+        }
+        for spec in self.params {
+            if let Some(value) = given.get(spec.name) {
+                spec.check(*value)?;
             }
         }
         Ok(JobParams(

@@ -29,11 +29,11 @@ pub(super) const TPCDS: CatalogJob = CatalogJob {
     name: "tpcds",
     description: "revenue per item category from store and web sales joined with items",
     params: &[
-        ParamSpec { name: "store_sales", default: 20_000, doc: "store sales rows" },
-        ParamSpec { name: "web_sales", default: 10_000, doc: "web sales rows" },
-        ParamSpec { name: "items", default: 1_000, doc: "items (every sale refers to one)" },
-        ParamSpec { name: "categories", default: 20, doc: "item categories" },
-        ParamSpec { name: "partitions", default: 4, doc: "partitions of each sales topic" },
+        ParamSpec { name: "store_sales", default: 20_000, min: 0, max: 1_000_000, doc: "store sales rows" },
+        ParamSpec { name: "web_sales", default: 10_000, min: 0, max: 1_000_000, doc: "web sales rows" },
+        ParamSpec { name: "items", default: 1_000, min: 1, max: 100_000, doc: "items (every sale refers to one)" },
+        ParamSpec { name: "categories", default: 20, min: 1, max: 1_000, doc: "item categories" },
+        ParamSpec { name: "partitions", default: 4, min: 1, max: 64, doc: "partitions of each sales topic" },
     ],
     build,
     generate_input,
@@ -82,9 +82,9 @@ fn build(env: &StreamEnv, _params: &JobParams) {
 }
 
 fn generate_input(params: &JobParams, prng: &mut Prng) -> ExternalInput {
-    let items = params.get("items").max(1);
-    let categories = params.get("categories").max(1);
-    let partitions = params.get("partitions").max(1) as usize;
+    let items = params.get("items");
+    let categories = params.get("categories");
+    let partitions = params.get("partitions") as usize;
     let quantity = |prng: &mut Prng| if prng.chance(Ratio::new(1, 20)) { 0 } else { prng.range_inclusive(1, 10) };
     let mut store: Vec<Vec<Vec<u8>>> = vec![Vec::new(); partitions];
     for row in 0..params.get("store_sales") as usize {

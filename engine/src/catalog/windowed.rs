@@ -32,9 +32,15 @@ pub(super) const WINDOWED: CatalogJob = CatalogJob {
     name: "windowed",
     description: "clicks per user in 1s tumbling windows (count, sum) and the largest click in 3s windows sliding by 1s",
     params: &[
-        ParamSpec { name: "clicks", default: 20_000, doc: "total clicks in the input" },
-        ParamSpec { name: "users", default: 100, doc: "distinct users (skewed towards low user numbers)" },
-        ParamSpec { name: "partitions", default: 4, doc: "partitions of the clicks topic" },
+        ParamSpec { name: "clicks", default: 20_000, min: 0, max: 1_000_000, doc: "total clicks in the input" },
+        ParamSpec {
+            name: "users",
+            default: 100,
+            min: 1,
+            max: 100_000,
+            doc: "distinct users (skewed towards low user numbers)",
+        },
+        ParamSpec { name: "partitions", default: 4, min: 1, max: 64, doc: "partitions of the clicks topic" },
     ],
     build,
     generate_input,
@@ -86,8 +92,8 @@ fn build(env: &StreamEnv, _params: &JobParams) {
 
 fn generate_input(params: &JobParams, prng: &mut Prng) -> ExternalInput {
     let clicks = params.get("clicks");
-    let users = params.get("users").max(1);
-    let partitions = params.get("partitions").max(1) as usize;
+    let users = params.get("users");
+    let partitions = params.get("partitions") as usize;
     let mut topic: Vec<Vec<Vec<u8>>> = vec![Vec::new(); partitions];
     for index in 0..clicks {
         let partition = (index % partitions as u64) as usize;

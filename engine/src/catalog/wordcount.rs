@@ -17,10 +17,16 @@ pub(super) const WORDCOUNT: CatalogJob = CatalogJob {
     name: "wordcount",
     description: "counts words of lines read from the log; upserts (word, count)",
     params: &[
-        ParamSpec { name: "words", default: 20_000, doc: "total words in the input" },
-        ParamSpec { name: "distinct_words", default: 500, doc: "vocabulary size (skewed towards low word numbers)" },
-        ParamSpec { name: "partitions", default: 4, doc: "partitions of the input topic" },
-        ParamSpec { name: "max_words_per_line", default: 12, doc: "longest line, in words" },
+        ParamSpec { name: "words", default: 20_000, min: 0, max: 1_000_000, doc: "total words in the input" },
+        ParamSpec {
+            name: "distinct_words",
+            default: 500,
+            min: 1,
+            max: 100_000,
+            doc: "vocabulary size (skewed towards low word numbers)",
+        },
+        ParamSpec { name: "partitions", default: 4, min: 1, max: 64, doc: "partitions of the input topic" },
+        ParamSpec { name: "max_words_per_line", default: 12, min: 1, max: 1_000, doc: "longest line, in words" },
     ],
     build,
     generate_input,
@@ -41,9 +47,9 @@ fn build(env: &StreamEnv, _params: &JobParams) {
 
 fn generate_input(params: &JobParams, prng: &mut Prng) -> ExternalInput {
     let words = params.get("words");
-    let distinct = params.get("distinct_words").max(1);
-    let partitions = params.get("partitions").max(1) as usize;
-    let max_per_line = params.get("max_words_per_line").max(1);
+    let distinct = params.get("distinct_words");
+    let partitions = params.get("partitions") as usize;
+    let max_per_line = params.get("max_words_per_line");
     let mut topic: Vec<Vec<Vec<u8>>> = vec![Vec::new(); partitions];
     let mut written = 0;
     let mut line_number = 0usize;

@@ -20,6 +20,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::counted::counted;
+
 /// A factor such as a backoff multiplier, in thousandths (`1.5` is 1500): written as a number,
 /// compared exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -144,7 +146,7 @@ impl fmt::Display for RestartStrategy {
         match self {
             RestartStrategy::None => f.write_str("no-restart"),
             RestartStrategy::FixedDelay { delay, attempts } => {
-                write!(f, "fixed-delay ({} attempts, {} ms apart)", attempts, delay.as_millis())
+                write!(f, "fixed-delay ({}, {} ms apart)", counted(*attempts, "attempt"), delay.as_millis())
             }
             RestartStrategy::ExponentialDelay { initial_backoff, max_backoff, multiplier, attempts, .. } => {
                 write!(
@@ -154,7 +156,7 @@ impl fmt::Display for RestartStrategy {
                     max_backoff.as_millis()
                 )?;
                 match attempts {
-                    Some(attempts) => write!(f, "{attempts} attempts)"),
+                    Some(attempts) => write!(f, "{})", counted(*attempts, "attempt")),
                     None => f.write_str("unlimited attempts)"),
                 }
             }
@@ -252,7 +254,7 @@ impl RestartTracker {
             RestartStrategy::None => give_up(format!("at the first failure: {cause}")),
             RestartStrategy::FixedDelay { delay, attempts } => {
                 if self.restarts >= attempts {
-                    give_up(format!("after {} restarts; last failure: {cause}", self.restarts))
+                    give_up(format!("after {}; last failure: {cause}", counted(self.restarts, "restart")))
                 } else {
                     self.restarts += 1;
                     RestartDecision::RestartAfter(delay)
@@ -276,8 +278,8 @@ impl RestartTracker {
                     && self.attempts_since_reset >= attempts
                 {
                     return give_up(format!(
-                        "after {} restarts without a pause of {} ms; last failure: {cause}",
-                        self.attempts_since_reset,
+                        "after {} without a pause of {} ms; last failure: {cause}",
+                        counted(self.attempts_since_reset, "restart"),
                         reset_backoff_threshold.as_millis()
                     ));
                 }
@@ -303,8 +305,8 @@ impl RestartTracker {
                 }
                 if self.recent.len() as u32 > max_failures_per_interval {
                     give_up(format!(
-                        "after {} failures within {} ms; last failure: {cause}",
-                        self.recent.len(),
+                        "after {} within {} ms; last failure: {cause}",
+                        counted(self.recent.len() as u64, "failure"),
                         failure_rate_interval.as_millis()
                     ))
                 } else {

@@ -73,7 +73,8 @@ pub struct JobStatusReport {
     pub status: JobStatus,
     /// The current attempt.
     pub attempt: u32,
-    /// Restarts so far.
+    /// Restarts so far, JobMaster failovers included (the attempt number: attempts start at 0
+    /// and each restart takes the next).
     pub restarts: u32,
 }
 

@@ -8,6 +8,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::counted::counted;
 use serde::{Deserialize, Serialize};
 
 /// One thing that happened; see the module doc. Serialized with an `event` tag, so a trace is
@@ -227,7 +228,7 @@ pub enum TraceEvent {
     },
     /// The job finished.
     JobFinished {
-        /// Restarts it took.
+        /// Restarts over the job's whole life, JobMaster failovers included: its attempt number.
         restarts: u32,
     },
     /// The job failed for good.
@@ -334,10 +335,10 @@ impl fmt::Display for TraceEvent {
         match self {
             TraceEvent::JobMasterStarted => write!(f, "job master started"),
             TraceEvent::TaskManagerStarted { instance, slots } => {
-                write!(f, "task manager started (instance {instance:016x}, {slots} slots)")
+                write!(f, "task manager started (instance {instance:016x}, {})", counted(*slots, "slot"))
             }
             TraceEvent::TaskManagerRegistered { name, instance, slots } => {
-                write!(f, "registered {name} (instance {instance:016x}, {slots} slots)")
+                write!(f, "registered {name} (instance {instance:016x}, {})", counted(*slots, "slot"))
             }
             TraceEvent::TaskManagerLost { name, reason } => write!(f, "lost {name}: {reason}"),
             TraceEvent::JobSubmitted { job_id, mode, vertices } => {
@@ -401,10 +402,10 @@ impl fmt::Display for TraceEvent {
                 Ok(())
             }
             TraceEvent::JobMasterLost { reason, tasks_cancelled } => {
-                write!(f, "lost the JobMaster ({reason}); cancelled {tasks_cancelled} tasks")
+                write!(f, "lost the JobMaster ({reason}); cancelled {}", counted(*tasks_cancelled, "task"))
             }
             TraceEvent::PartitionsExpired { partitions } => {
-                write!(f, "no JobMaster came back: released {partitions} partitions")
+                write!(f, "no JobMaster came back: released {}", counted(*partitions, "partition"))
             }
             TraceEvent::CheckpointTriggered { attempt, checkpoint } => {
                 write!(f, "a{attempt} trigger checkpoint {checkpoint}")
@@ -419,17 +420,23 @@ impl fmt::Display for TraceEvent {
             TraceEvent::CheckpointRestored { attempt, checkpoint } => {
                 write!(f, "a{attempt} restores checkpoint {checkpoint}")
             }
-            TraceEvent::JobFinished { restarts } => write!(f, "job finished after {restarts} restarts"),
+            TraceEvent::JobFinished { restarts } => {
+                write!(f, "job finished after {}", counted(*restarts, "restart"))
+            }
             TraceEvent::JobFailed { reason } => write!(f, "job failed: {reason}"),
             TraceEvent::TransactionPrepared { txn_id, epoch } => write!(f, "prepared {txn_id} (epoch {epoch})"),
             TraceEvent::TransactionsAborted { prefix, epoch, transactions } => {
-                write!(f, "aborted {transactions} open transactions of {prefix}* older than epoch {epoch}")
+                write!(
+                    f,
+                    "aborted {} of {prefix}* older than epoch {epoch}",
+                    counted(*transactions, "open transaction")
+                )
             }
             TraceEvent::TransactionCommitted { txn_id, epoch, rows } => {
-                write!(f, "committed {txn_id} (epoch {epoch}, {rows} rows)")
+                write!(f, "committed {txn_id} (epoch {epoch}, {})", counted(*rows, "row"))
             }
             TraceEvent::ShuffleServiceStarted { partitions } => {
-                write!(f, "shuffle service started ({partitions} partitions on disk)")
+                write!(f, "shuffle service started ({} on disk)", counted(*partitions, "partition"))
             }
             TraceEvent::FaultInjected { index, detail, .. } => write!(f, "fault #{index}: {detail}"),
             TraceEvent::FaultHealed { index, detail, .. } => write!(f, "healed #{index}: {detail}"),

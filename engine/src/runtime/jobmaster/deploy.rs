@@ -41,7 +41,9 @@ impl JobMaster {
             Vec::new()
         };
         let all_finished = job.strategy.all_finished();
-        let restarts = job.restarts.restarts();
+        // Restarts over the job's whole life, JobMaster failovers included: attempts start at
+        // 0 and each restart takes the next (the harness counts the same, from the trace).
+        let restarts = job.attempt;
         let event = TraceEvent::TaskFinished {
             attempt,
             vertex: vertex.vertex.0,

@@ -361,7 +361,7 @@ impl JobMaster {
                 let report = self.job.as_ref().filter(|job| job.spec.job_id == job_id).map(|job| JobStatusReport {
                     status: job.status.clone(),
                     attempt: job.attempt,
-                    restarts: job.restarts.restarts(),
+                    restarts: job.attempt,
                 });
                 let _ = reply.send(report);
             }

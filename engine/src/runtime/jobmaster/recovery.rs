@@ -249,7 +249,8 @@ impl JobMaster {
         }
         let job = self.job.as_ref().expect("still there");
         if job.strategy.all_finished() {
-            let restarts = job.restarts.restarts();
+            // Restarts over the job's whole life (see deploy.rs).
+            let restarts = job.attempt;
             self.end_job(JobStatus::Finished).await;
             self.trace(TraceEvent::JobFinished { restarts });
         }
