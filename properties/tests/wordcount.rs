@@ -7,22 +7,26 @@
 //! and in batch mode, never commits for a checkpoint that did not complete, and the two modes
 //! agree.
 //!
-//! Only recoverable cases are generated: the job must fit the cluster, and a TaskManager that
-//! never comes back must leave enough slots for the job to run again.
+//! Only recoverable cases are generated: the parallelism is cut to what the cluster holds, and a
+//! TaskManager that would leave too few slots behind comes back.
 //!
-//! Shrinking the seed means nothing, so the structural inputs are what proptest shrinks: fewer
-//! words, lower parallelism, an earlier crash. A failure prints the scenario as YAML: save it
-//! and replay it with `sluice run`. `PROPTEST_CASES=N` runs more cases than the default.
+//! Cases come from `sluice_properties::check`: each from its own case seed, which is also the
+//! simulations' seed, so `SLUICE_SEED=N` reruns exactly one. Shrinking the seed means nothing,
+//! so the structural inputs are what shrinks: fewer words, lower parallelism, an earlier crash.
+//! A failure writes a replay file and prints the commands that rerun it. `PROPTEST_CASES=N` runs
+//! more cases than the default, `PROPTEST_RNG_SEED=N` other ones.
 
 use std::time::Duration;
 
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
 use sluice_engine::graph::ExecutionMode;
-use sluice_sim::check::{check_run, modes_agree};
+use sluice_properties::{CaseResult, check};
+use sluice_sim::check::{Verdict, check_run, modes_agree};
 use sluice_sim::faults::{Fault, FaultKind, Trigger};
+use sluice_sim::replay::write_failure;
 use sluice_sim::runner::run;
 use sluice_sim::scenario::Scenario;
+use sluice_sim::seed::SeedResult;
 
 /// The cluster and job shape of one case.
 #[derive(Clone, Copy, Debug)]
@@ -109,66 +113,121 @@ fn scenario(
     Scenario::parse("property", &text).expect("generated scenarios are valid")
 }
 
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(64)
+/// The case: everything but the simulation seed, which is the case's own seed.
+type Case = (
+    u64,
+    (u32, u32, u32),
+    (usize, bool),
+    Option<(u64, u32, Option<u64>)>,
+    Option<StorageFault>,
+    Option<u64>,
+    Option<CommitFault>,
+    (Option<JobMasterCrash>, bool, bool),
+);
+
+fn strategy() -> impl Strategy<Value = Case> {
+    (
+        1u64..4000,
+        (1u32..=4, 1u32..=3, 1u32..=4),
+        (proptest::sample::select(vec![64usize, 512, 4096, 32768]), any::<bool>()),
+        proptest::option::weighted(0.8, (0u64..1500, 0u32..4, proptest::option::of(50u64..1000))),
+        proptest::option::weighted(0.5, (0u64..1500, 0usize..STORAGE_FAULTS.len(), 0u32..5)),
+        proptest::option::weighted(0.7, 10u64..300),
+        proptest::option::weighted(0.3, (0usize..COMMIT_FAULTS.len(), 1u32..4)),
+        (proptest::option::weighted(0.3, (0u64..1500, 50u64..1000)), any::<bool>(), any::<bool>()),
+    )
 }
 
-/// Case generation is seeded too, so that `cargo test` is repeatable; `PROPTEST_RNG_SEED=N`
-/// explores other cases.
-fn rng_seed() -> RngSeed {
-    RngSeed::Fixed(std::env::var("PROPTEST_RNG_SEED").ok().and_then(|seed| seed.parse().ok()).unwrap_or(0x0051_1CE0))
+/// The scenario of a case. Only recoverable cases: the parallelism is cut to what the cluster
+/// holds, and a TaskManager that would leave too few slots behind comes back after 500 ms.
+fn case_scenario(case: &Case) -> Scenario {
+    let &(
+        words,
+        (task_managers, slots, parallelism),
+        (buffer_size, remote_shuffle),
+        crash,
+        storage,
+        checkpoint_ms,
+        commit,
+        failover,
+    ) = case;
+    let (job_master_crash, region_failover, all_blocking) = failover;
+    let parallelism = parallelism.min(task_managers * slots);
+    let room = (task_managers - 1) * slots >= parallelism;
+    let crash = crash.map(|(at, victim, restart)| (at, victim % task_managers, restart.or((!room).then_some(500))));
+    // The node index wraps to a TaskManager, or to the shuffle service (index `task_managers`).
+    let storage = storage.map(|(at, kind, node)| (at, kind, node % (task_managers + 1)));
+    let shape = Shape {
+        words,
+        task_managers,
+        slots,
+        parallelism,
+        buffer_size,
+        remote_shuffle,
+        checkpoint_ms,
+        region_failover,
+        all_blocking,
+    };
+    scenario(shape, crash, job_master_crash, storage, commit)
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: cases(),
-        rng_seed: rng_seed(),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
-
-    #[test]
-    fn wordcount_is_exactly_once_in_both_modes_under_a_crash_and_a_storage_fault(
-        seed in any::<u64>(),
-        words in 1u64..4000,
-        task_managers in 1u32..=4,
-        slots in 1u32..=3,
-        parallelism in 1u32..=4,
-        buffer_size in proptest::sample::select(vec![64usize, 512, 4096, 32768]),
-        remote_shuffle in any::<bool>(),
-        crash in proptest::option::weighted(0.8, (0u64..1500, 0u32..4, proptest::option::of(50u64..1000))),
-        storage in proptest::option::weighted(0.5, (0u64..1500, 0usize..STORAGE_FAULTS.len(), 0u32..5)),
-        checkpoint_ms in proptest::option::weighted(0.7, 10u64..300),
-        commit in proptest::option::weighted(0.3, (0usize..COMMIT_FAULTS.len(), 1u32..4)),
-        failover in (proptest::option::weighted(0.3, (0u64..1500, 50u64..1000)), any::<bool>(), any::<bool>()),
-    ) {
-        let (job_master_crash, region_failover, all_blocking) = failover;
-        prop_assume!(parallelism <= task_managers * slots, "the job must fit");
-        let crash = crash.map(|(at, victim, restart)| (at, victim % task_managers, restart));
-        if let Some((_, _, None)) = crash {
-            prop_assume!((task_managers - 1) * slots >= parallelism, "a lost TaskManager must leave room");
-        }
-        // The node index wraps to a TaskManager, or to the shuffle service (index `task_managers`).
-        let storage = storage.map(|(at, kind, node)| (at, kind, node % (task_managers + 1)));
-        let shape = Shape {
-            words,
-            task_managers,
-            slots,
-            parallelism,
-            buffer_size,
-            remote_shuffle,
-            checkpoint_ms,
-            region_failover,
-            all_blocking,
-        };
-        let scenario = scenario(shape, crash, job_master_crash, storage, commit);
-        let streaming = run(&scenario, ExecutionMode::Streaming, seed);
-        let batch = run(&scenario, ExecutionMode::Batch, seed);
-        let replay = format!("seed {seed}; scenario:\n{}", scenario.to_yaml());
-        prop_assert_eq!(check_run(&streaming), vec![], "streaming failed; {}", replay);
-        prop_assert_eq!(check_run(&batch), vec![], "batch failed; {}", replay);
-        prop_assert_eq!(modes_agree(&streaming, &batch), Ok(()), "modes disagree; {}", replay);
+/// Runs a case in both modes; a failure gets a replay file.
+fn run_case(case: &Case, seed: u64) -> CaseResult {
+    let scenario = case_scenario(case);
+    let streaming = run(&scenario, ExecutionMode::Streaming, seed);
+    let batch = run(&scenario, ExecutionMode::Batch, seed);
+    let verdict = |report| match check_run(report) {
+        failures if failures.is_empty() => Verdict::Pass,
+        failures => Verdict::Fail(failures),
+    };
+    let (streaming_verdict, batch_verdict) = (verdict(&streaming), verdict(&batch));
+    let agreement = match (&streaming_verdict, &batch_verdict) {
+        (Verdict::Pass, Verdict::Pass) => modes_agree(&streaming, &batch).err(),
+        _ => None,
+    };
+    let result = SeedResult {
+        seed,
+        runs: vec![(streaming, streaming_verdict), (batch, batch_verdict)],
+        agreement,
+        determinism: Vec::new(),
+    };
+    let failures = result.failures();
+    if failures.is_empty() {
+        return CaseResult::Pass;
     }
+    let directory = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../failures");
+    let replay_file = write_failure(&directory, &scenario, &result).ok().map(|path| path.display().to_string());
+    let message = failures.iter().map(|(mode, failure)| format!("{mode:?}: {failure}")).collect::<Vec<_>>().join("; ");
+    CaseResult::Fail { message, replay_file }
+}
+
+#[test]
+fn wordcount_is_exactly_once_in_both_modes_under_a_crash_and_a_storage_fault() {
+    check("wordcount_is_exactly_once_in_both_modes_under_a_crash_and_a_storage_fault", strategy(), run_case);
+}
+
+#[test]
+fn generated_cases_fit_their_cluster_and_survive_their_faults() {
+    // Guards the generator: no case is thrown away, so every one must be recoverable.
+    let cases = [
+        (10, (1, 1, 4), (64, false), Some((5, 0, None)), None, None, None, (None, true, true)),
+        (10, (2, 1, 2), (64, false), Some((5, 1, None)), None, None, None, (None, true, true)),
+        (10, (3, 2, 2), (64, false), Some((5, 1, None)), None, None, None, (None, true, true)),
+    ];
+    let built: Vec<Scenario> = cases.iter().map(case_scenario).collect();
+    assert_eq!(built[0].parallelism, 1, "cut to the one slot there is");
+    for scenario in &built[..2] {
+        assert!(
+            matches!(&scenario.faults[0].kind, FaultKind::Kill { restart_after: Some(_), .. }),
+            "a TaskManager the job cannot do without comes back: {:?}",
+            scenario.faults
+        );
+        assert_eq!(scenario.schedule_is_unsurvivable(&scenario.faults), None);
+    }
+    assert!(
+        matches!(&built[2].faults[0].kind, FaultKind::Kill { restart_after: None, .. }),
+        "one that leaves room stays dead"
+    );
 }
 
 #[test]

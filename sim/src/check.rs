@@ -152,7 +152,7 @@ fn exact_difference(rows: &[Row], log: &[Row], complete: bool) -> Option<String>
     if missing.is_empty() && extra.is_empty() {
         return None;
     }
-    let mut detail = format!("{} rows committed, {} expected", log.len(), rows.len());
+    let mut detail = format!("{} committed, {} expected", crate::words::counted(log.len() as u64, "row"), rows.len());
     if !missing.is_empty() {
         detail.push_str(&format!("; lost: {}", describe(&missing)));
     }
@@ -347,11 +347,14 @@ pub fn judge(report: &RunReport, scenario: &Scenario) -> Verdict {
         failures.push(failure);
     }
     if let Some(max_restarts) = scenario.expect.max_restarts
-        && report.restarts > max_restarts
+        && report.restarts() > u64::from(max_restarts)
     {
         failures.push(CheckFailure {
             check: "expectation",
-            detail: format!("{} restarts, the scenario expects at most {max_restarts}", report.restarts),
+            detail: format!(
+                "{}, the scenario expects at most {max_restarts}",
+                crate::words::counted(report.restarts(), "restart")
+            ),
         });
     }
     let healed = healed_at(report).unwrap_or_else(|| submitted_at(report));

@@ -7,11 +7,14 @@
 //! | [`scenario`] | the YAML format; errors that name file, line and field |
 //! | [`cluster`] | the madsim nodes: JobMaster, TaskManagers with disks, log, transactional store |
 //! | [`external`] | the simulated external systems (log server, transactional store server) |
+//! | [`harness_crash`] | test-only crashes of the harness itself, that sweeps must survive |
 //! | [`faults`] | injects a scenario's faults at their simulated times |
 //! | [`runner`] | one seed in one mode, in a fresh thread: the [`runner::RunReport`] |
 //! | [`check`] | exactly-once, streaming == batch, determinism |
 //! | [`compare`] | what a run cost (makespan, slot-time, disk bytes, peak slots), per exchange mode |
+//! | [`sweep`] | many seeds in isolated worker processes; records, summaries, shards, JUnit |
 //! | [`trace`] | the event trace and its hash |
+//! | [`words`] | counts in the singular when they are one; user text made safe for a terminal |
 //! | [`cli`] | the `sluice` command |
 //!
 //! `sim` depends on the engine, never the reverse. It may read the wall clock (to report how
@@ -24,14 +27,17 @@ pub mod compare;
 pub mod cost;
 pub mod external;
 pub mod faults;
+pub mod harness_crash;
 pub mod recovery;
 pub mod replay;
 pub mod runner;
 pub mod scenario;
 pub mod seed;
 pub mod shrink;
+pub mod sweep;
 pub mod timeline;
 pub mod trace;
+pub mod words;
 
 /// Fails when the crate was built without `--cfg madsim`, e.g. because a `RUSTFLAGS` variable
 /// replaced `.cargo/config.toml`'s flags: the simulation would silently not be a simulation.

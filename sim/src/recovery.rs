@@ -1,9 +1,16 @@
-//! What recovering from failures cost a run, computed from its trace alone.
+//! What recovering from failures cost a run, computed from its trace alone. Each figure is
+//! defined here once; `sluice run`, sweeps, `compare` and the JobMaster's own "job finished after
+//! N restarts" all mean the same thing by it.
 //!
+//! - *restarts*: how often the job started again under a new attempt number: a restart of every
+//!   subtask (`JobRestarting`, restart-all or a restore from a checkpoint), of some regions
+//!   (`RegionsRestarting`), or its recovery by a new JobMaster (`JobRecovered`). The JobMaster
+//!   counts the same way: attempt numbers start at 0 and each restart takes the next, so it
+//!   reports its current attempt number;
 //! - *subtasks restarted*: deployments of a subtask that had been deployed before (whatever
 //!   restarted it: region failover, restart-all, a JobMaster failover, a failed deployment);
-//! - *regions restarted*: the started regions each `JobRestarting` and `RegionsRestarting`
-//!   restarted;
+//! - *regions restarted*: schedulings of a pipelined region that had been scheduled before
+//!   (`RegionScheduled` of a region seen already), whatever restarted it;
 //! - *records recomputed*: records read by subtask runs that finished and were then thrown away
 //!   (the same subtask finished again later);
 //! - *recovery time*: simulated time during which some recovery was under way: from a restart
@@ -20,9 +27,11 @@ use crate::trace::TraceRecord;
 /// See the module doc.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecoveryMetrics {
+    /// Times the job started again under a new attempt.
+    pub restarts: u64,
     /// Re-deployments of subtasks.
     pub subtasks_restarted: u64,
-    /// Started regions restarted.
+    /// Re-schedulings of regions.
     pub regions_restarted: u64,
     /// Records read by finished runs whose results were thrown away.
     pub records_recomputed: u64,
@@ -40,83 +49,108 @@ struct Pending {
 
 /// The recovery metrics of a trace; see the module doc.
 pub fn recovery_metrics(trace: &[TraceRecord]) -> RecoveryMetrics {
-    let mut metrics = RecoveryMetrics::default();
-    let mut deployed: BTreeSet<(u32, u32)> = BTreeSet::new();
-    // Per subtask: its current run's attempt and whether it finished, and the records its last
-    // finished run read.
-    let mut runs: BTreeMap<(u32, u32), (u32, bool)> = BTreeMap::new();
-    let mut last_finished_records: BTreeMap<(u32, u32), u64> = BTreeMap::new();
-    let mut pending: Vec<Pending> = Vec::new();
-    let mut intervals: Vec<(Duration, Duration)> = Vec::new();
-    let mut end = trace.last().map_or(Duration::ZERO, |record| record.time);
+    let mut tally = Tally { end: trace.last().map_or(Duration::ZERO, |record| record.time), ..Tally::default() };
     for record in trace {
+        tally.observe(record);
+    }
+    tally.finish()
+}
+
+/// What [`recovery_metrics`] keeps while it reads a trace.
+#[derive(Default)]
+struct Tally {
+    metrics: RecoveryMetrics,
+    deployed: BTreeSet<(u32, u32)>,
+    scheduled: BTreeSet<u32>,
+    /// Per subtask: its current run's attempt and whether it finished.
+    runs: BTreeMap<(u32, u32), (u32, bool)>,
+    /// Per subtask: the records its last finished run read.
+    last_finished_records: BTreeMap<(u32, u32), u64>,
+    pending: Vec<Pending>,
+    intervals: Vec<(Duration, Duration)>,
+    end: Duration,
+}
+
+impl Tally {
+    fn observe(&mut self, record: &TraceRecord) {
+        let now = record.time;
         match &record.event {
+            TraceEvent::RegionScheduled { region, .. } if !self.scheduled.insert(*region) => {
+                self.metrics.regions_restarted += 1;
+            }
             TraceEvent::TaskDeployed { attempt, vertex, subtask, .. } => {
-                if !deployed.insert((*vertex, *subtask)) {
-                    metrics.subtasks_restarted += 1;
+                if !self.deployed.insert((*vertex, *subtask)) {
+                    self.metrics.subtasks_restarted += 1;
                 }
-                runs.insert((*vertex, *subtask), (*attempt, false));
+                self.runs.insert((*vertex, *subtask), (*attempt, false));
             }
             TraceEvent::TaskRunning { attempt, vertex, subtask } => {
-                for recovery in &mut pending {
+                for recovery in &mut self.pending {
                     if *attempt >= recovery.attempt {
                         recovery.waiting.remove(&(*vertex, *subtask));
                     }
                 }
             }
             TraceEvent::TaskFinished { vertex, subtask, records_in, .. } => {
-                if let Some(previous) = last_finished_records.insert((*vertex, *subtask), *records_in) {
-                    metrics.records_recomputed += previous;
+                if let Some(previous) = self.last_finished_records.insert((*vertex, *subtask), *records_in) {
+                    self.metrics.records_recomputed += previous;
                 }
-                if let Some(run) = runs.get_mut(&(*vertex, *subtask)) {
+                if let Some(run) = self.runs.get_mut(&(*vertex, *subtask)) {
                     run.1 = true;
                 }
             }
-            TraceEvent::JobRestarting { attempt, regions, .. } => {
-                metrics.regions_restarted += u64::from(*regions);
-                let waiting = runs.keys().copied().collect();
-                runs.clear();
-                pending.push(Pending { since: record.time, waiting, attempt: *attempt });
+            TraceEvent::JobRestarting { attempt, .. } => {
+                let waiting = std::mem::take(&mut self.runs).into_keys().collect();
+                self.restart(now, waiting, *attempt);
             }
-            TraceEvent::RegionsRestarting { attempt, regions, subtasks, .. } => {
-                metrics.regions_restarted += u64::from(*regions);
+            TraceEvent::RegionsRestarting { attempt, subtasks, .. } => {
                 let waiting: BTreeSet<(u32, u32)> = subtasks.iter().filter_map(|text| parse_subtask(text)).collect();
-                for subtask in &waiting {
-                    runs.remove(subtask);
-                }
-                pending.push(Pending { since: record.time, waiting, attempt: *attempt });
+                self.runs.retain(|subtask, _| !waiting.contains(subtask));
+                self.restart(now, waiting, *attempt);
             }
             TraceEvent::JobRecovered { attempt, .. } => {
                 // Unfinished runs were lost with the JobMaster; finished ones may be kept.
-                let waiting: BTreeSet<(u32, u32)> =
-                    runs.iter().filter(|(_, (_, finished))| !finished).map(|(subtask, _)| *subtask).collect();
-                runs.retain(|_, (_, finished)| *finished);
-                pending.push(Pending { since: record.time, waiting, attempt: *attempt });
+                let waiting = self.runs.iter().filter(|(_, (_, finished))| !finished).map(|(subtask, _)| *subtask);
+                let waiting: BTreeSet<(u32, u32)> = waiting.collect();
+                self.runs.retain(|_, (_, finished)| *finished);
+                self.restart(now, waiting, *attempt);
             }
-            TraceEvent::FinishedWorkReconciled { attempt, rerun, .. } => {
-                let rerun: BTreeSet<(u32, u32)> = rerun.iter().filter_map(|text| parse_subtask(text)).collect();
-                for subtask in &rerun {
-                    runs.remove(subtask);
-                }
-                match pending.last_mut() {
-                    Some(recovery) if recovery.attempt == *attempt => recovery.waiting.extend(rerun),
-                    _ => pending.push(Pending { since: record.time, waiting: rerun, attempt: *attempt }),
-                }
-            }
-            TraceEvent::JobFinished { .. } | TraceEvent::JobFailed { .. } => end = record.time,
+            TraceEvent::FinishedWorkReconciled { attempt, rerun, .. } => self.reconciled(now, rerun, *attempt),
+            TraceEvent::JobFinished { .. } | TraceEvent::JobFailed { .. } => self.end = now,
             _ => {}
         }
-        pending.retain(|recovery| {
+        let intervals = &mut self.intervals;
+        self.pending.retain(|recovery| {
             let done = recovery.waiting.is_empty();
             if done {
-                intervals.push((recovery.since, record.time));
+                intervals.push((recovery.since, now));
             }
             !done
         });
     }
-    intervals.extend(pending.iter().map(|recovery| (recovery.since, end.max(recovery.since))));
-    metrics.recovery_time = union_length(intervals);
-    metrics
+
+    /// The job started again under `attempt`; `waiting` must run again.
+    fn restart(&mut self, now: Duration, waiting: BTreeSet<(u32, u32)>, attempt: u32) {
+        self.metrics.restarts += 1;
+        self.pending.push(Pending { since: now, waiting, attempt });
+    }
+
+    /// A new JobMaster decided which finished subtasks run again.
+    fn reconciled(&mut self, now: Duration, rerun: &[String], attempt: u32) {
+        let rerun: BTreeSet<(u32, u32)> = rerun.iter().filter_map(|text| parse_subtask(text)).collect();
+        self.runs.retain(|subtask, _| !rerun.contains(subtask));
+        match self.pending.last_mut() {
+            Some(recovery) if recovery.attempt == attempt => recovery.waiting.extend(rerun),
+            _ => self.pending.push(Pending { since: now, waiting: rerun, attempt }),
+        }
+    }
+
+    fn finish(mut self) -> RecoveryMetrics {
+        let end = self.end;
+        self.intervals.extend(self.pending.iter().map(|recovery| (recovery.since, end.max(recovery.since))));
+        self.metrics.recovery_time = union_length(self.intervals);
+        self.metrics
+    }
 }
 
 /// The total length of a set of intervals, overlaps counted once.
@@ -175,9 +209,13 @@ mod tests {
 
     #[test]
     fn a_region_restart_counts_its_subtasks_the_work_redone_and_the_time_until_they_run_again() {
-        let mut trace = Vec::new();
+        let scheduled = |millis: u64, attempt: u32, region: u32| {
+            at(millis, TraceEvent::RegionScheduled { attempt, region, slots: vec!["tm-0/s0".to_string()] })
+        };
+        let mut trace = vec![scheduled(0, 0, 0)];
         trace.extend(deployed(0, 0, 0, 0));
         trace.push(finished(10, 0, 0, 0, 100));
+        trace.push(scheduled(10, 0, 1));
         trace.extend(deployed(10, 0, 1, 0));
         trace.push(at(
             20,
@@ -190,12 +228,15 @@ mod tests {
                 finished: 1,
             },
         ));
+        trace.push(scheduled(30, 1, 0));
         trace.extend(deployed(30, 1, 0, 0));
         trace.push(finished(40, 1, 0, 0, 100));
+        trace.push(scheduled(40, 1, 1));
         trace.extend(deployed(40, 1, 1, 0));
         trace.push(finished(50, 1, 1, 0, 100));
         trace.push(at(50, TraceEvent::JobFinished { restarts: 1 }));
         let metrics = recovery_metrics(&trace);
+        assert_eq!(metrics.restarts, 1);
         assert_eq!(metrics.subtasks_restarted, 2);
         assert_eq!(metrics.regions_restarted, 2);
         assert_eq!(metrics.records_recomputed, 100, "v0[0]'s first run was thrown away");

@@ -50,21 +50,59 @@ pub fn replay_scenario(scenario: &Scenario, result: &SeedResult) -> Scenario {
         })
         .unwrap_or_default();
     let schedule = result.runs.first().map(|(report, _)| report.schedule.clone()).unwrap_or_default();
-    Scenario {
+    let mut replay = Scenario {
         seeds: result.seed..result.seed + 1,
         modes,
         faults: schedule,
         random_faults: None,
-        replay: Some(ReplayInfo {
-            seed: result.seed,
-            check: first.check.to_string(),
-            detail: first.detail.clone(),
-            trace_hashes,
-            git_revision: GIT_REVISION.to_string(),
-            realized,
-        }),
+        replay: None,
         ..scenario.clone()
-    }
+    };
+    replay.replay = Some(ReplayInfo {
+        seed: result.seed,
+        check: first.check.to_string(),
+        detail: first.detail.clone(),
+        trace_hashes,
+        git_revision: GIT_REVISION.to_string(),
+        realized,
+        scenario_hash: replay.fingerprint(),
+    });
+    replay
+}
+
+/// The replay scenario of a seed whose process crashed: its explicit schedule, and `crashed`
+/// as the check that failed, with how.
+pub fn crash_scenario(scenario: &Scenario, seed: u64, crash: &str) -> Scenario {
+    let mut replay = Scenario {
+        seeds: seed..seed + 1,
+        faults: scenario.schedule(seed),
+        random_faults: None,
+        replay: None,
+        ..scenario.clone()
+    };
+    replay.replay = Some(ReplayInfo {
+        seed,
+        check: "crashed".to_string(),
+        detail: crash.to_string(),
+        trace_hashes: BTreeMap::new(),
+        git_revision: GIT_REVISION.to_string(),
+        realized: Vec::new(),
+        scenario_hash: replay.fingerprint(),
+    });
+    replay
+}
+
+/// Writes a crashed seed's replay file and returns its path.
+pub fn write_crash(directory: &Path, scenario: &Scenario, seed: u64, crash: &str) -> io::Result<PathBuf> {
+    std::fs::create_dir_all(directory)?;
+    let path = failure_path(directory, scenario, seed);
+    let header = format!(
+        "# Replay: cargo run --release -p sluice-sim -- replay {}\n# crashed: {}\n",
+        path.display(),
+        crash.lines().next().unwrap_or("")
+    );
+    std::fs::write(&path, header + &crash_scenario(scenario, seed, crash).to_yaml())?;
+    Ok(path)
 }
 
 /// The file a failed seed is written to: `<directory>/<scenario>-<seed>.yaml`.

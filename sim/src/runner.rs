@@ -68,8 +68,6 @@ pub struct RunReport {
     pub expected: ExpectedOutput,
     /// The fault schedule it ran with (explicit and random faults).
     pub schedule: Vec<Fault>,
-    /// Restarts the job took.
-    pub restarts: u32,
     /// What recovering from failures cost.
     pub recovery: RecoveryMetrics,
     /// Simulated time from start to the job's end.
@@ -86,6 +84,24 @@ impl RunReport {
     /// Rows committed over all tables.
     pub fn records_committed(&self) -> usize {
         self.committed.values().map(|table| table.log.len()).sum()
+    }
+
+    /// Restarts the job took (see [`RecoveryMetrics::restarts`]).
+    pub fn restarts(&self) -> u64 {
+        self.recovery.restarts
+    }
+
+    /// Positions in the schedule of the faults that never fired in this run.
+    pub fn unfired_faults(&self) -> Vec<usize> {
+        let fired: std::collections::BTreeSet<usize> = self
+            .trace
+            .iter()
+            .filter_map(|record| match record.event {
+                TraceEvent::FaultInjected { index, .. } => Some(index),
+                _ => None,
+            })
+            .collect();
+        (0..self.schedule.len()).filter(|index| !fired.contains(index)).collect()
     }
 }
 
@@ -129,24 +145,11 @@ pub fn run(scenario: &Scenario, mode: ExecutionMode, seed: u64) -> RunReport {
         .iter()
         .rev()
         .find(|record| matches!(record.event, TraceEvent::JobFinished { .. } | TraceEvent::JobFailed { .. }));
-    let restarts = simulated
-        .trace
-        .iter()
-        .filter(|record| {
-            matches!(
-                record.event,
-                TraceEvent::JobRestarting { .. }
-                    | TraceEvent::RegionsRestarting { .. }
-                    | TraceEvent::JobRecovered { .. }
-            )
-        })
-        .count();
     RunReport {
         scenario: scenario.name.clone(),
         mode,
         seed,
         makespan: end.map_or(Duration::ZERO, |record| record.time),
-        restarts: restarts as u32,
         recovery: recovery_metrics(&simulated.trace),
         outcome: simulated.outcome,
         committed: simulated.committed,

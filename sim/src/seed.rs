@@ -67,6 +67,9 @@ impl SeedResult {
 
 /// Runs and judges one seed in each of `modes`.
 pub fn run_seed(scenario: &Scenario, seed: u64, modes: &[ExecutionMode], determinism: DeterminismCheck) -> SeedResult {
+    if let Some(crash) = &scenario.harness_crash {
+        crash.strike(seed);
+    }
     let mut runs = Vec::new();
     let mut determinism_failures = Vec::new();
     for mode in modes {

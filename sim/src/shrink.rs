@@ -74,7 +74,10 @@ impl Shrinker<'_> {
                     .collect();
                 for candidate in [chunks[index].clone(), complement] {
                     if candidate.len() < faults.len() && self.fails(&Self::with_faults(base, candidate.clone())) {
-                        (self.progress)(&format!("{} faults still fail", candidate.len()));
+                        (self.progress)(&format!(
+                            "{} still fail",
+                            crate::words::counted(candidate.len() as u64, "fault")
+                        ));
                         faults = candidate;
                         granularity = (granularity - 1).max(2);
                         reduced = true;
@@ -270,12 +273,20 @@ pub fn shrink(scenario: &Scenario, progress: &mut dyn FnMut(&str)) -> Result<Shr
             .map(|(_, failure)| failure.check.to_string())
             .ok_or_else(|| format!("seed {seed} of `{}` does not fail: there is nothing to shrink", scenario.name))?,
     };
+    // When each fault fired, counted (as `at:` triggers count) from the job's submission.
     let fired_at: Vec<Option<Duration>> = initial.runs.first().map_or_else(Vec::new, |(report, _)| {
+        let submitted = report
+            .trace
+            .iter()
+            .find(|record| {
+                matches!(record.event, sluice_engine::runtime::trace::TraceEvent::SubmissionAcknowledged { .. })
+            })
+            .map_or(Duration::ZERO, |record| record.time);
         (0..report.schedule.len())
             .map(|index| {
                 report.trace.iter().find_map(|record| match record.event {
                     sluice_engine::runtime::trace::TraceEvent::FaultInjected { index: fired, .. } if fired == index => {
-                        Some(record.time)
+                        Some(record.time.saturating_sub(submitted))
                     }
                     _ => None,
                 })

@@ -1,6 +1,30 @@
 //! The `sluice` command; see `sluice_sim::cli`.
+//!
+//! Rust ignores SIGPIPE, so printing to a closed pipe (`sluice … | head`) makes `println!`
+//! panic with "failed printing to stdout: Broken pipe". That is not a failure of the command:
+//! the panic hook below ends the process quietly with status 0 instead, as `head`'s users
+//! expect; every other panic is reported as usual.
 
 fn main() {
-    let arguments: Vec<String> = std::env::args().skip(1).collect();
-    std::process::exit(sluice_sim::cli::main(arguments));
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        report(info);
+    }));
+    let arguments: Result<Vec<String>, _> = std::env::args_os().skip(1).map(std::ffi::OsString::into_string).collect();
+    match arguments {
+        Ok(arguments) => std::process::exit(sluice_sim::cli::main_process(arguments)),
+        Err(argument) => {
+            eprintln!("sluice: an argument is not valid UTF-8: {}", argument.to_string_lossy());
+            std::process::exit(2);
+        }
+    }
 }

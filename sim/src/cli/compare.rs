@@ -11,15 +11,30 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 
+use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{Options, load};
+use super::{SeedArgs, limit_memory};
 use crate::check::{CheckFailure, Verdict, check_run};
 use crate::compare::{RunMetrics, Summary, Variant, render_table, run_metrics, summarize};
 use crate::replay::write_failure;
 use crate::runner::{RunReport, run};
 use crate::scenario::Scenario;
 use crate::seed::SeedResult;
+use crate::sweep::summary::status;
+use crate::words::counted;
+
+#[derive(Debug, Args)]
+pub(super) struct CompareArgs {
+    #[command(flatten)]
+    seeds: SeedArgs,
+    /// Worker threads (1 to 64) [default: the machine's cores].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: Option<u16>,
+    /// Compare restart-all with region failover instead of exchange modes.
+    #[arg(long)]
+    failover: bool,
+}
 
 /// One run: its metrics, and its report when it failed.
 struct Outcome {
@@ -30,27 +45,35 @@ struct Outcome {
     failed_report: Option<RunReport>,
 }
 
-pub(super) fn command(options: &Options) -> i32 {
-    let scenario = match load(options) {
+pub(super) fn command(arguments: &CompareArgs) -> i32 {
+    let options = &arguments.seeds;
+    let scenario = match options.load() {
         Ok(scenario) => scenario,
         Err(status) => return status,
     };
-    let seeds = options.seeds.clone().unwrap_or_else(|| scenario.seeds.clone());
-    let jobs = options.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |count| count.get()));
-    let variants = runnable_variants(&scenario, options.failover);
-    if variants.is_empty() {
-        eprintln!("sluice compare: no variant of `{}` fits in its cluster", scenario.name);
-        return 2;
+    if options.mode.is_some() || options.check_determinism {
+        eprintln!("sluice compare: `--mode` and `--check-determinism` do not apply: compare runs every variant once");
+        return status::USAGE;
     }
+    let seeds = options.seeds(&scenario);
+    let jobs =
+        arguments.jobs.map_or_else(|| std::thread::available_parallelism().map_or(1, |count| count.get()), usize::from);
+    let variants = runnable_variants(&scenario, arguments.failover);
+    if variants.is_empty() {
+        eprintln!("sluice compare: no variant of `{}` fits in its cluster", crate::words::printable(&scenario.name));
+        return status::USAGE;
+    }
+    limit_memory(options.memory_limit);
     println!(
-        "compare `{}`: job {}, {} TaskManagers × {} slots, parallelism {}, seeds {}..{}, {jobs} worker threads",
-        scenario.name,
+        "compare `{}`: job {}, {} × {}, parallelism {}, seeds {}..{}, {}",
+        crate::words::printable(&scenario.name),
         scenario.job,
-        scenario.cluster.task_managers,
-        scenario.cluster.slots_per_task_manager,
+        counted(scenario.cluster.task_managers, "TaskManager"),
+        counted(scenario.cluster.slots_per_task_manager, "slot"),
         scenario.parallelism,
         seeds.start,
-        seeds.end
+        seeds.end,
+        counted(jobs as u64, "worker thread")
     );
     if scenario.adaptive_batch.is_some() {
         println!("adaptive_batch: runtime-decided parallelism in batch all-edges-blocking only");
@@ -59,9 +82,11 @@ pub(super) fn command(options: &Options) -> i32 {
     let failed = report_failures(options, &scenario, outcomes.iter().filter(|outcome| !outcome.failures.is_empty()));
     print!("{}", render_table(&summaries(&variants, &outcomes)));
     if failed > 0 {
-        println!("{failed} runs failed; they are not in the table");
+        let verb = if failed == 1 { "it is" } else { "they are" };
+        println!("{} failed; {verb} not in the table", counted(failed as u64, "run"));
+        return status::FAILED;
     }
-    i32::from(failed > 0)
+    status::PASSED
 }
 
 /// The variants whose plan fits in the scenario's cluster; prints why the others are skipped.
@@ -133,7 +158,7 @@ fn run_one(scenario: &Scenario, variant: Variant, seed: u64) -> Outcome {
 }
 
 /// Prints each failed run with a replay file; returns how many runs failed.
-fn report_failures<'a>(options: &Options, scenario: &Scenario, failed: impl Iterator<Item = &'a Outcome>) -> usize {
+fn report_failures<'a>(options: &SeedArgs, scenario: &Scenario, failed: impl Iterator<Item = &'a Outcome>) -> usize {
     let mut count = 0;
     for outcome in failed {
         count += 1;
@@ -149,7 +174,7 @@ fn report_failures<'a>(options: &Options, scenario: &Scenario, failed: impl Iter
         };
         let variant =
             format!("{}-{}-{}", outcome.variant.mode, outcome.variant.exchange_mode, outcome.variant.failover);
-        let directory = options.failures_directory().join(variant);
+        let directory = options.failures.join(variant);
         match write_failure(&directory, &outcome.variant.apply(scenario), &result) {
             Ok(path) => println!("    replay: cargo run --release -p sluice-sim -- replay {}", path.display()),
             Err(error) => eprintln!("sluice: cannot write the replay file: {error}"),
@@ -214,5 +239,7 @@ mod tests {
         assert_eq!(compare(&[]), 2);
         assert_eq!(compare(&["scenarios/does-not-exist.yaml"]), 2);
         assert_eq!(compare(&["scenarios/wordcount.yaml", "--mode", "batch"]), 2);
+        assert_eq!(compare(&["scenarios/wordcount.yaml", "--jobs", "0"]), 2);
+        assert_eq!(compare(&["scenarios/wordcount.yaml", "--jobs", "65"]), 2);
     }
 }

@@ -1,20 +1,15 @@
-//! The `sluice` command.
+//! The `sluice` command: its subcommands, their options with the bounds each is checked
+//! against, and its exit statuses.
 //!
-//! ```text
-//! sluice run FILE [--seed N | --seeds A..B] [--mode M] [--check-determinism] [--trace PATH] [--print-trace] [--failures DIR]
-//! sluice sweep FILE [--seeds A..B] [--jobs N] [--mode M] [--check-determinism] [--failures DIR]
-//! sluice replay FILE [--trace PATH] [--print-trace]
-//! sluice shrink FILE [-o OUT]
-//! sluice timeline TRACE [-o OUT.svg] [--text] [--width N]
-//! sluice plan JOB [--mode M] [--exchange-mode MODE] [--parallelism N] [--format text|dot]
-//! sluice compare FILE [--seeds A..B] [--jobs N] [--failures DIR] [--failover]
-//! ```
-//!
-//! Exit status: 0 when every run passed (or was expected-unrecoverable), 1 when something
-//! failed, 2 for a bad command line or scenario. Every failure prints the command that replays
-//! it and writes a replay file to `failures/` (or `--failures DIR`).
+//! Every subcommand has `--help`; `--version` prints the crate version and the git revision it
+//! was built from. Exit status: 0 when every run passed (or was expected-unrecoverable), 1 when
+//! a check failed, 2 for a bad command line or input file (nothing ran), 3 when a seed crashed
+//! its process. Every failure prints the command that replays it and writes a replay file to
+//! `failures/` (or `--failures DIR`). A closed output pipe (`sluice … | head`) ends the
+//! command quietly; see `bin/sluice.rs`.
 
 mod compare;
+mod merge;
 mod plan;
 mod replay;
 mod run;
@@ -24,136 +19,256 @@ mod timeline;
 
 use std::ops::Range;
 use std::path::PathBuf;
+use std::time::Duration;
 
-use sluice_engine::graph::{ExchangeMode, ExecutionMode};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use sluice_engine::graph::ExecutionMode;
 
 use crate::scenario::{Scenario, parse_seeds};
+use crate::sweep::summary::status;
+use crate::words::printable;
 
-const USAGE: &str = "\
-usage:
-  sluice run FILE [--seed N | --seeds A..B] [--mode streaming|batch] [--check-determinism]
-                  [--trace PATH] [--print-trace] [--failures DIR]
-  sluice sweep FILE [--seeds A..B] [--jobs N] [--mode streaming|batch] [--check-determinism] [--failures DIR]
-  sluice replay FILE [--trace PATH] [--print-trace]
-  sluice shrink FILE [-o OUT]
-  sluice timeline TRACE [-o OUT.svg] [--text] [--width N]
-  sluice plan JOB [--mode streaming|batch] [--exchange-mode MODE] [--parallelism N] [--format text|dot]
-  sluice compare FILE [--seeds A..B] [--jobs N] [--failures DIR] [--failover]";
+/// `0.1.0 (git 1a2b3c4d5e6f)`.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("SLUICE_GIT_REVISION"), ")");
 
-/// Options shared by the commands; each command uses the ones it needs.
-#[derive(Clone, Debug, Default)]
-struct Options {
-    file: PathBuf,
-    seeds: Option<Range<u64>>,
-    mode: Option<ExecutionMode>,
-    check_determinism: bool,
-    trace: Option<PathBuf>,
-    print_trace: bool,
-    failures: Option<PathBuf>,
-    jobs: Option<usize>,
-    output: Option<PathBuf>,
-    text: bool,
-    width: Option<usize>,
-    exchange_mode: Option<ExchangeMode>,
-    parallelism: Option<u32>,
-    format: Option<plan::PlanFormat>,
-    failover: bool,
+const EXIT_STATUS: &str = "\
+Exit status:
+  0  every run passed (or was expected-unrecoverable)
+  1  a check failed (each failure prints the command that replays it)
+  2  a bad command line or input file; nothing ran
+  3  a seed crashed its process (a sweep goes on with the other seeds)";
+
+/// Simulates a Flink-like engine on a deterministic cluster: one seed replays a whole
+/// distributed run, faults included.
+#[derive(Debug, Parser)]
+#[command(name = "sluice", version = VERSION, after_help = EXIT_STATUS, arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
 }
 
-impl Options {
-    fn failures_directory(&self) -> PathBuf {
-        self.failures.clone().unwrap_or_else(|| PathBuf::from("failures"))
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a scenario's seeds in each of its modes and print every run's verdict.
+    #[command(after_help = EXIT_STATUS)]
+    Run(run::RunArgs),
+    /// Run many seeds of a scenario in isolated worker processes and summarize them.
+    #[command(after_help = EXIT_STATUS)]
+    Sweep(sweep::SweepArgs),
+    /// Join the `--format json` outputs of a sweep's shards into one summary.
+    #[command(after_help = EXIT_STATUS)]
+    Merge(merge::MergeArgs),
+    /// Run a replay file again and say whether it reproduced its failure.
+    #[command(after_help = EXIT_STATUS)]
+    Replay(replay::ReplayArgs),
+    /// Minimize a failing replay file's faults and input; writes `NAME.min.yaml`.
+    #[command(after_help = EXIT_STATUS)]
+    Shrink(shrink::ShrinkArgs),
+    /// Draw a JSON lines trace (`sluice run --trace`) as an SVG Gantt chart, or as text.
+    #[command(after_help = EXIT_STATUS)]
+    Timeline(timeline::TimelineArgs),
+    /// Print a catalog job's plan: StreamGraph, JobGraph, pipelined regions, slots needed.
+    #[command(after_help = EXIT_STATUS)]
+    Plan(plan::PlanArgs),
+    /// Compare exchange modes (or failover strategies) on a scenario's seeds.
+    #[command(after_help = EXIT_STATUS)]
+    Compare(compare::CompareArgs),
+    /// A sweep's worker process (started by `sluice sweep`, not by people).
+    #[command(name = "__worker", hide = true)]
+    Worker(sweep::WorkerArgs),
+}
+
+/// `--mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    Streaming,
+    Batch,
+}
+
+impl From<Mode> for ExecutionMode {
+    fn from(mode: Mode) -> ExecutionMode {
+        match mode {
+            Mode::Streaming => ExecutionMode::Streaming,
+            Mode::Batch => ExecutionMode::Batch,
+        }
+    }
+}
+
+/// `--format` of the commands that print results.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// For people.
+    #[default]
+    Text,
+    /// One JSON object per line: one per seed, then a summary.
+    Json,
+}
+
+/// The options of the commands that run a scenario's seeds.
+#[derive(Clone, Debug, Args)]
+struct SeedArgs {
+    /// The scenario file.
+    file: PathBuf,
+    /// The seeds: one (`7`), `A..B` (B excluded) or `A..=B`; at most 100,000,000 of them
+    /// [default: the scenario's `seeds`].
+    #[arg(long, visible_alias = "seed", value_name = "SEEDS", value_parser = seeds_arg)]
+    seeds: Option<Range<u64>>,
+    /// Run only this mode [default: the scenario's `modes`].
+    #[arg(long, value_enum)]
+    mode: Option<Mode>,
+    /// Run every seed twice and compare the trace hashes.
+    #[arg(long)]
+    check_determinism: bool,
+    /// Where replay files of failed seeds go.
+    #[arg(long, value_name = "DIR", default_value = "failures")]
+    failures: PathBuf,
+    /// Memory limit of each process that runs simulations: `4GiB`, `512MiB` (64MiB to 64GiB).
+    #[arg(long, value_name = "SIZE", default_value = "4GiB", value_parser = memory_arg)]
+    memory_limit: u64,
+}
+
+impl SeedArgs {
+    fn load(&self) -> Result<Scenario, i32> {
+        load(&self.file)
+    }
+
+    fn seeds(&self, scenario: &Scenario) -> Range<u64> {
+        self.seeds.clone().unwrap_or_else(|| scenario.seeds.clone())
     }
 
     fn modes(&self, scenario: &Scenario) -> Vec<ExecutionMode> {
         match self.mode {
-            Some(mode) => vec![mode],
+            Some(mode) => vec![mode.into()],
             None => scenario.modes.clone(),
         }
     }
 }
 
-fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T, String> {
-    text.parse().map_err(|_| format!("{flag} needs a number, not `{text}`"))
+/// Parses `--seeds`.
+fn seeds_arg(text: &str) -> Result<Range<u64>, String> {
+    parse_seeds(text).map_err(|message| printable(&message))
 }
 
-fn parse(arguments: &[String], allowed: &[&str]) -> Result<Options, String> {
-    let mut options = Options::default();
-    let mut file = None;
-    let mut iter = arguments.iter();
-    while let Some(argument) = iter.next() {
-        if argument.starts_with('-') && !allowed.contains(&argument.as_str()) {
-            return Err(format!("unknown option `{argument}`"));
-        }
-        let mut value = || iter.next().cloned().ok_or_else(|| format!("{argument} needs a value"));
-        match argument.as_str() {
-            "--seed" | "--seeds" => options.seeds = Some(parse_seeds(&value()?)?),
-            "--mode" => {
-                options.mode = Some(match value()?.as_str() {
-                    "streaming" => ExecutionMode::Streaming,
-                    "batch" => ExecutionMode::Batch,
-                    other => return Err(format!("unknown mode `{other}`; use streaming or batch")),
-                })
-            }
-            "--check-determinism" => options.check_determinism = true,
-            "--trace" => options.trace = Some(PathBuf::from(value()?)),
-            "--print-trace" => options.print_trace = true,
-            "--failover" => options.failover = true,
-            "--failures" => options.failures = Some(PathBuf::from(value()?)),
-            "--jobs" => options.jobs = Some(number("--jobs", &value()?)?).filter(|jobs| *jobs > 0),
-            "-o" => options.output = Some(PathBuf::from(value()?)),
-            "--text" => options.text = true,
-            "--width" => options.width = Some(number("--width", &value()?)?),
-            "--exchange-mode" => options.exchange_mode = Some(ExchangeMode::parse(&value()?)?),
-            "--parallelism" => options.parallelism = Some(number("--parallelism", &value()?)?),
-            "--format" => options.format = Some(plan::PlanFormat::parse(&value()?)?),
-            path if file.is_none() => file = Some(PathBuf::from(path)),
-            extra => return Err(format!("unexpected argument `{extra}`")),
-        }
+/// Parses a size: `4GiB`, `512MiB`, `65536KiB` (binary units; `G`, `M`, `K` too), bounded to 64 MiB
+/// ..= 64 GiB.
+fn memory_arg(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    let split = trimmed.find(|c: char| !c.is_ascii_digit()).unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let shift = match unit.trim() {
+        "GiB" | "G" | "GB" => 30,
+        "MiB" | "M" | "MB" => 20,
+        "KiB" | "K" | "KB" => 10,
+        _ => return Err(format!("`{}` is not a size like 4GiB or 512MiB", printable(text))),
+    };
+    let value: u64 = number.parse().map_err(|_| format!("`{}` is not a size like 4GiB or 512MiB", printable(text)))?;
+    let bytes = value.checked_mul(1 << shift).ok_or("too large a size")?;
+    if !((64 << 20)..=(64 << 30)).contains(&bytes) {
+        return Err(format!("{} is outside 64MiB..=64GiB", printable(text)));
     }
-    options.file = file.ok_or("a file argument is missing")?;
-    Ok(options)
+    Ok(bytes)
 }
 
-fn load(options: &Options) -> Result<Scenario, i32> {
-    Scenario::load(&options.file).map_err(|error| {
+/// Parses a wall-clock duration option such as `--seed-timeout`: 1s to 1h.
+fn wall_duration_arg(text: &str) -> Result<Duration, String> {
+    let duration = sluice_engine::duration::parse_duration(text)?;
+    if !(Duration::from_secs(1)..=Duration::from_secs(3600)).contains(&duration) {
+        return Err(format!("{} is outside 1s..=1h", printable(text)));
+    }
+    Ok(duration)
+}
+
+/// Loads a scenario, or prints why not and returns the usage status.
+fn load(file: &std::path::Path) -> Result<Scenario, i32> {
+    Scenario::load(file).map_err(|error| {
         eprintln!("sluice: {error}");
-        2
+        status::USAGE
     })
+}
+
+/// Whether the command owns its process (it is the `sluice` binary, not a test calling
+/// [`main`]), and may set process-wide things such as a memory limit.
+static OWNS_PROCESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Sets this process's memory limit, if the command owns its process; a process that cannot is
+/// told so on standard error and goes on.
+fn limit_memory(bytes: u64) {
+    if !OWNS_PROCESS.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    if let Err(error) = rlimit::setrlimit(rlimit::Resource::DATA, bytes, bytes) {
+        eprintln!("sluice: cannot set a memory limit of {bytes} bytes: {error}");
+    }
+}
+
+/// [`main`] for the `sluice` binary, which owns its process: commands may set its memory limit.
+pub fn main_process(arguments: Vec<String>) -> i32 {
+    OWNS_PROCESS.store(true, std::sync::atomic::Ordering::Relaxed);
+    main(arguments)
 }
 
 /// Runs the command line (without the program name); returns the exit status.
 pub fn main(arguments: Vec<String>) -> i32 {
-    let Some(command) = arguments.first() else {
-        eprintln!("{USAGE}");
-        return 2;
-    };
-    let rest = &arguments[1..];
-    let (allowed, run): (&[&str], fn(&Options) -> i32) = match command.as_str() {
-        "run" => (
-            &["--seed", "--seeds", "--mode", "--check-determinism", "--trace", "--print-trace", "--failures"],
-            run::command,
-        ),
-        "sweep" => (&["--seed", "--seeds", "--jobs", "--mode", "--check-determinism", "--failures"], sweep::command),
-        "replay" => (&["--trace", "--print-trace"], replay::command),
-        "shrink" => (&["-o"], shrink::command),
-        "timeline" => (&["-o", "--text", "--width"], timeline::command),
-        "plan" => (&["--mode", "--exchange-mode", "--parallelism", "--format"], plan::command),
-        "compare" => (&["--seed", "--seeds", "--jobs", "--failures", "--failover"], compare::command),
-        "help" | "--help" | "-h" => {
-            println!("{USAGE}");
-            return 0;
-        }
-        other => {
-            eprintln!("sluice: unknown command `{other}`\n{USAGE}");
-            return 2;
+    let cli = match Cli::try_parse_from(std::iter::once("sluice".to_string()).chain(arguments)) {
+        Ok(cli) => cli,
+        Err(error) => {
+            // clap echoes the values it refused: escape what a terminal would act on.
+            let rendered = error.render().to_string();
+            let text = rendered.lines().map(printable).collect::<Vec<_>>().join("\n");
+            if error.use_stderr() {
+                eprintln!("{text}");
+                return status::USAGE;
+            }
+            println!("{text}");
+            return status::PASSED;
         }
     };
-    match parse(rest, allowed) {
-        Ok(options) => run(&options),
-        Err(message) => {
-            eprintln!("sluice {command}: {message}\n{USAGE}");
-            2
-        }
+    match cli.command {
+        Command::Run(arguments) => run::command(&arguments),
+        Command::Sweep(arguments) => sweep::command(&arguments),
+        Command::Merge(arguments) => merge::command(&arguments),
+        Command::Replay(arguments) => replay::command(&arguments),
+        Command::Shrink(arguments) => shrink::command(&arguments),
+        Command::Timeline(arguments) => timeline::command(&arguments),
+        Command::Plan(arguments) => plan::command(&arguments),
+        Command::Compare(arguments) => compare::command(&arguments),
+        Command::Worker(arguments) => sweep::worker(&arguments),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn sizes_and_durations_are_bounded() {
+        assert_eq!(memory_arg("4GiB"), Ok(4 << 30));
+        assert_eq!(memory_arg("512M"), Ok(512 << 20));
+        assert!(memory_arg("1MiB").unwrap_err().contains("outside 64MiB..=64GiB"));
+        assert!(memory_arg("100TiB").unwrap_err().contains("not a size"));
+        assert!(memory_arg("18446744073709551615GiB").is_err());
+        assert!(memory_arg("lots").unwrap_err().contains("not a size"));
+        assert_eq!(wall_duration_arg("2m"), Ok(Duration::from_secs(120)));
+        assert!(wall_duration_arg("10ms").unwrap_err().contains("1s..=1h"));
+        assert!(seeds_arg("1..200000000").unwrap_err().contains("more than 100000000 seeds"));
+        assert_eq!(seeds_arg("7"), Ok(7..8));
+    }
+
+    #[test]
+    fn help_and_version_exit_zero_and_usage_errors_two() {
+        let exit = |arguments: &[&str]| main(arguments.iter().map(ToString::to_string).collect());
+        assert_eq!(exit(&["--version"]), status::PASSED);
+        assert_eq!(exit(&["sweep", "--help"]), status::PASSED);
+        assert_eq!(exit(&["run", "--help"]), status::PASSED);
+        assert_eq!(exit(&[]), status::USAGE);
+        assert_eq!(exit(&["sweep"]), status::USAGE);
+        assert_eq!(exit(&["sweep", "x.yaml", "--jobs", "1000000"]), status::USAGE);
+        assert_eq!(exit(&["frobnicate"]), status::USAGE);
     }
 }

@@ -10,54 +10,62 @@ use sluice_engine::graph::dot::job_graph_dot;
 use sluice_engine::graph::{ExchangeMode, ExecutionGraph, ExecutionMode, JobGraph};
 use sluice_engine::scheduler::SchedulingStrategy;
 
-use super::Options;
+use clap::{Args, ValueEnum};
+
+use super::Mode;
 use crate::scenario::MAX_PARALLELISM;
+use crate::sweep::summary::status;
+use crate::words::printable;
 
 /// How `sluice plan` prints the plan.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub(super) enum PlanFormat {
     /// The plan's text renderings and the slots it needs.
+    #[default]
     Text,
     /// The JobGraph as a Graphviz digraph.
     Dot,
 }
 
-impl PlanFormat {
-    /// Parses `text` or `dot`.
-    pub(super) fn parse(text: &str) -> Result<PlanFormat, String> {
-        match text {
-            "text" => Ok(PlanFormat::Text),
-            "dot" => Ok(PlanFormat::Dot),
-            other => Err(format!("unknown format `{other}`; use text or dot")),
-        }
-    }
+#[derive(Debug, Args)]
+pub(super) struct PlanArgs {
+    /// A catalog job: wordcount, tpcds, windowed or alerts.
+    job: String,
+    /// The mode to plan.
+    #[arg(long, value_enum, default_value = "batch")]
+    mode: Mode,
+    /// Which exchanges are pipelined [default: all-edges-blocking in batch, all-edges-pipelined in streaming].
+    #[arg(long, value_name = "MODE", value_parser = |text: &str| ExchangeMode::parse(text).map_err(|message| printable(&message)))]
+    exchange_mode: Option<ExchangeMode>,
+    /// The job's default parallelism.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_PARALLELISM)))]
+    parallelism: u32,
+    /// Text, or a Graphviz digraph of the JobGraph.
+    #[arg(long, value_enum, default_value_t)]
+    format: PlanFormat,
 }
 
-pub(super) fn command(options: &Options) -> i32 {
-    match render(options) {
+pub(super) fn command(arguments: &PlanArgs) -> i32 {
+    match render(arguments) {
         Ok(text) => {
             print!("{text}");
-            0
+            status::PASSED
         }
         Err(message) => {
             eprintln!("sluice plan: {message}");
-            2
+            status::USAGE
         }
     }
 }
 
-/// The plan of the job named by the first argument, in the requested format.
-fn render(options: &Options) -> Result<String, String> {
-    let job = catalog::find(&options.file.to_string_lossy())?;
-    let parallelism = options.parallelism.unwrap_or(2);
-    if !(1..=MAX_PARALLELISM).contains(&parallelism) {
-        return Err(format!("parallelism must be in 1..={MAX_PARALLELISM}, not {parallelism}"));
-    }
-    let mode = options.mode.unwrap_or(ExecutionMode::Batch);
-    let exchange_mode = options.exchange_mode.unwrap_or(ExchangeMode::default_for(mode));
+/// The plan of the job, in the requested format.
+fn render(arguments: &PlanArgs) -> Result<String, String> {
+    let job = catalog::find(&arguments.job).map_err(|message| printable(&message))?;
+    let mode = ExecutionMode::from(arguments.mode);
+    let exchange_mode = arguments.exchange_mode.unwrap_or(ExchangeMode::default_for(mode));
     let params = job.resolve_params(&BTreeMap::new())?;
-    let graph = job.plan(&params, JobConfig::new(mode, parallelism).with_exchange_mode(exchange_mode))?;
-    Ok(match options.format.unwrap_or(PlanFormat::Text) {
+    let graph = job.plan(&params, JobConfig::new(mode, arguments.parallelism).with_exchange_mode(exchange_mode))?;
+    Ok(match arguments.format {
         PlanFormat::Text => text(graph),
         PlanFormat::Dot => job_graph_dot(&graph),
     })
@@ -73,12 +81,16 @@ fn text(graph: JobGraph) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{main, parse};
+    use super::super::{Cli, Command, main};
     use super::*;
+    use clap::Parser;
 
     fn plan(arguments: &[&str]) -> Result<String, String> {
-        let arguments: Vec<String> = arguments.iter().map(ToString::to_string).collect();
-        render(&parse(&arguments, &["--mode", "--exchange-mode", "--parallelism", "--format"])?)
+        let line = ["sluice", "plan"].iter().chain(arguments);
+        match Cli::try_parse_from(line).map_err(|error| error.to_string())?.command {
+            Command::Plan(arguments) => render(&arguments),
+            other => panic!("parsed as {other:?}"),
+        }
     }
 
     #[test]
@@ -110,13 +122,14 @@ mod tests {
         assert!(error.contains("wordcount") && error.contains("tpcds"), "{error}");
         let error = plan(&["tpcds", "--exchange-mode", "sideways"]).unwrap_err();
         assert!(error.contains("pointwise-edges-pipelined"), "{error}");
-        assert!(plan(&["tpcds", "--format", "svg"]).unwrap_err().contains("text or dot"));
-        assert!(plan(&["tpcds", "--mode", "sideways"]).unwrap_err().contains("streaming or batch"));
-        assert!(plan(&["tpcds", "--parallelism", "0"]).unwrap_err().contains("1..="));
+        assert!(plan(&["tpcds", "--format", "svg"]).unwrap_err().contains("text, dot"));
+        assert!(plan(&["tpcds", "--mode", "sideways"]).unwrap_err().contains("streaming, batch"));
+        assert!(plan(&["tpcds", "--parallelism", "0"]).unwrap_err().contains("1..=256"));
+        assert!(plan(&["tpcds", "--parallelism", "100000"]).unwrap_err().contains("1..=256"));
         let exit = |arguments: &[&str]| main(arguments.iter().map(ToString::to_string).collect());
-        assert_eq!(exit(&["plan", "wordcont"]), 2);
-        assert_eq!(exit(&["plan", "tpcds", "--exchange-mode", "sideways"]), 2);
-        assert_eq!(exit(&["plan"]), 2);
-        assert_eq!(exit(&["plan", "wordcount", "--format", "dot"]), 0);
+        assert_eq!(exit(&["plan", "wordcont"]), status::USAGE);
+        assert_eq!(exit(&["plan", "tpcds", "--exchange-mode", "sideways"]), status::USAGE);
+        assert_eq!(exit(&["plan"]), status::USAGE);
+        assert_eq!(exit(&["plan", "wordcount", "--format", "dot"]), status::PASSED);
     }
 }

@@ -3,16 +3,42 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::{Options, load};
+use clap::Args;
+
+use super::{SeedArgs, limit_memory};
 use crate::check::Verdict;
 use crate::replay::write_failure;
 use crate::runner::RunReport;
 use crate::scenario::Scenario;
-use crate::seed::{DeterminismCheck, SeedResult, run_seed};
+use crate::seed::{DeterminismCheck, SeedOutcome, SeedResult, run_seed};
+use crate::sweep::summary::status;
 use crate::trace::to_json_lines;
+use crate::words::{counted, printable};
 
-/// One line per run: verdict, rows, makespan, restarts, wall time, trace hash; and, after a
-/// restart, what recovery cost.
+#[derive(Debug, Args)]
+pub(super) struct RunArgs {
+    #[command(flatten)]
+    seeds: SeedArgs,
+    /// Write each run's trace as JSON lines: to PATH for one run, else to PATH-<seed>-<mode>.jsonl.
+    #[arg(long, value_name = "PATH")]
+    trace: Option<PathBuf>,
+    /// Print each run's trace.
+    #[arg(long)]
+    print_trace: bool,
+}
+
+/// What a command prints of each seed.
+pub(super) struct Printing<'a> {
+    /// Print every trace event.
+    pub(super) print_trace: bool,
+    /// Where traces go.
+    pub(super) trace: Option<&'a Path>,
+    /// Whether a failed seed gets a replay file, and where.
+    pub(super) failures: Option<&'a Path>,
+}
+
+/// One line per run: verdict, rows, makespan, restarts, wall time, trace hash; after a restart,
+/// what recovery cost; and the faults that never fired.
 pub(super) fn report_line(report: &RunReport, verdict: &Verdict) -> String {
     let verdict = match verdict {
         Verdict::Pass => "PASS".to_string(),
@@ -20,42 +46,45 @@ pub(super) fn report_line(report: &RunReport, verdict: &Verdict) -> String {
         Verdict::ExpectedUnrecoverable(_) => "UNRECOVERABLE".to_string(),
     };
     let mut line = format!(
-        "  {:<9} {verdict}  committed {:>6} rows  makespan {:>8.3}s  restarts {}  wall {:>5} ms  trace {:016x}",
+        "  {:<9} {verdict}  committed {:>6}  makespan {:>8.3}s  {}  wall {:>5} ms  trace {:016x}",
         report.mode,
-        report.records_committed(),
+        counted(report.records_committed() as u64, "row"),
         report.makespan.as_secs_f64(),
-        report.restarts,
+        counted(report.restarts(), "restart"),
         report.wall_time.as_millis(),
         report.trace_hash
     );
     let recovery = &report.recovery;
     if recovery.subtasks_restarted > 0 || recovery.regions_restarted > 0 {
-        let plural = |count: u64, noun: &str| format!("{count} {noun}{}", if count == 1 { "" } else { "s" });
-        line.push_str(&format!(
+        let _ = write!(
+            line,
             "\n             recovery: {} and {} restarted, {} recomputed, {:.3}s recovering",
-            plural(recovery.subtasks_restarted, "subtask"),
-            plural(recovery.regions_restarted, "region"),
-            plural(recovery.records_recomputed, "record"),
+            counted(recovery.subtasks_restarted, "subtask"),
+            counted(recovery.regions_restarted, "region"),
+            counted(recovery.records_recomputed, "record"),
             recovery.recovery_time.as_secs_f64()
-        ));
+        );
+    }
+    for index in report.unfired_faults() {
+        let _ = write!(line, "\n             never fired: fault #{index}: {}", report.schedule[index]);
     }
     line
 }
 
 fn describe(scenario: &Scenario) -> String {
     let mut text = format!(
-        "scenario `{}`: job {}, {} TaskManagers × {} slots, parallelism {}",
-        scenario.name,
+        "scenario `{}`: job {}, {} × {}, parallelism {}",
+        printable(&scenario.name),
         scenario.job,
-        scenario.cluster.task_managers,
-        scenario.cluster.slots_per_task_manager,
+        counted(scenario.cluster.task_managers, "TaskManager"),
+        counted(scenario.cluster.slots_per_task_manager, "slot"),
         scenario.parallelism
     );
     for fault in &scenario.faults {
         let _ = write!(text, "; {fault}");
     }
     if let Some(random) = &scenario.random_faults {
-        let _ = write!(text, "; {} random faults per seed", random.count);
+        let _ = write!(text, "; {} per seed", counted(random.count, "random fault"));
     }
     text
 }
@@ -70,37 +99,49 @@ pub(super) fn trace_path(base: &Path, single: bool, report: &RunReport) -> PathB
     base.with_file_name(format!("{stem}-{}-{}.jsonl", report.seed, report.mode))
 }
 
-/// Whether a failed seed gets a replay file.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum ReplayFile {
-    Write,
-    Skip,
+/// Checks, before anything runs, that traces can be written where `--trace` says.
+pub(super) fn check_trace_destination(base: &Path, single: bool) -> Result<(), String> {
+    let directory = match base.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !directory.is_dir() {
+        return Err(format!("cannot write traces to {}: no directory {}", base.display(), directory.display()));
+    }
+    if single {
+        std::fs::write(base, "").map_err(|error| format!("cannot write {}: {error}", base.display()))?;
+    }
+    Ok(())
 }
 
-/// Prints a seed's runs and failures, writes traces and a replay file; returns whether it failed.
+/// Prints a seed's runs and failures, writes traces and a replay file; returns whether it failed,
+/// and whether everything could be written.
 pub(super) fn print_seed(
     scenario: &Scenario,
-    options: &Options,
+    printing: &Printing,
     result: &SeedResult,
     single_run: bool,
-    replay_file: ReplayFile,
-) -> bool {
+) -> (bool, bool) {
     println!("seed {}", result.seed);
+    let mut written = true;
     for (report, verdict) in &result.runs {
         println!("{}", report_line(report, verdict));
         if let Verdict::ExpectedUnrecoverable(reason) = verdict {
             println!("    expected-unrecoverable: {reason}");
         }
-        if options.print_trace {
+        if printing.print_trace {
             for record in &report.trace {
                 println!("    {record}");
             }
         }
-        if let Some(base) = &options.trace {
+        if let Some(base) = printing.trace {
             let path = trace_path(base, single_run, report);
             match std::fs::write(&path, to_json_lines(&report.trace)) {
                 Ok(()) => println!("    trace written to {}", path.display()),
-                Err(error) => eprintln!("sluice: cannot write {}: {error}", path.display()),
+                Err(error) => {
+                    eprintln!("sluice: cannot write {}: {error}", path.display());
+                    written = false;
+                }
             }
         }
     }
@@ -114,46 +155,65 @@ pub(super) fn print_seed(
     let both_modes_passed = result.runs.len() == 2 && result.runs.iter().all(|(_, verdict)| *verdict == Verdict::Pass);
     if both_modes_passed && result.agreement.is_none() {
         let keys: usize = result.runs[1].0.committed.values().map(|table| table.latest.len()).sum();
-        println!("  streaming == batch: agree ({keys} keys)");
+        println!("  streaming == batch: agree ({})", counted(keys as u64, "key"));
     }
     if failures.is_empty() {
-        return false;
+        return (false, written);
     }
-    if replay_file == ReplayFile::Skip {
-        return true;
+    if let Some(directory) = printing.failures {
+        match write_failure(directory, scenario, result) {
+            Ok(path) => println!("    replay: cargo run --release -p sluice-sim -- replay {}", path.display()),
+            Err(error) => eprintln!("sluice: cannot write the replay file: {error}"),
+        }
     }
-    match write_failure(&options.failures_directory(), scenario, result) {
-        Ok(path) => println!("    replay: cargo run --release -p sluice-sim -- replay {}", path.display()),
-        Err(error) => eprintln!("sluice: cannot write the replay file: {error}"),
-    }
-    true
+    (true, written)
 }
 
-pub(super) fn command(options: &Options) -> i32 {
-    let scenario = match load(options) {
+pub(super) fn command(arguments: &RunArgs) -> i32 {
+    let scenario = match arguments.seeds.load() {
         Ok(scenario) => scenario,
         Err(status) => return status,
     };
-    let seeds = options.seeds.clone().unwrap_or_else(|| scenario.seeds.clone());
-    let modes = options.modes(&scenario);
-    let determinism = if options.check_determinism { DeterminismCheck::On } else { DeterminismCheck::Off };
+    let seeds = arguments.seeds.seeds(&scenario);
+    let modes = arguments.seeds.modes(&scenario);
+    let determinism = if arguments.seeds.check_determinism { DeterminismCheck::On } else { DeterminismCheck::Off };
     let single_run = seeds.end - seeds.start == 1 && modes.len() == 1;
+    if let Some(base) = &arguments.trace
+        && let Err(message) = check_trace_destination(base, single_run)
+    {
+        eprintln!("sluice run: {message}");
+        return status::USAGE;
+    }
+    limit_memory(arguments.seeds.memory_limit);
     println!("{}", describe(&scenario));
-    let (mut passed, mut failed, mut unrecoverable) = (0, 0, 0);
+    let printing = Printing {
+        print_trace: arguments.print_trace,
+        trace: arguments.trace.as_deref(),
+        failures: Some(&arguments.seeds.failures),
+    };
+    let (mut passed, mut failed, mut unrecoverable, mut all_written) = (0u64, 0u64, 0u64, true);
     for seed in seeds.clone() {
         let result = run_seed(&scenario, seed, &modes, determinism);
-        if print_seed(&scenario, options, &result, single_run, ReplayFile::Write) {
+        let (seed_failed, written) = print_seed(&scenario, &printing, &result, single_run);
+        all_written &= written;
+        if seed_failed {
             failed += 1;
-        } else if result.outcome() == crate::seed::SeedOutcome::ExpectedUnrecoverable {
+        } else if result.outcome() == SeedOutcome::ExpectedUnrecoverable {
             unrecoverable += 1;
         } else {
             passed += 1;
         }
     }
     println!(
-        "summary: {} seeds × {} modes: {passed} seeds passed, {failed} failed, {unrecoverable} expected-unrecoverable",
-        seeds.end - seeds.start,
-        modes.len()
+        "summary: {} × {}: {passed} passed, {failed} failed, {unrecoverable} expected-unrecoverable",
+        counted(seeds.end - seeds.start, "seed"),
+        counted(modes.len() as u64, "mode"),
     );
-    i32::from(failed > 0)
+    if failed > 0 {
+        status::FAILED
+    } else if !all_written {
+        status::USAGE
+    } else {
+        status::PASSED
+    }
 }

@@ -2,9 +2,25 @@
 
 use std::path::PathBuf;
 
-use super::{Options, load};
+use clap::Args;
+
+use super::{limit_memory, load};
 use crate::replay::replay_scenario;
 use crate::shrink::shrink;
+use crate::sweep::summary::status;
+use crate::words::counted;
+
+#[derive(Debug, Args)]
+pub(super) struct ShrinkArgs {
+    /// A failing replay file (or any scenario whose first seed fails).
+    file: PathBuf,
+    /// Where the minimal scenario goes [default: FILE with `.min.yaml` for `.yaml`].
+    #[arg(short, long, value_name = "OUT")]
+    output: Option<PathBuf>,
+    /// Memory limit of this process: `4GiB`, `512MiB` (64MiB to 64GiB).
+    #[arg(long, value_name = "SIZE", default_value = "4GiB", value_parser = super::memory_arg)]
+    memory_limit: u64,
+}
 
 /// `dir/name.yaml` → `dir/name.min.yaml`.
 fn minimal_path(original: &std::path::Path) -> PathBuf {
@@ -12,37 +28,38 @@ fn minimal_path(original: &std::path::Path) -> PathBuf {
     original.with_file_name(format!("{stem}.min.yaml"))
 }
 
-pub(super) fn command(options: &Options) -> i32 {
-    let scenario = match load(options) {
+pub(super) fn command(arguments: &ShrinkArgs) -> i32 {
+    let scenario = match load(&arguments.file) {
         Ok(scenario) => scenario,
         Err(status) => return status,
     };
+    limit_memory(arguments.memory_limit);
     let faults = scenario.schedule(scenario.replay.as_ref().map_or(scenario.seeds.start, |replay| replay.seed)).len();
-    println!("shrinking {} ({faults} faults)", options.file.display());
+    println!("shrinking {} ({})", arguments.file.display(), counted(faults as u64, "fault"));
     let shrunk = match shrink(&scenario, &mut |step| println!("  {step}")) {
         Ok(shrunk) => shrunk,
         Err(message) => {
             eprintln!("sluice shrink: {message}");
-            return 1;
+            return status::FAILED;
         }
     };
     let minimal = replay_scenario(&shrunk.scenario, &shrunk.result);
-    let output = options.output.clone().unwrap_or_else(|| minimal_path(&options.file));
+    let output = arguments.output.clone().unwrap_or_else(|| minimal_path(&arguments.file));
     let header = format!(
         "# Shrunk from {} in {} simulations: still fails `{}`.\n# Replay: cargo run --release -p sluice-sim -- replay {}\n",
-        options.file.display(),
+        arguments.file.display(),
         shrunk.tests,
         shrunk.check,
         output.display()
     );
     if let Err(error) = std::fs::write(&output, header + &minimal.to_yaml()) {
         eprintln!("sluice shrink: cannot write {}: {error}", output.display());
-        return 1;
+        return status::USAGE;
     }
-    println!("minimal: {} faults", minimal.faults.len());
+    println!("minimal: {}", counted(minimal.faults.len() as u64, "fault"));
     for fault in &minimal.faults {
         println!("  {fault}");
     }
     println!("written to {}", output.display());
-    0
+    status::PASSED
 }

@@ -1,181 +1,220 @@
-//! `sluice sweep`: many seeds on worker threads, a progress bar, and a summary.
+//! `sluice sweep`: many seeds in isolated worker processes, a progress bar, and a summary.
 //!
-//! Each worker takes the next seed, runs it in every mode (each simulation in a fresh thread of
-//! its own) and sends the result to the main thread, which draws the progress bar, writes the
-//! replay file of every failed seed, and prints the summary: outcomes, outcomes per fault kind,
-//! failures grouped by check with one replay command per group (its fastest-failing seed),
-//! seeds per second and the simulated-to-wall time ratio. 5% of the seeds (every seed divisible
-//! by 20) are run twice to check determinism; `--check-determinism` does it for all.
+//! The seeds (or one `--shard` of them) go to a pool of worker processes (see
+//! [`crate::sweep::pool`]); each seed's record is folded into the summary as it arrives, and with
+//! `--format json` also printed as a JSON line, so that the shards of one sweep, run on other
+//! machines, merge with `sluice merge` into the summary of the whole. The summary gives the
+//! outcomes, the outcomes per fault kind, the failures grouped by check with one replay command
+//! per group (its fastest-failing seed), the crashed seeds, seeds per second, the
+//! simulated-to-wall time ratio and peak memory. 5% of the seeds (every seed divisible by 20)
+//! run twice to check determinism; `--check-determinism` does it for all.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, mpsc};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{Options, load};
-use crate::faults::model::KIND_NAMES;
-use crate::replay::write_failure;
-use crate::seed::{DeterminismCheck, SeedOutcome, SeedResult, run_seed};
+use super::{Format, OWNS_PROCESS, SeedArgs, limit_memory, wall_duration_arg};
+use crate::sweep::junit;
+use crate::sweep::pool::{SweepConfig, bytes, sweep};
+use crate::sweep::record::{JsonLine, Outcome, SeedRecord, resident_memory};
+use crate::sweep::shard::Shard;
+use crate::sweep::summary::{Summary, SweepSummary, status};
+use crate::words::{counted, printable};
 
-#[derive(Default)]
-struct KindCounts {
-    seeds: u64,
-    passed: u64,
-    failed: u64,
-    unrecoverable: u64,
+#[derive(Debug, Args)]
+pub(super) struct SweepArgs {
+    #[command(flatten)]
+    seeds: SeedArgs,
+    /// Run only the K-th of N disjoint slices of the seeds: seed S of A..B is in shard
+    /// ((S - A) mod N) + 1. Merge the shards' `--format json` outputs with `sluice merge`.
+    #[arg(long, value_name = "K/N", value_parser = Shard::parse)]
+    shard: Option<Shard>,
+    /// Worker processes at once (1 to 64) [default: the machine's cores].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: Option<u16>,
+    /// `json`: one JSON object per seed on standard output, then the summary's.
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+    /// Also write a JUnit XML report to FILE, one test case per seed.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// A seed still running after this much wall time is killed and reported as crashed (1s to 1h).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = wall_duration_arg)]
+    seed_timeout: Duration,
+    /// Seeds a worker process runs before a fresh one replaces it (1 to 1000000).
+    #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    seeds_per_worker: u64,
 }
 
-/// A failure group: seeds that failed one check, and the replay file of the fastest.
-#[derive(Default)]
-struct FailureGroup {
-    seeds: Vec<u64>,
-    fastest: Option<(Duration, String)>,
+/// `sluice __worker`: serves a sweep over standard input and output.
+#[derive(Debug, Args)]
+pub(super) struct WorkerArgs {
+    /// The worker's memory limit, in bytes.
+    #[arg(long)]
+    memory_limit: u64,
 }
 
-#[derive(Default)]
-struct Summary {
-    passed: u64,
-    failed: u64,
-    unrecoverable: u64,
-    kinds: BTreeMap<&'static str, KindCounts>,
-    failures: BTreeMap<&'static str, FailureGroup>,
-    simulated: Duration,
-    wall: Duration,
-}
-
-impl Summary {
-    fn add(&mut self, result: &SeedResult, replay_file: Option<String>) {
-        let outcome = result.outcome();
-        match outcome {
-            SeedOutcome::Passed => self.passed += 1,
-            SeedOutcome::Failed => self.failed += 1,
-            SeedOutcome::ExpectedUnrecoverable => self.unrecoverable += 1,
-        }
-        let mut kinds: Vec<&'static str> = result
-            .runs
-            .first()
-            .map(|(report, _)| report.schedule.iter().map(|fault| fault.kind.name()).collect())
-            .unwrap_or_default();
-        kinds.sort();
-        kinds.dedup();
-        for kind in kinds {
-            let counts = self.kinds.entry(kind).or_default();
-            counts.seeds += 1;
-            match outcome {
-                SeedOutcome::Passed => counts.passed += 1,
-                SeedOutcome::Failed => counts.failed += 1,
-                SeedOutcome::ExpectedUnrecoverable => counts.unrecoverable += 1,
-            }
-        }
-        let wall: Duration = result.runs.iter().map(|(report, _)| report.wall_time).sum();
-        self.wall += wall;
-        self.simulated += result.runs.iter().map(|(report, _)| report.makespan).sum::<Duration>();
-        let mut checks: Vec<&'static str> = result.failures().iter().map(|(_, failure)| failure.check).collect();
-        checks.sort();
-        checks.dedup();
-        for check in checks {
-            let group = self.failures.entry(check).or_default();
-            group.seeds.push(result.seed);
-            if let Some(file) = &replay_file
-                && group.fastest.as_ref().is_none_or(|(fastest, _)| wall < *fastest)
-            {
-                group.fastest = Some((wall, file.clone()));
-            }
-        }
-    }
-
-    fn print(&self, seeds: u64, elapsed: Duration) {
-        let per_second = seeds as f64 / elapsed.as_secs_f64().max(1e-9);
-        let ratio = self.simulated.as_secs_f64() / self.wall.as_secs_f64().max(1e-9);
-        println!(
-            "summary: {seeds} seeds in {:.1} s wall ({per_second:.1} seeds/s); {:.1} s simulated, {ratio:.0}× the simulations' wall time",
-            elapsed.as_secs_f64(),
-            self.simulated.as_secs_f64()
-        );
-        println!("  passed {}, failed {}, expected-unrecoverable {}", self.passed, self.failed, self.unrecoverable);
-        if !self.kinds.is_empty() {
-            println!("  {:<18} {:>6} {:>7} {:>7} {:>14}", "fault kind", "seeds", "passed", "failed", "unrecoverable");
-            for kind in KIND_NAMES {
-                if let Some(counts) = self.kinds.get(kind) {
-                    println!(
-                        "  {kind:<18} {:>6} {:>7} {:>7} {:>14}",
-                        counts.seeds, counts.passed, counts.failed, counts.unrecoverable
-                    );
-                }
-            }
-        }
-        for (check, group) in &self.failures {
-            let shown: Vec<String> = group.seeds.iter().take(10).map(ToString::to_string).collect();
-            let more = if group.seeds.len() > 10 { ", …" } else { "" };
-            println!("  {check}: {} seeds ({}{more})", group.seeds.len(), shown.join(", "));
-            if let Some((_, file)) = &group.fastest {
-                println!("    replay: cargo run --release -p sluice-sim -- replay {file}");
-            }
+pub(super) fn worker(arguments: &WorkerArgs) -> i32 {
+    limit_memory(arguments.memory_limit);
+    match crate::sweep::worker::serve(std::io::stdin().lock(), std::io::stdout().lock()) {
+        Ok(()) => status::PASSED,
+        Err(message) => {
+            eprintln!("sluice __worker: {message}");
+            status::USAGE
         }
     }
 }
 
-pub(super) fn command(options: &Options) -> i32 {
-    let scenario = match load(options) {
-        Ok(scenario) => Arc::new(scenario),
+/// What the sweep keeps of a seed for its JUnit report: everything for a seed that did not
+/// pass, only its outcome and time otherwise.
+fn junit_entry(record: &SeedRecord) -> SeedRecord {
+    let mut entry = record.clone();
+    if record.outcome == Outcome::Passed {
+        entry.runs.clear();
+        entry.faults.clear();
+    }
+    entry
+}
+
+pub(super) fn command(arguments: &SweepArgs) -> i32 {
+    let options = &arguments.seeds;
+    let scenario = match options.load() {
+        Ok(scenario) => scenario,
         Err(status) => return status,
     };
-    let seeds = options.seeds.clone().unwrap_or_else(|| scenario.seeds.clone());
+    let program = match std::env::current_exe() {
+        Ok(program) if OWNS_PROCESS.load(std::sync::atomic::Ordering::Relaxed) => program,
+        _ => {
+            eprintln!("sluice sweep: sweeps run their workers from the `sluice` binary; run it");
+            return status::USAGE;
+        }
+    };
+    if let Some(file) = &arguments.junit
+        && let Err(error) = std::fs::write(file, "")
+    {
+        eprintln!("sluice sweep: cannot write {}: {error}", file.display());
+        return status::USAGE;
+    }
+    let range = options.seeds(&scenario);
+    let shard = arguments.shard.unwrap_or_else(Shard::whole);
+    let total = shard.len(range.clone());
+    let jobs =
+        arguments.jobs.map_or_else(|| std::thread::available_parallelism().map_or(1, |count| count.get()), usize::from);
     let modes = options.modes(&scenario);
-    let jobs = options.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |count| count.get()));
-    let total = seeds.end - seeds.start;
-    println!(
-        "sweep `{}`: seeds {}..{}, modes {}, {jobs} worker threads",
-        scenario.name,
-        seeds.start,
-        seeds.end,
-        modes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    let name = scenario.name.clone();
+    let config = SweepConfig {
+        scenario,
+        file: options.file.display().to_string(),
+        modes: modes.clone(),
+        failures: options.failures.clone(),
+        jobs,
+        check_all_determinism: options.check_determinism,
+        seed_timeout: arguments.seed_timeout,
+        memory_limit: options.memory_limit,
+        seeds_per_worker: arguments.seeds_per_worker,
+        program,
+    };
+    let shard_text =
+        arguments.shard.map(|shard| format!(" (shard {shard}: {})", counted(total, "seed"))).unwrap_or_default();
+    let header = format!(
+        "sweep `{}`: seeds {}..{}{shard_text}, modes {}, {}",
+        printable(&name),
+        range.start,
+        range.end,
+        modes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+        counted(jobs as u64, "worker process")
     );
+    if arguments.format == Format::Json {
+        eprintln!("{header}")
+    } else {
+        println!("{header}")
+    }
     let started = Instant::now();
-    let next = Arc::new(AtomicU64::new(seeds.start));
-    let (sender, receiver) = mpsc::channel::<SeedResult>();
-    let all_twice = options.check_determinism;
-    let workers: Vec<_> = (0..jobs)
-        .map(|_| {
-            let (scenario, modes, next, sender, end) =
-                (Arc::clone(&scenario), modes.clone(), Arc::clone(&next), sender.clone(), seeds.end);
-            std::thread::spawn(move || {
-                loop {
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= end {
-                        return;
-                    }
-                    let twice = all_twice || seed % 20 == 0;
-                    let determinism = if twice { DeterminismCheck::On } else { DeterminismCheck::Off };
-                    if sender.send(run_seed(&scenario, seed, &modes, determinism)).is_err() {
-                        return;
-                    }
-                }
-            })
-        })
-        .collect();
-    drop(sender);
+    let bar = progress_bar(total);
+    let mut summary = Summary::new(&name);
+    let mut kept: Vec<SeedRecord> = Vec::new();
+    let result = sweep(&config, shard.seeds(range.clone()), |record| {
+        summary.add(&record);
+        if arguments.junit.is_some() {
+            kept.push(junit_entry(&record));
+        }
+        if arguments.format == Format::Json {
+            bar.suspend(|| {
+                println!("{}", serde_json::to_string(&JsonLine::Seed(record)).expect("a record serializes"))
+            });
+        }
+        bar.set_message(format!(
+            "{} failed, {} crashed, {} unrecoverable",
+            summary.failed, summary.crashed, summary.expected_unrecoverable
+        ));
+        bar.inc(1);
+    });
+    bar.finish_and_clear();
+    let line = SweepSummary {
+        summary,
+        range: format!("{}..{}", range.start, range.end),
+        shard: arguments.shard.map(|shard| shard.to_string()),
+        elapsed_ms: started.elapsed().as_millis() as u64,
+        supervisor_peak_rss_kb: resident_memory().map(|(_, peak)| peak),
+    };
+    finish(arguments, &line, &kept, result)
+}
+
+fn progress_bar(total: u64) -> ProgressBar {
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {per_sec}  eta {eta}  {msg}")
             .expect("a valid progress template"),
     );
-    let mut summary = Summary::default();
-    for result in receiver {
-        let replay_file = (result.outcome() == SeedOutcome::Failed)
-            .then(|| write_failure(&options.failures_directory(), &scenario, &result))
-            .and_then(|written| written.map_err(|error| eprintln!("sluice: cannot write a replay file: {error}")).ok())
-            .map(|path| path.display().to_string());
-        summary.add(&result, replay_file);
-        bar.set_message(format!("{} failed, {} unrecoverable", summary.failed, summary.unrecoverable));
-        bar.inc(1);
+    bar
+}
+
+/// Prints the summary, writes the JUnit report; the exit status.
+fn finish(arguments: &SweepArgs, line: &SweepSummary, kept: &[SeedRecord], result: Result<(), String>) -> i32 {
+    match arguments.format {
+        Format::Json => {
+            println!("{}", serde_json::to_string(&JsonLine::Summary(line.clone())).expect("a summary serializes"))
+        }
+        Format::Text => print!("{}", render_summary(line)),
     }
-    bar.finish_and_clear();
-    for worker in workers {
-        worker.join().expect("a sweep worker panicked outside a simulation");
+    if let Some(file) = &arguments.junit {
+        let name = format!("sluice sweep {}", line.summary.scenario);
+        if let Err(error) = std::fs::write(file, junit::report(&name, kept)) {
+            eprintln!("sluice sweep: cannot write {}: {error}", file.display());
+            return status::USAGE;
+        }
     }
-    summary.print(total, started.elapsed());
-    i32::from(summary.failed > 0)
+    if let Err(message) = result {
+        eprintln!("sluice sweep: {message}");
+        return status::CRASHED;
+    }
+    line.summary.exit_status()
+}
+
+/// The summary for people: throughput and memory, then [`Summary::render`].
+pub(super) fn render_summary(line: &SweepSummary) -> String {
+    let summary = &line.summary;
+    let elapsed = Duration::from_millis(line.elapsed_ms).as_secs_f64().max(1e-9);
+    let simulated = Duration::from_micros(summary.simulated_us).as_secs_f64();
+    let wall = Duration::from_millis(summary.wall_ms).as_secs_f64().max(1e-9);
+    let memory = match line.supervisor_peak_rss_kb {
+        Some(supervisor) => format!(
+            "; peak RSS {} a worker, {} the supervisor",
+            bytes(summary.worker_peak_rss_kb * 1024),
+            bytes(supervisor * 1024)
+        ),
+        None if summary.worker_peak_rss_kb > 0 => {
+            format!("; peak RSS {} a worker", bytes(summary.worker_peak_rss_kb * 1024))
+        }
+        None => String::new(),
+    };
+    format!(
+        "summary: {} in {elapsed:.1} s wall ({:.1} seeds/s); {simulated:.1} s simulated, {:.0}× the simulations' wall time{memory}\n{}",
+        counted(summary.seeds, "seed"),
+        summary.seeds as f64 / elapsed,
+        simulated / wall,
+        summary.render()
+    )
 }

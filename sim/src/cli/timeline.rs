@@ -1,38 +1,74 @@
 //! `sluice timeline`: draw a JSON lines trace as an SVG Gantt chart, or as text.
 
-use super::Options;
-use crate::timeline::build;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::sweep::summary::status;
+use crate::timeline::try_build;
 use crate::trace::from_json_lines;
 
-pub(super) fn command(options: &Options) -> i32 {
-    let text = match std::fs::read_to_string(&options.file) {
+#[derive(Debug, Args)]
+pub(super) struct TimelineArgs {
+    /// A JSON lines trace (`sluice run --trace PATH`).
+    trace: PathBuf,
+    /// Where the SVG goes [default: TRACE with `.svg` for its extension].
+    #[arg(short, long, value_name = "OUT.svg")]
+    output: Option<PathBuf>,
+    /// Print a fixed-width text chart instead.
+    #[arg(long)]
+    text: bool,
+    /// Columns of the text chart.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(20..=1000))]
+    width: u16,
+}
+
+/// The largest trace file read, in bytes.
+const MAX_TRACE_BYTES: u64 = 256 << 20;
+
+pub(super) fn command(arguments: &TimelineArgs) -> i32 {
+    let path = &arguments.trace;
+    match std::fs::metadata(path) {
+        Ok(metadata) if metadata.len() > MAX_TRACE_BYTES => {
+            eprintln!("sluice timeline: {} is larger than 256 MiB; draw a shorter run", path.display());
+            return status::USAGE;
+        }
+        _ => {}
+    }
+    let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) => {
-            eprintln!("sluice timeline: cannot read {}: {error}", options.file.display());
-            return 2;
+            eprintln!("sluice timeline: cannot read {}: {error}", path.display());
+            return status::USAGE;
         }
     };
     let records = match from_json_lines(&text) {
         Ok(records) => records,
         Err(message) => {
-            eprintln!("sluice timeline: {}: {message}", options.file.display());
-            return 2;
+            eprintln!("sluice timeline: {}: {message}", path.display());
+            return status::USAGE;
         }
     };
-    let timeline = build(&records);
-    if options.text {
-        print!("{}", timeline.to_text(options.width.unwrap_or(100)));
-        return 0;
+    let timeline = match try_build(&records) {
+        Ok(timeline) => timeline,
+        Err(error) => {
+            eprintln!("sluice timeline: {}: {error}", path.display());
+            return status::USAGE;
+        }
+    };
+    if arguments.text {
+        print!("{}", timeline.to_text(usize::from(arguments.width)));
+        return status::PASSED;
     }
-    let output = options.output.clone().unwrap_or_else(|| options.file.with_extension("svg"));
+    let output = arguments.output.clone().unwrap_or_else(|| path.with_extension("svg"));
     match std::fs::write(&output, timeline.to_svg()) {
         Ok(()) => {
             println!("timeline written to {}", output.display());
-            0
+            status::PASSED
         }
         Err(error) => {
             eprintln!("sluice timeline: cannot write {}: {error}", output.display());
-            1
+            status::USAGE
         }
     }
 }

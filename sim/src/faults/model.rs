@@ -21,6 +21,7 @@ use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use sluice_engine::counted::counted;
 use sluice_engine::duration::format_duration;
 
 /// One fault: when it fires and what it does.
@@ -56,14 +57,43 @@ pub enum Trigger {
     Prepared(u64),
 }
 
-/// Which checkpoint a trigger waits for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Which checkpoint a trigger waits for: a number from 1, or `final`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum CheckpointTrigger {
     /// Checkpoint `n` (or a later one, if `n` never completes).
     Id(u64),
     /// The final checkpoint of a bounded streaming job.
     Final(FinalKeyword),
+}
+
+impl<'de> Deserialize<'de> for CheckpointTrigger {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<CheckpointTrigger, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = CheckpointTrigger;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str("a checkpoint number, or `final`")
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, id: u64) -> Result<CheckpointTrigger, E> {
+                Ok(CheckpointTrigger::Id(id))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, id: i64) -> Result<CheckpointTrigger, E> {
+                Err(E::custom(format!("`{id}` is not a checkpoint: checkpoints are numbered from 1, or `final`")))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<CheckpointTrigger, E> {
+                match text {
+                    "final" => Ok(CheckpointTrigger::Final(FinalKeyword::Final)),
+                    other => Err(E::custom(format!("`{other}` is not a checkpoint: a number from 1, or `final`"))),
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 /// The word `final`.
@@ -287,8 +317,10 @@ impl fmt::Display for FaultKind {
             FaultKind::StoreUnavailable { duration: length } => {
                 write!(f, "txn-store unavailable for {}", duration(length))
             }
-            FaultKind::CommitFails { count } => write!(f, "fail the next {count} commits"),
-            FaultKind::CommitReplyLost { count } => write!(f, "lose the replies of the next {count} commits"),
+            FaultKind::CommitFails { count } => write!(f, "fail the next {}", counted(*count, "commit")),
+            FaultKind::CommitReplyLost { count } => {
+                write!(f, "lose the replies of the next {}", counted(*count, "commit"))
+            }
             FaultKind::LosePartition { node } => write!(f, "lose the newest partition on {node}"),
             FaultKind::CorruptPartition { node } => write!(f, "corrupt the newest partition on {node}"),
             FaultKind::LoseDisk { node } => write!(f, "lose the disk of {node}"),
@@ -317,7 +349,7 @@ impl fmt::Display for Trigger {
                 write!(f, "when v{vertex}[{subtask}] is {state:?}")
             }
             Trigger::Task { vertex, subtask: None, state } => write!(f, "when a subtask of v{vertex} is {state:?}"),
-            Trigger::RecordsCommitted(rows) => write!(f, "after {rows} rows committed"),
+            Trigger::RecordsCommitted(rows) => write!(f, "after {} committed", counted(*rows, "row")),
             Trigger::Checkpoint(CheckpointTrigger::Id(id)) => write!(f, "after checkpoint {id}"),
             Trigger::Checkpoint(CheckpointTrigger::Final(_)) => write!(f, "after the final checkpoint"),
             Trigger::Prepared(id) => write!(f, "once a transaction of checkpoint {id} is prepared"),
@@ -334,7 +366,7 @@ impl fmt::Display for Fault {
 /// The YAML form: one trigger key and one kind key per fault.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct FaultSpec {
+pub(crate) struct FaultSpec {
     #[serde(default, with = "sluice_engine::duration::optional_text", skip_serializing_if = "Option::is_none")]
     at: Option<Duration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -432,7 +464,7 @@ fn partition_holder(node: String, key: &str) -> Result<String, String> {
     if holds_partitions(&node) {
         Ok(node)
     } else {
-        Err(format!("`{key}` names a TaskManager (`tm-N`) or `shuffle-service`, not `{node}`"))
+        Err(format!("{key}: `{key}` names a TaskManager (`tm-N`) or `shuffle-service`, not `{node}`"))
     }
 }
 
@@ -452,7 +484,7 @@ fn trigger_of(spec: &FaultSpec) -> Result<Trigger, String> {
     }
     if let Some(checkpoint) = spec.after_prepared {
         if checkpoint == 0 {
-            return Err("`after_prepared` names a checkpoint, numbered from 1".to_string());
+            return Err("after_prepared: `after_prepared` names a checkpoint, numbered from 1".to_string());
         }
         triggers.push(Trigger::Prepared(checkpoint));
     }
@@ -464,7 +496,7 @@ fn trigger_of(spec: &FaultSpec) -> Result<Trigger, String> {
 }
 
 fn positive(value: u32, what: &str) -> Result<u32, String> {
-    if value == 0 { Err(format!("`{what}` must be at least 1")) } else { Ok(value) }
+    if value == 0 { Err(format!("{what}: `{what}` must be at least 1")) } else { Ok(value) }
 }
 
 fn kind_of(spec: FaultSpec) -> Result<FaultKind, String> {
@@ -472,33 +504,33 @@ fn kind_of(spec: FaultSpec) -> Result<FaultKind, String> {
     if let Some(node) = spec.kill {
         kinds.push(FaultKind::Kill { node, restart_after: spec.restart_after });
     } else if spec.restart_after.is_some() {
-        return Err("`restart_after` belongs to a `kill` fault".to_string());
+        return Err("restart_after: `restart_after` belongs to a `kill` fault".to_string());
     }
     if let Some(partition) = spec.partition {
         let sides: [Vec<String>; 2] = partition
             .between
             .try_into()
-            .map_err(|_| "`partition.between` lists exactly two sets of nodes".to_string())?;
+            .map_err(|_| "partition.between: `partition.between` lists exactly two sets of nodes".to_string())?;
         if sides.iter().any(Vec::is_empty) {
-            return Err("each side of `partition.between` names at least one node".to_string());
+            return Err("partition.between: each side of `partition.between` names at least one node".to_string());
         }
         kinds.push(FaultKind::Partition { sides, one_way: partition.one_way, duration: partition.duration });
     }
     if let Some(loss) = spec.packet_loss {
         if !(1..=100).contains(&loss.percent) {
-            return Err(format!("`packet_loss.percent` is 1 to 100, not {}", loss.percent));
+            return Err(format!("packet_loss.percent: `packet_loss.percent` is 1 to 100, not {}", loss.percent));
         }
         kinds.push(FaultKind::PacketLoss { percent: loss.percent, duration: loss.duration });
     }
     if let Some(latency) = spec.latency {
         if latency.min > latency.max || latency.min.is_zero() {
-            return Err("`latency` needs 0 < min <= max".to_string());
+            return Err("latency.min: `latency` needs 0 < min <= max".to_string());
         }
         kinds.push(FaultKind::Latency { min: latency.min, max: latency.max, duration: latency.duration });
     }
     if let Some(slow) = spec.slow {
         if slow.factor < 2 {
-            return Err(format!("`slow.factor` is at least 2, not {}", slow.factor));
+            return Err(format!("slow.factor: `slow.factor` is at least 2, not {}", slow.factor));
         }
         kinds.push(FaultKind::Slow { node: slow.node, factor: slow.factor, duration: slow.duration });
     }

@@ -138,7 +138,7 @@ impl MarkerKind {
             MarkerKind::Recovered { attempt } => format!("recovered a{attempt}"),
             MarkerKind::Fault { detail } => detail.clone(),
             MarkerKind::Healed { detail } => format!("healed: {detail}"),
-            MarkerKind::Commit { txn_id, rows } => format!("{txn_id} ({rows} rows)"),
+            MarkerKind::Commit { txn_id, rows } => format!("{txn_id} ({})", crate::words::counted(*rows, "row")),
             MarkerKind::CheckpointCompleted { checkpoint, is_final: false } => format!("checkpoint {checkpoint}"),
             MarkerKind::CheckpointCompleted { checkpoint, is_final: true } => format!("final checkpoint {checkpoint}"),
             MarkerKind::CheckpointAborted { checkpoint, reason } => {

@@ -105,7 +105,7 @@ fn a_checkpoint_aborted_by_a_failure_is_never_committed_against() {
         assert_eq!(restored(&report), vec![(1, 2)], "seed {seed}");
         assert!(commits(&report).keys().any(|(_, epoch)| *epoch == 1), "seed {seed}: the re-run committed nothing");
         assert!(commits(&report).values().all(|count| *count == 1), "seed {seed}: a transaction applied twice");
-        assert_eq!(report.restarts, 1, "seed {seed}");
+        assert_eq!(report.restarts(), 1, "seed {seed}");
     }
 }
 
@@ -145,7 +145,7 @@ fn ambiguous_and_failed_commits_apply_each_transaction_once_in_both_modes() {
         let commits = commits(&report);
         assert!(commits.values().all(|count| *count == 1), "seed {seed} {mode}: {commits:?}");
         // The committers rode the faults out by retrying: no restart was needed.
-        assert_eq!(report.restarts, 0, "seed {seed} {mode}");
+        assert_eq!(report.restarts(), 0, "seed {seed} {mode}");
     }
 }
 

@@ -6,13 +6,10 @@ use super::support::{sluice, workspace};
 fn run_reports_both_modes_exactly_once_and_in_agreement() {
     let (status, stdout, stderr) = sluice(&["run", "scenarios/wordcount-tm-crash.yaml", "--seeds", "1..3"]);
     assert_eq!(status, 0, "{stdout}{stderr}");
-    for line in ["seed 1", "seed 2", "streaming PASS", "batch PASS", "streaming == batch: agree", "restarts "] {
+    for line in ["seed 1", "seed 2", "streaming PASS", "batch PASS", "streaming == batch: agree", " 1 restart "] {
         assert!(stdout.contains(line), "missing `{line}` in:\n{stdout}");
     }
-    assert!(
-        stdout.contains("summary: 2 seeds × 2 modes: 2 seeds passed, 0 failed, 0 expected-unrecoverable"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("summary: 2 seeds × 2 modes: 2 passed, 0 failed, 0 expected-unrecoverable"), "{stdout}");
 }
 
 #[test]
@@ -118,4 +115,84 @@ fn a_run_that_recovered_says_what_recovery_cost() {
     let (status, stdout, stderr) = sluice(&["run", "scenarios/tpcds-lost-producer-local.yaml", "--seed", "1"]);
     assert_eq!(status, 0, "{stdout}{stderr}");
     assert!(stdout.contains("recovery: 1 subtask and 1 region restarted, 500 records recomputed, "), "{stdout}");
+}
+
+#[test]
+fn every_command_has_help_that_documents_the_exit_statuses() {
+    for command in ["run", "sweep", "merge", "replay", "shrink", "timeline", "plan", "compare"] {
+        let (status, stdout, stderr) = sluice(&[command, "--help"]);
+        assert_eq!(status, 0, "{command} --help: {stderr}");
+        assert!(stdout.contains("Usage: sluice ") && stdout.contains("Exit status:"), "{command}:\n{stdout}");
+        assert!(stdout.contains("3  a seed crashed its process"), "{command}:\n{stdout}");
+    }
+    let (status, stdout, _) = sluice(&["--help"]);
+    assert_eq!(status, 0);
+    assert!(stdout.contains("sweep") && stdout.contains("merge") && !stdout.contains("__worker"), "{stdout}");
+}
+
+#[test]
+fn the_version_names_the_crate_version_and_the_git_revision() {
+    let (status, stdout, _) = sluice(&["--version"]);
+    assert_eq!(status, 0);
+    assert_eq!(
+        stdout.trim(),
+        format!("sluice {} (git {})", env!("CARGO_PKG_VERSION"), sluice_sim::replay::GIT_REVISION)
+    );
+}
+
+#[test]
+fn a_closed_output_pipe_ends_the_command_quietly() {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["run", "scenarios/wordcount.yaml", "--mode", "batch", "--seeds", "1..1000", "--print-trace"])
+        .current_dir(workspace())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("sluice starts");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    // The reader is gone, as after `| head -1`.
+    let output = child.wait_with_output().unwrap();
+    assert!(first.starts_with("scenario `wordcount`"), "{first}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn counts_of_one_are_singular() {
+    let (status, stdout, stderr) =
+        sluice(&["run", "scenarios/wordcount-tm-crash.yaml", "--seed", "1", "--mode", "batch"]);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(stdout.contains("summary: 1 seed × 1 mode: 1 passed"), "{stdout}");
+    assert!(stdout.contains("3 random faults per seed"), "{stdout}");
+    let (_, stdout, _) = sluice(&["run", "scenarios/tpcds-lost-producer-local.yaml", "--seed", "1"]);
+    assert!(stdout.contains("1 subtask and 1 region restarted"), "{stdout}");
+}
+
+#[test]
+fn a_trace_that_cannot_be_written_is_refused_before_anything_runs() {
+    let (status, stdout, stderr) = sluice(&[
+        "run",
+        "scenarios/wordcount.yaml",
+        "--seed",
+        "1",
+        "--mode",
+        "batch",
+        "--trace",
+        "/nonexistent/x.jsonl",
+    ]);
+    assert_eq!(status, 2, "{stdout}");
+    assert!(stderr.contains("no directory /nonexistent") && stdout.is_empty(), "{stderr}{stdout}");
+}
+
+#[test]
+fn a_job_master_failover_counts_one_restart_everywhere() {
+    let (status, stdout, stderr) = sluice(&["run", "scenarios/tpcds-jm-tm-crash.yaml", "--seed", "1", "--print-trace"]);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(stdout.contains("PASS  committed ") && stdout.contains("  1 restart  "), "{stdout}");
+    assert!(stdout.contains("job finished after 1 restart\n"), "{stdout}");
+    let recovery = stdout.lines().find(|line| line.contains("recovery: ")).expect("a recovery line");
+    assert!(!recovery.contains(" 0 regions restarted"), "the recovery re-ran regions: {recovery}");
 }

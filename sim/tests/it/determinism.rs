@@ -29,5 +29,5 @@ fn a_crash_restarts_the_job_and_the_trace_shows_it() {
     assert!(lines.iter().any(|line| line == "fault #0: kill tm-1 (restart after 500ms)"), "{lines:#?}");
     // Streaming: every exchange is pipelined, so the job is one region and all of it restarts.
     assert!(lines.iter().any(|line| line.starts_with("restart 1 region as a1 ")), "{lines:#?}");
-    assert!(report.restarts >= 1);
+    assert!(report.restarts() >= 1);
 }

@@ -5,9 +5,11 @@
 
 use sluice_engine::catalog;
 use sluice_engine::graph::{ExchangeMode, ExecutionMode};
-use sluice_sim::check::{check_run, modes_agree};
+use sluice_sim::check::modes_agree;
 use sluice_sim::runner::{RunReport, run};
 use sluice_sim::scenario::Scenario;
+
+use super::support::{assert_passes, seed_or};
 
 fn scenario(job: &str, parallelism: u32, exchange_mode: ExchangeMode, adaptive: bool) -> Scenario {
     let adaptive = if adaptive { "adaptive_batch: { target_bytes_per_task: 20000, max_parallelism: 5 }\n" } else { "" };
@@ -19,8 +21,8 @@ fn scenario(job: &str, parallelism: u32, exchange_mode: ExchangeMode, adaptive: 
 }
 
 fn passing(scenario: &Scenario, mode: ExecutionMode, what: &str) -> RunReport {
-    let report = run(scenario, mode, 3);
-    assert_eq!(check_run(&report), vec![], "{what}");
+    let report = run(scenario, mode, seed_or(3));
+    assert_passes(scenario, &report, what);
     report
 }
 

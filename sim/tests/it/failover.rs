@@ -17,7 +17,6 @@ use std::collections::BTreeSet;
 use sluice_engine::failover::FailoverStrategy;
 use sluice_engine::graph::{ExchangeMode, ExecutionMode};
 use sluice_engine::runtime::trace::{TraceEvent, parse_subtask};
-use sluice_sim::check::check_run;
 use sluice_sim::compare::Variant;
 use sluice_sim::recovery::recovery_metrics;
 use sluice_sim::runner::{RunReport, run};
@@ -215,9 +214,10 @@ fn region_failover_recomputes_less_than_restart_all_on_the_tpcds_job() {
     let mut recomputed = Vec::new();
     for variant in Variant::failover_pair(ExchangeMode::AllEdgesBlocking) {
         let mut total = 0;
-        for seed in 1..4 {
-            let report = run(&variant.apply(&scenario), ExecutionMode::Batch, seed);
-            assert_eq!(check_run(&report), Vec::new(), "{variant} seed {seed}");
+        for seed in super::support::seeds_in(1..4) {
+            let applied = variant.apply(&scenario);
+            let report = run(&applied, ExecutionMode::Batch, seed);
+            super::support::assert_passes(&applied, &report, &variant.to_string());
             let metrics = recovery_metrics(&report.trace);
             assert!(metrics.subtasks_restarted > 0, "{variant} seed {seed}: the crash restarted something");
             total += metrics.records_recomputed;
@@ -312,5 +312,28 @@ fn exponential_delay_spaces_restarts_with_seeded_jitter_and_failure_rate_gives_u
             assert!(why.contains("exhausted the restart strategy"), "{why}");
         }
         other => panic!("expected-unrecoverable, got {other:?}"),
+    }
+}
+
+/// The JobMaster's own count of restarts (its `job finished after N restarts`) is the harness's,
+/// whatever restarted the job: region failover, restart-all, a restore, a new JobMaster.
+#[test]
+fn the_job_master_and_the_harness_count_the_same_restarts() {
+    let files = [
+        "scenarios/tpcds-jm-tm-crash.yaml",
+        "scenarios/tpcds-jm-crash.yaml",
+        "scenarios/tpcds-failover.yaml",
+        "scenarios/wordcount-checkpoints.yaml",
+    ];
+    for file in files {
+        let mut scenario = load(file);
+        scenario.seeds = super::support::seeds_in(1..6);
+        for report in passing_runs(&scenario, &scenario.modes.clone()) {
+            let finished = report.trace.iter().find_map(|record| match record.event {
+                TraceEvent::JobFinished { restarts } => Some(u64::from(restarts)),
+                _ => None,
+            });
+            assert_eq!(finished, Some(report.restarts()), "{file} seed {} {}", report.seed, report.mode);
+        }
     }
 }

@@ -40,6 +40,15 @@ fn a_replay_file_reproduces_its_failure_with_the_same_trace_hash() {
     let (status, stdout, stderr) = sluice(&["replay", path.to_str().unwrap()]);
     assert_eq!(status, 1, "{stdout}{stderr}");
     assert!(stdout.contains("reproduced: expectation failed again, with the same trace hashes"), "{stdout}");
+    // An edited replay file (here: a longer restart delay) may trace differently without any
+    // determinism bug, and the replay says so.
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("delay: 200ms"), "{text}");
+    std::fs::write(&path, text.replacen("delay: 200ms", "delay: 250ms", 1)).unwrap();
+    let (status, stdout, stderr) = sluice(&["replay", path.to_str().unwrap()]);
+    assert_eq!(status, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("the trace differs, as expected: the file was edited after it was recorded"), "{stdout}");
+    assert!(!stdout.contains("determinism bug"), "{stdout}");
 }
 
 fn harmless(index: usize) -> FaultKind {

@@ -2,7 +2,8 @@
 //!
 //! One integration-test binary (modules below) so that the suite builds once. Every scenario
 //! test runs its seeds in both modes with real checks; `SLUICE_SEEDS=N` runs seeds `1..=N`
-//! instead of each scenario's own range, for a deeper sweep with the same tests.
+//! instead of each scenario's own range, for a deeper sweep with the same tests, and
+//! `SLUICE_SEED=N` only seed N, to rerun one failure (every failure prints that command).
 
 mod canary;
 mod checkpoints;
@@ -12,10 +13,12 @@ mod equivalence;
 mod event_time;
 mod failover;
 mod harness;
+mod invalid;
 mod plans;
 mod scenario_errors;
 mod scenarios;
 mod shuffle;
 mod support;
+mod sweep;
 mod tidy;
 mod timeline;

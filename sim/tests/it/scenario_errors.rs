@@ -60,7 +60,7 @@ fn bad_values_are_named_with_their_line() {
     );
     assert_error(&error_for("job: wordcount", "job: wordcont"), 2, "job", "no job `wordcont`");
     assert_error(&error_for("distinct_words", "distinct_wrods"), 3, "params.distinct_wrods", "has no parameter");
-    assert_error(&error_for("parallelism: 2", "parallelism: 0"), 5, "parallelism", "must be in 1..=32768");
+    assert_error(&error_for("parallelism: 2", "parallelism: 0"), 5, "parallelism", "must be in 1..=256, not 0");
 }
 
 #[test]

@@ -108,7 +108,7 @@ fn with_the_remote_shuffle_service_a_lost_producer_task_manager_costs_nothing() 
             .iter()
             .any(|record| matches!(&record.event, TraceEvent::TaskManagerLost { name, .. } if name == "tm-2"));
         assert!(lost, "seed {}: the JobMaster noticed tm-2's death", report.seed);
-        assert_eq!(report.restarts, 0, "seed {}: {:?}", report.seed, failures(&report.trace));
+        assert_eq!(report.restarts(), 0, "seed {}: {:?}", report.seed, failures(&report.trace));
         assert_eq!(finished(&report.trace, 4).len(), 1, "seed {}: the items source ran once", report.seed);
     }
 }
@@ -120,7 +120,7 @@ fn with_task_manager_shuffle_a_lost_producer_task_manager_re_runs_only_that_prod
         assert_items_source_ran_alone_on_tm_2(&report);
         // The JobMaster knew the partition was gone: nobody had to fail reading it.
         assert_eq!(failures(&report.trace), Vec::<String>::new(), "seed {}", report.seed);
-        assert_eq!(report.restarts, 1, "seed {}", report.seed);
+        assert_eq!(report.restarts(), 1, "seed {}", report.seed);
         assert_eq!(finished(&report.trace, 4).len(), 2, "seed {}: the items source ran again", report.seed);
         assert_ran_once(&report, &[0, 1, 2, 3, 5, 6]);
     }
@@ -138,7 +138,7 @@ fn with_task_manager_shuffle_the_consumer_reports_the_lost_partition_by_name() {
                 && reason.contains(", producer subtask 0) not found on tm-2 (")
         });
         assert!(named, "seed {}: no partition-not-found naming the items partition: {failures:?}", report.seed);
-        assert!(report.restarts >= 1, "seed {}", report.seed);
+        assert!(report.restarts() >= 1, "seed {}", report.seed);
         assert_eq!(finished(&report.trace, 4).len(), 2, "seed {}: the items source ran again", report.seed);
         assert_ran_once(&report, &[0, 1, 2, 3]);
     }
@@ -178,7 +178,7 @@ fn a_corrupted_partition_is_detected_and_never_read_as_data() {
                 "{shuffle}, seed {}: the reader caught the corruption: {failures:?}",
                 report.seed
             );
-            assert!(report.restarts >= 1, "{shuffle}, seed {}", report.seed);
+            assert!(report.restarts() >= 1, "{shuffle}, seed {}", report.seed);
         }
     }
 }

@@ -31,12 +31,66 @@ pub fn load(relative: &str) -> Scenario {
     Scenario::load(&path).unwrap_or_else(|error| panic!("{error}"))
 }
 
-/// The seeds to run: `SLUICE_SEEDS=N` means `1..N+1`, otherwise the scenario's own.
+/// The seeds to run: `SLUICE_SEED=N` means just seed N (to rerun one failure), `SLUICE_SEEDS=N`
+/// means `1..N+1` (a deeper sweep), otherwise the scenario's own.
 pub fn seeds(scenario: &Scenario) -> Range<u64> {
+    if let Ok(seed) = std::env::var("SLUICE_SEED") {
+        let seed: u64 = seed.trim().parse().expect("SLUICE_SEED is a seed, a number");
+        return seed..seed + 1;
+    }
     match std::env::var("SLUICE_SEEDS") {
         Ok(count) => 1..count.parse::<u64>().expect("SLUICE_SEEDS is a number") + 1,
         Err(_) => scenario.seeds.clone(),
     }
+}
+
+/// `SLUICE_SEED` if set, else `range`: the seeds of a test that picks its own.
+pub fn seeds_in(range: Range<u64>) -> Range<u64> {
+    match std::env::var("SLUICE_SEED") {
+        Ok(seed) => {
+            let seed: u64 = seed.trim().parse().expect("SLUICE_SEED is a seed, a number");
+            seed..seed + 1
+        }
+        Err(_) => range,
+    }
+}
+
+/// `SLUICE_SEED` if set, else `seed`: the seed of a test that runs one it picked.
+pub fn seed_or(seed: u64) -> u64 {
+    seeds_in(seed..seed + 1).start
+}
+
+/// Asserts that one run passed every check; else writes its replay file and panics with the
+/// commands that rerun it.
+pub fn assert_passes(scenario: &Scenario, report: &RunReport, what: &str) {
+    let failures = sluice_sim::check::check_run(report);
+    if failures.is_empty() {
+        return;
+    }
+    let result = sluice_sim::seed::SeedResult {
+        seed: report.seed,
+        runs: vec![(report.clone(), sluice_sim::check::Verdict::Fail(failures.clone()))],
+        agreement: None,
+        determinism: Vec::new(),
+    };
+    let path = write_failure(&workspace().join("failures"), scenario, &result)
+        .map_or_else(|error| format!("(cannot write a replay file: {error})"), |path| path.display().to_string());
+    panic!("{what}, seed {}: {failures:?}\n{}", report.seed, rerun_commands(report.seed, &path));
+}
+
+/// Whether `SLUICE_SEED` or `SLUICE_SEEDS` chose the seeds instead of the scenario.
+pub fn seeds_overridden() -> bool {
+    std::env::var_os("SLUICE_SEED").is_some() || std::env::var_os("SLUICE_SEEDS").is_some()
+}
+
+/// The commands that rerun a failed seed: this test with only that seed, and its replay file.
+pub fn rerun_commands(seed: u64, replay_file: &str) -> String {
+    let current = std::thread::current();
+    let test = current.name().filter(|name| *name != "main").unwrap_or("<test>");
+    format!(
+        "    rerun:  SLUICE_SEED={seed} cargo test -p sluice-sim --test it -- --exact {test}\n    \
+         replay: cargo run --release -p sluice-sim -- replay {replay_file}"
+    )
 }
 
 /// What a scenario's seeds came to.
@@ -70,9 +124,7 @@ pub fn run_and_check(file: &str, scenario: &Scenario, seeds: Range<u64>) -> Tall
                 );
                 for (mode, failure) in result.failures() {
                     let mode = mode.map_or_else(String::new, |mode| format!(" {mode}"));
-                    failures.push(format!(
-                        "seed {seed}{mode}: {failure}\n    replay: cargo run --release -p sluice-sim -- replay {path}"
-                    ));
+                    failures.push(format!("seed {seed}{mode}: {failure}\n{}", rerun_commands(seed, &path)));
                 }
             }
         }
@@ -85,18 +137,14 @@ pub fn run_and_check(file: &str, scenario: &Scenario, seeds: Range<u64>) -> Tall
 /// test panics with the command that replays it. Returns the runs, for tests that look further.
 pub fn passing_runs(scenario: &Scenario, modes: &[ExecutionMode]) -> Vec<RunReport> {
     let mut reports = Vec::new();
-    for seed in scenario.seeds.clone() {
+    for seed in seeds(scenario) {
         let result = run_seed(scenario, seed, modes, DeterminismCheck::Off);
         if result.outcome() != SeedOutcome::Passed {
             let path = write_failure(&workspace().join("failures"), scenario, &result).map_or_else(
                 |error| format!("(cannot write a replay file: {error})"),
                 |path| path.display().to_string(),
             );
-            panic!(
-                "seed {seed} of `{}`: {:?}\n  replay: cargo run --release -p sluice-sim -- replay {path}",
-                scenario.name,
-                result.failures()
-            );
+            panic!("seed {seed} of `{}`: {:?}\n{}", scenario.name, result.failures(), rerun_commands(seed, &path));
         }
         reports.extend(result.runs.into_iter().map(|(report, _)| report));
     }

@@ -248,7 +248,7 @@ tm-10/s0  ..0000x.............
    0.030s  restart as a1 in 10 ms: v0[1] failed
    0.050s  healed #0: kill tm-10 <now>
    0.070s  committed demo-0 (epoch 0, 5 rows)
-   0.080s  job finished after 1 restarts
+   0.080s  job finished after 1 restart
 ";
     assert_eq!(build(&trace()).to_text(20), expected);
 }

@@ -9,6 +9,14 @@ use std::ops::Range;
 use std::path::Path;
 use std::time::Duration;
 
+mod error;
+mod guard;
+pub mod limits;
+mod locate;
+mod validate;
+
+pub use error::ScenarioError;
+
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
 use std::sync::Arc;
@@ -26,10 +34,13 @@ use sluice_engine::shuffle::ShuffleKind;
 
 use crate::cost::CostSpec;
 use crate::faults::random::Topology;
-use crate::faults::{Fault, FaultKind, RandomFaults, Trigger};
+use crate::faults::{Fault, FaultKind, RandomFaults};
+use crate::harness_crash::HarnessCrash;
 
-/// The largest parallelism a scenario may ask for (Flink's largest max parallelism).
-pub const MAX_PARALLELISM: u32 = 32_768;
+/// The largest parallelism a scenario (or `sluice plan`) may ask for. Every subtask is a task of
+/// one simulated process on one core and an all-to-all exchange has parallelism² channels, so
+/// this keeps a run within what the machine running the simulation can hold.
+pub const MAX_PARALLELISM: u32 = 256;
 
 /// A scenario, as loaded and validated.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
@@ -39,8 +50,9 @@ pub struct Scenario {
     pub name: String,
     /// The catalog job to run.
     pub job: String,
-    /// The job's parameters; unset ones take the job's defaults.
-    #[serde(default)]
+    /// The job's parameters; unset ones take the job's defaults. A parameter given twice is an
+    /// error.
+    #[serde(default, deserialize_with = "deserialize_params")]
     pub params: BTreeMap<String, u64>,
     /// The simulated cluster.
     #[serde(default)]
@@ -55,13 +67,13 @@ pub struct Scenario {
     #[serde(default = "default_seeds", deserialize_with = "deserialize_seeds", serialize_with = "serialize_seeds")]
     pub seeds: Range<u64>,
     /// Faults to inject, in addition to random ones.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "deserialize_faults")]
     pub faults: Vec<Fault>,
     /// Random faults drawn from each seed, swarm style.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub random_faults: Option<RandomFaults>,
     /// When to restart after a failure and when to give up.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "deserialize_restart_strategy")]
     pub restart_strategy: RestartStrategy,
     /// Which subtasks a failure restarts: `region` (the failed region and what depends on
     /// it) or `restart-all`.
@@ -100,6 +112,9 @@ pub struct Scenario {
     /// Present in replay files: how the run failed when it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayInfo>,
+    /// Test-only: the harness itself crashes on one seed, to prove that sweeps isolate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness_crash: Option<HarnessCrash>,
 }
 
 /// Expectations a scenario adds to the standard checks.
@@ -134,6 +149,10 @@ pub struct ReplayInfo {
     /// The faults that fired, with their simulated times.
     #[serde(default)]
     pub realized: Vec<String>,
+    /// The fingerprint of the scenario as recorded (everything but this section), in hex: a
+    /// replay tells an edited file from a determinism bug by it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub scenario_hash: String,
 }
 
 /// The simulated cluster.
@@ -203,20 +222,29 @@ fn default_slots() -> u32 {
     2
 }
 
-/// Parses `A..B`, `A..=B` or `A`.
+/// The most seeds one range may hold (a sweep splits larger ones into shards).
+pub const MAX_SEEDS: u64 = 100_000_000;
+
+/// Parses `A..B`, `A..=B` or `A`; at most [`MAX_SEEDS`] seeds.
 pub fn parse_seeds(text: &str) -> Result<Range<u64>, String> {
     let number =
         |part: &str| part.trim().parse::<u64>().map_err(|_| format!("`{text}` is not a seed range like 1..100"));
     let range = if let Some((start, end)) = text.split_once("..=") {
-        number(start)?..number(end)?.checked_add(1).ok_or("seed range end too large")?
+        number(start)?
+            ..number(end)?.checked_add(1).ok_or_else(|| format!("seed range `{text}` ends past the largest seed"))?
     } else if let Some((start, end)) = text.split_once("..") {
         number(start)?..number(end)?
     } else {
         let seed = number(text)?;
-        seed..seed.checked_add(1).ok_or("seed too large")?
+        seed..seed
+            .checked_add(1)
+            .ok_or_else(|| format!("seed `{text}` is the largest u64, past the last seed a range can hold"))?
     };
     if range.is_empty() {
         return Err(format!("seed range `{text}` is empty"));
+    }
+    if range.end - range.start > MAX_SEEDS {
+        return Err(format!("seed range `{text}` holds more than {MAX_SEEDS} seeds"));
     }
     Ok(range)
 }
@@ -251,250 +279,94 @@ fn deserialize_seeds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Range
     deserializer.deserialize_any(ParsedText { parse: parse_seeds, expecting: "a seed or a seed range like 1..100" })
 }
 
-fn serialize_seeds<S: Serializer>(seeds: &Range<u64>, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(&format!("{}..{}", seeds.start, seeds.end))
-}
+/// Reads `params`, refusing a parameter given twice (a plain map would keep the last silently).
+fn deserialize_params<'de, D: Deserializer<'de>>(deserializer: D) -> Result<BTreeMap<String, u64>, D::Error> {
+    struct Params;
+    impl<'de> de::Visitor<'de> for Params {
+        type Value = BTreeMap<String, u64>;
 
-/// A scenario that cannot be used, with where and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScenarioError {
-    /// The file.
-    pub file: String,
-    /// 1-based line, when known.
-    pub line: Option<usize>,
-    /// The field, when known.
-    pub field: Option<String>,
-    /// What is wrong.
-    pub message: String,
-}
+        fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+            formatter.write_str("a map of parameter names to non-negative integers")
+        }
 
-impl fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file)?;
-        if let Some(line) = self.line {
-            write!(f, ":{line}")?;
+        fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut params = BTreeMap::new();
+            while let Some((name, value)) = map.next_entry::<String, u64>()? {
+                if params.contains_key(&name) {
+                    return Err(de::Error::custom(format!("parameter `{name}` is given twice")));
+                }
+                params.insert(name, value);
+            }
+            Ok(params)
         }
-        write!(f, ": ")?;
-        if let Some(field) = &self.field {
-            write!(f, "field `{field}`: ")?;
-        }
-        write!(f, "{}", self.message)
     }
+    deserializer.deserialize_map(Params)
 }
 
-impl std::error::Error for ScenarioError {}
+/// Reads `faults`, naming the fault (`faults[2].slow.factor: …`) in errors that the conversion
+/// from its YAML form finds, which serde_yaml would otherwise place at the list.
+fn deserialize_faults<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Fault>, D::Error> {
+    struct Faults;
+    impl<'de> de::Visitor<'de> for Faults {
+        type Value = Vec<Fault>;
 
-/// The 1-based line of the first `key:` (after `after_line`) whose value contains `value`.
-fn locate(text: &str, key: &str, value: Option<&str>) -> Option<usize> {
-    text.lines().enumerate().find_map(|(index, line)| {
-        let line = line.split('#').next().unwrap_or("");
-        let position = line.find(&format!("{key}:"))?;
-        let boundary = position == 0
-            || !line.as_bytes()[position - 1].is_ascii_alphanumeric() && line.as_bytes()[position - 1] != b'_';
-        let matches_value = value.is_none_or(|value| line[position..].contains(value));
-        (boundary && matches_value).then_some(index + 1)
+        fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+            formatter.write_str("a list of faults")
+        }
+
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Fault>, A::Error> {
+            let mut faults = Vec::new();
+            while let Some(spec) = seq.next_element::<crate::faults::model::FaultSpec>()? {
+                let index = faults.len();
+                let fault = Fault::try_from(spec).map_err(|message| {
+                    let named = message.split_once(": ").filter(|(path, _)| !path.contains(' ') && !path.contains('`'));
+                    match named {
+                        Some((path, rest)) => de::Error::custom(format!("faults[{index}].{path}: {rest}")),
+                        None => de::Error::custom(format!("faults[{index}]: {message}")),
+                    }
+                })?;
+                faults.push(fault);
+            }
+            Ok(faults)
+        }
+    }
+    deserializer.deserialize_seq(Faults)
+}
+
+/// Reads `restart_strategy` through a YAML value: serde_yaml loses the path inside an internally
+/// tagged enum, so errors are named `restart_strategy` here.
+fn deserialize_restart_strategy<'de, D: Deserializer<'de>>(deserializer: D) -> Result<RestartStrategy, D::Error> {
+    let value = serde_yaml::Value::deserialize(deserializer)?;
+    serde_yaml::from_value(value).map_err(|error| {
+        let message = error.to_string();
+        de::Error::custom(format!("restart_strategy: {}", message.split(" at line ").next().unwrap_or(&message)))
     })
 }
 
-/// The field a serde_yaml message is about: the path it starts with (`faults[0]: …`), joined
-/// with the field an `unknown field` or `missing field` message names.
-fn field_of(message: &str) -> Option<String> {
-    let (path, rest) = match message.split_once(": ") {
-        Some((path, rest)) if !path.contains(' ') && !path.contains('`') => (Some(path), rest),
-        _ => (None, message),
-    };
-    let named = ["unknown field `", "missing field `"].iter().find_map(|marker| {
-        let start = rest.find(marker)? + marker.len();
-        rest[start..].find('`').map(|end| &rest[start..start + end])
-    });
-    match (path, named) {
-        (Some(path), Some(name)) => Some(format!("{path}.{name}")),
-        (Some(path), None) => Some(path.to_string()),
-        (None, Some(name)) => Some(name.to_string()),
-        (None, None) => None,
-    }
+fn serialize_seeds<S: Serializer>(seeds: &Range<u64>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&format!("{}..{}", seeds.start, seeds.end))
 }
 
 impl Scenario {
     /// Reads and validates a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|error| ScenarioError {
-            file: file.clone(),
-            line: None,
-            field: None,
-            message: error.to_string(),
-        })?;
+        let whole_file = |message: String| ScenarioError { file: file.clone(), line: None, field: None, message };
+        let size = std::fs::metadata(path).map_err(|error| whole_file(error.to_string()))?.len();
+        if size > guard::MAX_FILE_BYTES as u64 {
+            return Err(whole_file(guard::too_large(size as usize)));
+        }
+        let text = std::fs::read_to_string(path).map_err(|error| whole_file(error.to_string()))?;
         Scenario::parse(&file, &text)
     }
 
     /// Parses and validates scenario text; `file` names it in errors.
     pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
-        let scenario: Scenario = serde_yaml::from_str(text).map_err(|error| {
-            let message = error.to_string();
-            let message = message.split(" at line ").next().unwrap_or(&message).to_string();
-            let field = field_of(&message);
-            // The path is in the field already; keep the message to what is wrong.
-            let message = match message.split_once(": ") {
-                Some((path, rest)) if field.as_deref().is_some_and(|field| field.starts_with(path)) => rest.to_string(),
-                _ => message,
-            };
-            let line = error.location().map(|location| location.line()).or_else(|| {
-                let key = field.as_deref()?.rsplit('.').next()?;
-                locate(text, key.split('[').next()?, None)
-            });
-            ScenarioError { file: file.to_string(), line, field, message }
-        })?;
-        scenario.validate(file, text)?;
+        guard::check(text).map_err(|error| error.in_file(file))?;
+        let scenario: Scenario =
+            serde_yaml::from_str(text).map_err(|error| ScenarioError::from_yaml(file, text, &error))?;
+        validate::validate(&scenario, text).map_err(|error| error.in_file(file))?;
         Ok(scenario)
-    }
-
-    fn validate(&self, file: &str, text: &str) -> Result<(), ScenarioError> {
-        let error = |field: &str, value: Option<&str>, message: String| ScenarioError {
-            file: file.to_string(),
-            line: locate(text, field.rsplit('.').next().unwrap_or(field), value),
-            field: Some(field.to_string()),
-            message,
-        };
-        let job = catalog::find(&self.job).map_err(|message| error("job", Some(&self.job), message))?;
-        if let Err(message) = job.resolve_params(&self.params) {
-            let unknown = self.params.keys().find(|name| !job.params.iter().any(|spec| spec.name == name.as_str()));
-            let field = unknown.map_or_else(|| "params".to_string(), |name| format!("params.{name}"));
-            return Err(error(&field, None, message));
-        }
-        if self.cluster.task_managers == 0 {
-            return Err(error("cluster.task_managers", None, "a cluster needs at least one TaskManager".into()));
-        }
-        if self.cluster.slots_per_task_manager == 0 {
-            return Err(error("cluster.slots_per_task_manager", None, "a TaskManager needs at least one slot".into()));
-        }
-        if !(1..=MAX_PARALLELISM).contains(&self.parallelism) {
-            return Err(error("parallelism", None, format!("parallelism must be in 1..={MAX_PARALLELISM}")));
-        }
-        if self.modes.is_empty() {
-            return Err(error("modes", None, "name at least one mode: streaming or batch".into()));
-        }
-        if self.buffer_size < 64 {
-            return Err(error(
-                "buffer_size",
-                None,
-                format!("{} bytes is too small; use at least 64", self.buffer_size),
-            ));
-        }
-        if let Some(checkpoints) = &self.checkpoints {
-            if checkpoints.interval < Duration::from_millis(1) || checkpoints.timeout < Duration::from_millis(1) {
-                return Err(error("checkpoints", None, "`interval` and `timeout` are at least 1ms".into()));
-            }
-            if checkpoints.retained == 0 {
-                return Err(error("checkpoints", None, "`retained` is at least 1".into()));
-            }
-            if !self.modes.contains(&ExecutionMode::Streaming) {
-                return Err(error(
-                    "checkpoints",
-                    None,
-                    "only streaming mode checkpoints; add `streaming` to `modes`".into(),
-                ));
-            }
-        }
-        if let Some(adaptive) = &self.adaptive_batch {
-            if self.exchange_mode != ExchangeMode::AllEdgesBlocking {
-                return Err(error(
-                    "adaptive_batch",
-                    None,
-                    format!(
-                        "deciding parallelism at runtime needs `exchange_mode: all-edges-blocking`, not {}",
-                        self.exchange_mode
-                    ),
-                ));
-            }
-            if adaptive.min_parallelism == 0 || adaptive.min_parallelism > adaptive.max_parallelism {
-                return Err(error("adaptive_batch", None, "needs 1 <= min_parallelism <= max_parallelism".into()));
-            }
-        }
-        let params = job.resolve_params(&self.params).expect("checked above");
-        for mode in &self.modes {
-            let config = self.job_config(*mode);
-            let plan = job.plan(&params, config).map_err(|message| error("job", Some(&self.job), message))?;
-            let needed = SchedulingStrategy::new(ExecutionGraph::new(Arc::new(plan))).max_slots_per_region();
-            if needed > self.cluster.total_slots() {
-                return Err(error(
-                    "parallelism",
-                    None,
-                    format!(
-                        "job `{}` in {mode} mode needs {needed} slots at once, but the cluster has {} \
-                         ({} TaskManagers × {} slots); lower the parallelism or add slots",
-                        self.job,
-                        self.cluster.total_slots(),
-                        self.cluster.task_managers,
-                        self.cluster.slots_per_task_manager
-                    ),
-                ));
-            }
-        }
-        let vertices =
-            job.plan(&params, JobConfig::new(self.modes[0], self.parallelism)).map(|plan| plan.vertices.len());
-        let vertices = vertices.map_err(|message| error("job", Some(&self.job), message))? as u32;
-        let nodes = self.cluster.node_names();
-        for (index, fault) in self.faults.iter().enumerate() {
-            if let Some(node) = fault.kind.nodes().into_iter().find(|node| !nodes.iter().any(|known| known == node)) {
-                let field = match fault.kind {
-                    FaultKind::Kill { .. } => "kill",
-                    FaultKind::Slow { .. } => "slow.node",
-                    FaultKind::LosePartition { .. } => "lose_partition",
-                    FaultKind::CorruptPartition { .. } => "corrupt_partition",
-                    FaultKind::LoseDisk { .. } => "lose_disk",
-                    _ => "partition.between",
-                };
-                let mut unknown = error(
-                    &format!("faults[{index}].{field}"),
-                    Some(node),
-                    format!("no node `{node}` in this cluster; nodes: {}", nodes.join(", ")),
-                );
-                // A node in a flow-style list is not on its key's line: find the value itself.
-                unknown.line =
-                    unknown.line.or_else(|| text.lines().position(|line| line.contains(node)).map(|at| at + 1));
-                return Err(unknown);
-            }
-            if let Trigger::Task { vertex, .. } = fault.trigger
-                && vertex >= vertices
-            {
-                return Err(error(
-                    &format!("faults[{index}].when.vertex"),
-                    None,
-                    format!("job `{}` has vertices 0..{vertices}, not {vertex}", self.job),
-                ));
-            }
-            let checkpoint_trigger = match fault.trigger {
-                Trigger::Checkpoint(_) => Some("after_checkpoint"),
-                Trigger::Prepared(_) => Some("after_prepared"),
-                _ => None,
-            };
-            if let Some(field) = checkpoint_trigger
-                && self.checkpoints.is_none()
-            {
-                return Err(error(
-                    &format!("faults[{index}].{field}"),
-                    None,
-                    "waits for a checkpoint, but the scenario takes none: add `checkpoints: { interval: 100ms }`"
-                        .to_string(),
-                ));
-            }
-        }
-        if let Some(random) = &self.random_faults {
-            random.validate().map_err(|message| error("random_faults.kinds", None, message))?;
-        }
-        if self.time_limit <= self.liveness_bound {
-            return Err(error(
-                "time_limit",
-                None,
-                format!(
-                    "the time limit ({}) must exceed the liveness bound ({}) so that a slow recovery can be told from a hang",
-                    format_duration(self.time_limit),
-                    format_duration(self.liveness_bound)
-                ),
-            ));
-        }
-        Ok(())
     }
 
     /// The job configuration of a mode.
@@ -568,6 +440,13 @@ impl Scenario {
     /// replay file holds.
     pub fn to_yaml(&self) -> String {
         serde_yaml::to_string(self).expect("a scenario always serializes")
+    }
+
+    /// A fingerprint of everything but the `replay:` section, in hex (see
+    /// [`ReplayInfo::scenario_hash`]).
+    pub fn fingerprint(&self) -> String {
+        let bare = Scenario { replay: None, ..self.clone() };
+        format!("{:016x}", sluice_engine::prng::fnv1a64(bare.to_yaml().as_bytes()))
     }
 
     /// The job's parameters with defaults filled in.

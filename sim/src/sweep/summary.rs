@@ -1,0 +1,374 @@
+//! [`Summary`]: the counts of a sweep, folded from its [`SeedRecord`]s, and how they print.
+//!
+//! A summary is a pure fold of records: the same records in any order give the same counts,
+//! which is what lets `sluice merge` join the shards of a sweep into the summary of the whole.
+//! Lists of seeds are kept sorted, and each failure group keeps the replay file of its fastest
+//! seed (ties go to the lowest seed).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use super::record::{Outcome, SeedRecord};
+use crate::faults::model::KIND_NAMES;
+use crate::words::{counted, printable};
+
+/// The exit status of a sweep, a merge or a run: 0 passed (expected-unrecoverable runs
+/// included), 1 a check failed, 2 a usage or input error, 3 a seed crashed.
+pub mod status {
+    /// Every seed passed or was expected-unrecoverable.
+    pub const PASSED: i32 = 0;
+    /// A check failed.
+    pub const FAILED: i32 = 1;
+    /// The command line or an input file was wrong; nothing ran.
+    pub const USAGE: i32 = 2;
+    /// A seed crashed its process (and possibly others failed).
+    pub const CRASHED: i32 = 3;
+}
+
+/// How many crashed seeds a summary says how they crashed.
+pub const CRASHES_SHOWN: usize = 10;
+
+/// Seeds of one fault kind, by outcome.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KindCounts {
+    /// Seeds whose schedule had a fault of this kind.
+    pub seeds: u64,
+    /// Of those, passed.
+    pub passed: u64,
+    /// Failed.
+    pub failed: u64,
+    /// Expected-unrecoverable.
+    pub unrecoverable: u64,
+    /// Crashed.
+    pub crashed: u64,
+    /// Faults of this kind that never fired, over all runs.
+    pub unfired: u64,
+}
+
+/// Seeds that failed one check (or crashed), and the replay file of the fastest.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailureGroup {
+    /// The seeds, sorted.
+    pub seeds: Vec<u64>,
+    /// The fastest seed's wall time, seed and replay file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fastest: Option<(u64, u64, String)>,
+}
+
+impl FailureGroup {
+    fn add(&mut self, seed: u64, wall_ms: u64, replay_file: Option<&String>) {
+        let at = self.seeds.partition_point(|known| *known < seed);
+        self.seeds.insert(at, seed);
+        if let Some(file) = replay_file
+            && self.fastest.as_ref().is_none_or(|(wall, fastest, _)| (wall_ms, seed) < (*wall, *fastest))
+        {
+            self.fastest = Some((wall_ms, seed, file.clone()));
+        }
+    }
+}
+
+/// The counts of a sweep; see the module doc.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// The scenario's name.
+    pub scenario: String,
+    /// Seeds counted.
+    pub seeds: u64,
+    /// Seeds that passed.
+    pub passed: u64,
+    /// Seeds that failed a check.
+    pub failed: u64,
+    /// Seeds that were expected-unrecoverable.
+    pub expected_unrecoverable: u64,
+    /// Seeds that crashed.
+    pub crashed: u64,
+    /// Per fault kind.
+    pub kinds: BTreeMap<String, KindCounts>,
+    /// Failed seeds by check.
+    pub failures: BTreeMap<String, FailureGroup>,
+    /// Crashed seeds.
+    pub crashes: FailureGroup,
+    /// How the lowest [`CRASHES_SHOWN`] crashed seeds crashed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub crash_reasons: BTreeMap<u64, String>,
+    /// Simulated time over every run, in microseconds.
+    pub simulated_us: u64,
+    /// Wall time over every seed, in milliseconds (the sum, not the sweep's elapsed time).
+    pub wall_ms: u64,
+    /// The largest peak resident memory a worker reported, in KiB.
+    pub worker_peak_rss_kb: u64,
+}
+
+impl Summary {
+    /// An empty summary of a scenario.
+    pub fn new(scenario: &str) -> Summary {
+        Summary { scenario: scenario.to_string(), ..Summary::default() }
+    }
+
+    /// Counts one seed.
+    pub fn add(&mut self, record: &SeedRecord) {
+        self.seeds += 1;
+        *match record.outcome {
+            Outcome::Passed => &mut self.passed,
+            Outcome::Failed => &mut self.failed,
+            Outcome::ExpectedUnrecoverable => &mut self.expected_unrecoverable,
+            Outcome::Crashed => &mut self.crashed,
+        } += 1;
+        self.add_kinds(record);
+        self.simulated_us += record.simulated_us();
+        self.wall_ms += record.wall_ms;
+        self.worker_peak_rss_kb = self.worker_peak_rss_kb.max(record.worker_peak_rss_kb.unwrap_or(0));
+        let mut checks: Vec<&str> = record.failures.iter().map(|failure| failure.check.as_str()).collect();
+        checks.sort_unstable();
+        checks.dedup();
+        for check in checks {
+            let group = self.failures.entry(check.to_string()).or_default();
+            group.add(record.seed, record.wall_ms, record.replay_file.as_ref());
+        }
+        if record.outcome == Outcome::Crashed {
+            self.crashes.add(record.seed, record.wall_ms, record.replay_file.as_ref());
+            self.note_crash(record.seed, record.crash.clone().unwrap_or_default());
+        }
+    }
+
+    fn note_crash(&mut self, seed: u64, reason: String) {
+        self.crash_reasons.insert(seed, reason);
+        while self.crash_reasons.len() > CRASHES_SHOWN {
+            self.crash_reasons.pop_last();
+        }
+    }
+
+    fn add_kinds(&mut self, record: &SeedRecord) {
+        let mut kinds: Vec<&str> = record.faults.iter().map(String::as_str).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        for kind in kinds {
+            let counts = self.kinds.entry(kind.to_string()).or_default();
+            counts.seeds += 1;
+            *match record.outcome {
+                Outcome::Passed => &mut counts.passed,
+                Outcome::Failed => &mut counts.failed,
+                Outcome::ExpectedUnrecoverable => &mut counts.unrecoverable,
+                Outcome::Crashed => &mut counts.crashed,
+            } += 1;
+        }
+        for run in &record.runs {
+            for index in &run.unfired {
+                if let Some(kind) = record.faults.get(*index) {
+                    self.kinds.entry(kind.clone()).or_default().unfired += 1;
+                }
+            }
+        }
+    }
+
+    /// Folds another summary of the same scenario into this one.
+    pub fn merge(&mut self, other: &Summary) {
+        self.seeds += other.seeds;
+        self.passed += other.passed;
+        self.failed += other.failed;
+        self.expected_unrecoverable += other.expected_unrecoverable;
+        self.crashed += other.crashed;
+        self.simulated_us += other.simulated_us;
+        self.wall_ms += other.wall_ms;
+        self.worker_peak_rss_kb = self.worker_peak_rss_kb.max(other.worker_peak_rss_kb);
+        for (kind, counts) in &other.kinds {
+            let mine = self.kinds.entry(kind.clone()).or_default();
+            mine.seeds += counts.seeds;
+            mine.passed += counts.passed;
+            mine.failed += counts.failed;
+            mine.unrecoverable += counts.unrecoverable;
+            mine.crashed += counts.crashed;
+            mine.unfired += counts.unfired;
+        }
+        let join = |mine: &mut FailureGroup, theirs: &FailureGroup| {
+            mine.seeds.extend(&theirs.seeds);
+            mine.seeds.sort_unstable();
+            if let Some(fastest) = &theirs.fastest
+                && mine.fastest.as_ref().is_none_or(|known| (fastest.0, fastest.1) < (known.0, known.1))
+            {
+                mine.fastest = Some(fastest.clone());
+            }
+        };
+        for (check, group) in &other.failures {
+            join(self.failures.entry(check.clone()).or_default(), group);
+        }
+        join(&mut self.crashes, &other.crashes);
+        for (seed, reason) in &other.crash_reasons {
+            self.note_crash(*seed, reason.clone());
+        }
+    }
+
+    /// The exit status these counts call for (see [`status`]).
+    pub fn exit_status(&self) -> i32 {
+        if self.crashed > 0 {
+            status::CRASHED
+        } else if self.failed > 0 {
+            status::FAILED
+        } else {
+            status::PASSED
+        }
+    }
+
+    /// The outcome line, the table per fault kind, and one line per failure group with the
+    /// command that replays its fastest seed.
+    pub fn render(&self) -> String {
+        let mut text = format!(
+            "  passed {}, failed {}, expected-unrecoverable {}, crashed {}\n",
+            self.passed, self.failed, self.expected_unrecoverable, self.crashed
+        );
+        text.push_str(&self.render_kinds());
+        let group = |text: &mut String, name: &str, group: &FailureGroup| {
+            let shown: Vec<String> = group.seeds.iter().take(10).map(ToString::to_string).collect();
+            let more = if group.seeds.len() > 10 { ", …" } else { "" };
+            let count = counted(group.seeds.len() as u64, "seed");
+            let _ = writeln!(text, "  {name}: {count} ({}{more})", shown.join(", "));
+            if let Some((_, _, file)) = &group.fastest {
+                let _ = writeln!(text, "    replay: cargo run --release -p sluice-sim -- replay {}", printable(file));
+            }
+        };
+        for (check, failures) in &self.failures {
+            group(&mut text, check, failures);
+        }
+        if !self.crashes.seeds.is_empty() {
+            group(&mut text, "crashed", &self.crashes);
+            for (seed, reason) in &self.crash_reasons {
+                let _ = writeln!(text, "    seed {seed}: {}", printable(reason));
+            }
+        }
+        text
+    }
+
+    fn render_kinds(&self) -> String {
+        if self.kinds.is_empty() {
+            return String::new();
+        }
+        let mut text = format!(
+            "  {:<26} {:>6} {:>7} {:>7} {:>13} {:>7} {:>11}\n",
+            "fault kind", "seeds", "passed", "failed", "unrecoverable", "crashed", "never fired"
+        );
+        let known = KIND_NAMES.iter().map(|kind| kind.to_string());
+        let others = self.kinds.keys().filter(|kind| !KIND_NAMES.contains(&kind.as_str())).cloned();
+        for kind in known.chain(others) {
+            if let Some(counts) = self.kinds.get(&kind) {
+                let _ = writeln!(
+                    text,
+                    "  {:<26} {:>6} {:>7} {:>7} {:>13} {:>7} {:>11}",
+                    printable(&kind),
+                    counts.seeds,
+                    counts.passed,
+                    counts.failed,
+                    counts.unrecoverable,
+                    counts.crashed,
+                    counts.unfired
+                );
+            }
+        }
+        text
+    }
+}
+
+/// A sweep's last JSON line: its summary, and what was swept.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepSummary {
+    /// The counts.
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// The seed range swept, `A..B`.
+    pub range: String,
+    /// The shard, `K/N`, when the sweep was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    /// Wall time the sweep took, in milliseconds.
+    pub elapsed_ms: u64,
+    /// The peak resident memory of the process that ran the sweep, in KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supervisor_peak_rss_kb: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::record::{FailureRecord, RunRecord};
+    use sluice_engine::graph::ExecutionMode;
+
+    fn record(seed: u64, outcome: Outcome, faults: &[&str], check: Option<&str>) -> SeedRecord {
+        let run = RunRecord {
+            mode: ExecutionMode::Batch,
+            verdict: "pass".into(),
+            unrecoverable: None,
+            rows: 3,
+            makespan_us: 1_000,
+            restarts: 0,
+            wall_ms: seed,
+            trace_hash: "0".into(),
+            unfired: if faults.is_empty() { vec![] } else { vec![0] },
+        };
+        SeedRecord {
+            scenario: "s".into(),
+            seed,
+            outcome,
+            faults: faults.iter().map(ToString::to_string).collect(),
+            runs: if outcome == Outcome::Crashed { vec![] } else { vec![run] },
+            failures: check
+                .filter(|_| outcome == Outcome::Failed)
+                .map(|check| vec![FailureRecord { mode: None, check: check.into(), detail: "x".into() }])
+                .unwrap_or_default(),
+            crash: (outcome == Outcome::Crashed).then(|| "killed by signal 6".to_string()),
+            replay_file: check.map(|_| format!("failures/s-{seed}.yaml")),
+            wall_ms: seed,
+            worker_rss_kb: None,
+            worker_peak_rss_kb: Some(seed * 10),
+        }
+    }
+
+    fn records() -> Vec<SeedRecord> {
+        vec![
+            record(1, Outcome::Passed, &["tm-crash"], None),
+            record(2, Outcome::Failed, &["tm-crash", "partition"], Some("exactly-once")),
+            record(3, Outcome::Crashed, &["partition"], Some("crashed")),
+            record(4, Outcome::ExpectedUnrecoverable, &[], None),
+            record(5, Outcome::Failed, &["tm-crash"], Some("exactly-once")),
+        ]
+    }
+
+    #[test]
+    fn records_in_any_order_and_merged_halves_give_the_same_summary() {
+        let mut forward = Summary::new("s");
+        records().iter().for_each(|record| forward.add(record));
+        let mut backward = Summary::new("s");
+        records().iter().rev().for_each(|record| backward.add(record));
+        assert_eq!(forward, backward);
+        let (mut first, mut second) = (Summary::new("s"), Summary::new("s"));
+        for (index, record) in records().iter().enumerate() {
+            if index % 2 == 0 { first.add(record) } else { second.add(record) }
+        }
+        first.merge(&second);
+        assert_eq!(first, forward);
+        assert_eq!(forward.seeds, 5);
+        assert_eq!((forward.passed, forward.failed, forward.expected_unrecoverable, forward.crashed), (1, 2, 1, 1));
+        assert_eq!(forward.failures["exactly-once"].seeds, vec![2, 5]);
+        assert_eq!(forward.failures["exactly-once"].fastest, Some((2, 2, "failures/s-2.yaml".into())));
+        assert_eq!(forward.kinds["tm-crash"].seeds, 3);
+        assert_eq!(forward.kinds["tm-crash"].unfired, 3, "every run left its first fault unfired");
+        assert_eq!(forward.kinds["partition"].crashed, 1);
+        assert_eq!(forward.worker_peak_rss_kb, 50);
+        assert_eq!(forward.exit_status(), status::CRASHED);
+    }
+
+    #[test]
+    fn the_rendering_counts_in_the_singular_and_names_each_group() {
+        let mut summary = Summary::new("s");
+        records().iter().for_each(|record| summary.add(record));
+        let text = summary.render();
+        assert!(text.contains("passed 1, failed 2, expected-unrecoverable 1, crashed 1"), "{text}");
+        assert!(text.contains("  exactly-once: 2 seeds (2, 5)\n"), "{text}");
+        assert!(text.contains("  crashed: 1 seed (3)\n"), "{text}");
+        assert!(text.contains("    seed 3: killed by signal 6\n"), "{text}");
+        assert!(text.contains("replay failures/s-2.yaml"), "{text}");
+        let mut clean = Summary::new("s");
+        clean.add(&record(1, Outcome::Passed, &[], None));
+        assert_eq!(clean.exit_status(), status::PASSED);
+    }
+}

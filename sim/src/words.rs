@@ -1,0 +1,44 @@
+//! How the harness words what it prints: counts in the singular when they are one (the
+//! engine's [`counted`]), and user text made safe for a terminal.
+//!
+//! Everything the `sluice` command prints about a count goes through [`counted`] ("1 seed",
+//! "2 seeds"), and any text that came from a user's file (a scenario's name, a job name, a value
+//! it did not understand) goes through [`printable`] before it reaches a terminal, so that a
+//! control character in a file cannot move the cursor or recolour the screen.
+
+pub use sluice_engine::counted::counted;
+
+/// `text` with every control character (and the Unicode ones that reorder or hide text)
+/// written as an escape, so that it prints as what it is; at most 1000 characters of it.
+pub fn printable(text: &str) -> String {
+    const LIMIT: usize = 1000;
+    let mut out = String::new();
+    for (index, character) in text.chars().enumerate() {
+        if index == LIMIT {
+            out.push('…');
+            break;
+        }
+        let hidden = matches!(character, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if character.is_control() || hidden {
+            out.extend(character.escape_default());
+        } else {
+            out.push(character);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_and_long_text_cut() {
+        assert_eq!(printable("tm-0"), "tm-0");
+        assert_eq!(printable("a\u{1b}[31mred"), "a\\u{1b}[31mred");
+        assert_eq!(printable("two\nlines\r"), "two\\nlines\\r");
+        assert_eq!(printable("rtl\u{202e}txt"), "rtl\\u{202e}txt");
+        assert_eq!(printable("héllo"), "héllo");
+        assert_eq!(printable(&"x".repeat(5000)).chars().count(), 1001);
+    }
+}
