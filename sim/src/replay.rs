@@ -65,9 +65,9 @@ pub fn replay_scenario(scenario: &Scenario, result: &SeedResult) -> Scenario {
         trace_hashes,
         git_revision: GIT_REVISION.to_string(),
         realized,
-        scenario_hash: replay.fingerprint(),
+        scenario_hash: String::new(),
     });
-    replay
+    seal(replay)
 }
 
 /// The replay scenario of a seed whose process crashed: its explicit schedule, and `crashed`
@@ -87,8 +87,33 @@ pub fn crash_scenario(scenario: &Scenario, seed: u64, crash: &str) -> Scenario {
         trace_hashes: BTreeMap::new(),
         git_revision: GIT_REVISION.to_string(),
         realized: Vec::new(),
-        scenario_hash: replay.fingerprint(),
+        scenario_hash: String::new(),
     });
+    seal(replay)
+}
+
+/// Writes a replay file of one seed of `scenario` that no check failed on (a test's own
+/// assertion about the run did), so that `sluice run FILE --print-trace` shows that run again;
+/// returns its path.
+pub fn write_seed(directory: &Path, scenario: &Scenario, seed: u64, why: &str) -> io::Result<PathBuf> {
+    std::fs::create_dir_all(directory)?;
+    let path = failure_path(directory, scenario, seed);
+    let mut replay = crash_scenario(scenario, seed, why);
+    if let Some(info) = &mut replay.replay {
+        info.check = "assertion".to_string();
+    }
+    let header =
+        format!("# Rerun: cargo run --release -p sluice-sim -- run {} --print-trace\n# {why}\n", path.display());
+    std::fs::write(&path, header + &seal(replay).to_yaml())?;
+    Ok(path)
+}
+
+/// A replay scenario with its fingerprint recorded.
+fn seal(mut replay: Scenario) -> Scenario {
+    let fingerprint = replay.fingerprint();
+    if let Some(info) = &mut replay.replay {
+        info.scenario_hash = fingerprint;
+    }
     replay
 }
 

@@ -56,6 +56,8 @@ impl fmt::Display for RunOutcome {
 pub struct RunReport {
     /// The scenario's name.
     pub scenario: String,
+    /// The scenario it ran, as given (so that a test can write a replay file of the run).
+    pub source: Arc<Scenario>,
     /// The mode.
     pub mode: ExecutionMode,
     /// The seed.
@@ -147,6 +149,7 @@ pub fn run(scenario: &Scenario, mode: ExecutionMode, seed: u64) -> RunReport {
         .find(|record| matches!(record.event, TraceEvent::JobFinished { .. } | TraceEvent::JobFailed { .. }));
     RunReport {
         scenario: scenario.name.clone(),
+        source: Arc::new(scenario.clone()),
         mode,
         seed,
         makespan: end.map_or(Duration::ZERO, |record| record.time),

@@ -25,7 +25,10 @@ pub struct BufferBuilder {
 impl BufferBuilder {
     /// An empty builder for buffers of `capacity` bytes.
     pub fn new(capacity: usize) -> BufferBuilder {
-        BufferBuilder { bytes: Vec::with_capacity(capacity.min(64 * 1024)), records: 0, capacity }
+        // No bytes reserved up front: a producer has one builder per subpartition (parallelism²
+        // of them over an all-to-all exchange), and most hold little; a buffer grows with what
+        // it holds, up to `capacity`.
+        BufferBuilder { bytes: Vec::new(), records: 0, capacity }
     }
 
     /// Appends one encoded record.
@@ -61,7 +64,7 @@ impl BufferBuilder {
 
     /// Seals the buffer (appends the checksum) and starts a new one.
     pub fn seal(&mut self) -> Vec<u8> {
-        let mut bytes = std::mem::replace(&mut self.bytes, Vec::with_capacity(self.capacity.min(64 * 1024)));
+        let mut bytes = std::mem::take(&mut self.bytes);
         self.records = 0;
         let checksum = fnv1a64(&bytes);
         bytes.extend_from_slice(&checksum.to_be_bytes());

@@ -1,9 +1,10 @@
 //! The `sluice` command; see `sluice_sim::cli`.
 //!
 //! Rust ignores SIGPIPE, so printing to a closed pipe (`sluice … | head`) makes `println!`
-//! panic with "failed printing to stdout: Broken pipe". That is not a failure of the command:
-//! the panic hook below ends the process quietly with status 0 instead, as `head`'s users
-//! expect; every other panic is reported as usual.
+//! panic with "failed printing to stdout: Broken pipe". The panic hook below ends the process
+//! quietly instead, with status 141 as a shell reports a process that SIGPIPE ended (so
+//! `set -o pipefail` still sees that the command did not finish); every other panic is reported
+//! as usual. A sweep's workers notice and stop on their own (see `sweep::worker`).
 
 fn main() {
     let report = std::panic::take_hook();
@@ -15,7 +16,7 @@ fn main() {
             .or_else(|| payload.downcast_ref::<&str>().copied())
             .unwrap_or("");
         if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
-            std::process::exit(0);
+            std::process::exit(141);
         }
         report(info);
     }));

@@ -2,9 +2,12 @@
 //! `sluice sweep --shard K/N` (on one machine each, say), joined into the summary one unsharded
 //! sweep would have printed.
 //!
-//! Every file must end with its sweep's summary line (a sweep that did not finish has none); all
-//! must be shards of the same scenario and seed range, each shard at most once. Missing shards
-//! are reported and make the merge exit with status 2: the summary would not be the whole.
+//! Every file must end with its sweep's summary line (a sweep that did not finish has none) and
+//! hold every seed of its shard; all must be shards of one sweep: the same scenario (by its
+//! fingerprint), seed range, modes and build, each shard at most once. Missing shards are
+//! reported and make the merge exit with status 2: the summary would not be the whole. Seed
+//! lines are folded as they are read (and, with `--format json`, printed as read), so a merge
+//! keeps no more than a sweep does.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read};
@@ -14,8 +17,8 @@ use clap::Args;
 
 use super::Format;
 use super::sweep::render_summary;
-use crate::sweep::junit;
-use crate::sweep::record::{JsonLine, Outcome, SeedRecord};
+use crate::sweep::junit::{self, Case};
+use crate::sweep::record::JsonLine;
 use crate::sweep::shard::Shard;
 use crate::sweep::summary::{Summary, SweepSummary, status};
 use crate::words::{counted, printable};
@@ -36,14 +39,14 @@ pub(super) struct MergeArgs {
 /// The longest line read from a sweep's output.
 const MAX_LINE: u64 = 4 << 20;
 
-/// One file's seeds and summary.
-struct Shardfile {
+/// One file: its seeds folded, and its summary line.
+struct ShardFile {
     seeds: Summary,
-    records: Vec<SeedRecord>,
     summary: SweepSummary,
 }
 
-fn read(path: &Path, keep: bool) -> Result<Shardfile, String> {
+/// Reads one file; `on_seed` gets each seed line (to print or keep).
+fn read(path: &Path, mut on_seed: impl FnMut(&crate::sweep::record::SeedRecord, &str)) -> Result<ShardFile, String> {
     let name = path.display();
     let input: Box<dyn Read> = if path.as_os_str() == "-" {
         Box::new(std::io::stdin())
@@ -51,7 +54,7 @@ fn read(path: &Path, keep: bool) -> Result<Shardfile, String> {
         Box::new(std::fs::File::open(path).map_err(|error| format!("cannot read {name}: {error}"))?)
     };
     let mut reader = BufReader::new(input);
-    let (mut seeds, mut records, mut summary) = (None::<Summary>, Vec::new(), None);
+    let (mut seeds, mut summary) = (None::<Summary>, None);
     let mut line = String::new();
     for number in 1.. {
         line.clear();
@@ -69,9 +72,7 @@ fn read(path: &Path, keep: bool) -> Result<Shardfile, String> {
         match serde_json::from_str::<JsonLine>(line.trim_end()) {
             Ok(JsonLine::Seed(record)) => {
                 seeds.get_or_insert_with(|| Summary::new(&record.scenario)).add(&record);
-                if keep {
-                    records.push(record);
-                }
+                on_seed(&record, line.trim_end());
             }
             Ok(JsonLine::Summary(line)) => summary = Some(line),
             Err(error) => return Err(format!("{name}:{number}: not a line of `sluice sweep --format json`: {error}")),
@@ -87,50 +88,86 @@ fn read(path: &Path, keep: bool) -> Result<Shardfile, String> {
             counted(seeds.seeds, "seed")
         ));
     }
-    Ok(Shardfile { seeds, records, summary })
+    Ok(ShardFile { seeds, summary })
 }
 
-/// Checks that the files are distinct shards of one sweep; the shards missing, if any.
-fn check_shards(files: &[(PathBuf, Shardfile)]) -> Result<Vec<String>, String> {
+/// A file's shard, checked to hold all of its seeds.
+fn shard_of(path: &Path, file: &ShardFile) -> Result<Shard, String> {
+    let shard = match &file.summary.shard {
+        Some(text) => Shard::parse(text).map_err(|message| format!("{}: {message}", path.display()))?,
+        None => Shard::whole(),
+    };
+    let range = crate::scenario::parse_seeds(&file.summary.range)
+        .map_err(|message| format!("{}: {message}", path.display()))?;
+    if file.seeds.seeds != shard.len(range.clone()) {
+        return Err(format!(
+            "{} (shard {shard}) holds {} of its {}: its sweep did not run them all",
+            path.display(),
+            counted(file.seeds.seeds, "seed"),
+            shard.len(range)
+        ));
+    }
+    Ok(shard)
+}
+
+/// Checks that the files are distinct, complete shards of one sweep; the shards missing.
+fn check_shards(files: &[(PathBuf, ShardFile)]) -> Result<Vec<String>, String> {
     let (first_path, first) = &files[0];
-    let count = match &first.summary.shard {
-        Some(text) => Shard::parse(text).map_err(|message| format!("{}: {message}", first_path.display()))?.count,
-        None => 1,
+    let first_shard = shard_of(first_path, first)?;
+    let identity = |file: &ShardFile| {
+        let summary = &file.summary;
+        (
+            summary.summary.scenario.clone(),
+            summary.range.clone(),
+            summary.modes.clone(),
+            summary.fingerprint.clone(),
+            summary.git_revision.clone(),
+        )
     };
     let mut present = BTreeSet::new();
     for (path, file) in files {
-        let same_sweep = file.summary.summary.scenario == first.summary.summary.scenario
-            && file.summary.range == first.summary.range;
-        if !same_sweep {
+        if identity(file) != identity(first) {
+            let (scenario, range, modes, _, revision) = identity(file);
             return Err(format!(
-                "{} is a sweep of `{}` seeds {}, {} of `{}` seeds {}: not shards of one sweep",
+                "{} is a sweep of `{}` seeds {} in {modes:?} by build {}, unlike {}: not shards of one sweep \
+                 (the same scenario file, seeds, modes and build)",
                 path.display(),
-                printable(&file.summary.summary.scenario),
-                printable(&file.summary.range),
-                first_path.display(),
-                printable(&first.summary.summary.scenario),
-                printable(&first.summary.range)
+                printable(&scenario),
+                printable(&range),
+                printable(&revision),
+                first_path.display()
             ));
         }
-        let shard = match &file.summary.shard {
-            Some(text) => Shard::parse(text).map_err(|message| format!("{}: {message}", path.display()))?,
-            None => Shard::whole(),
-        };
-        if shard.count != count {
-            return Err(format!("{} is shard {shard}, but {} is one of {count}", path.display(), first_path.display()));
+        let shard = shard_of(path, file)?;
+        if shard.count != first_shard.count {
+            return Err(format!(
+                "{} is shard {shard}, but {} is one of {}",
+                path.display(),
+                first_path.display(),
+                first_shard.count
+            ));
         }
         if !present.insert(shard.index) {
             return Err(format!("shard {shard} is given twice ({}): its seeds would count twice", path.display()));
         }
     }
+    let count = first_shard.count;
     Ok((1..=count).filter(|index| !present.contains(index)).map(|index| format!("{index}/{count}")).collect())
 }
 
 pub(super) fn command(arguments: &MergeArgs) -> i32 {
-    let keep = arguments.junit.is_some() || arguments.format == Format::Json;
+    let mut cases: Vec<Case> = Vec::new();
     let mut files = Vec::new();
     for path in &arguments.files {
-        match read(path, keep) {
+        let on_seed = |record: &crate::sweep::record::SeedRecord, line: &str| {
+            if arguments.format == Format::Json {
+                println!("{line}");
+            }
+            if arguments.junit.is_some() {
+                cases.push(Case::of(record));
+            }
+        };
+        match read(path, on_seed) {
             Ok(file) => files.push((path.clone(), file)),
             Err(message) => {
                 eprintln!("sluice merge: {message}");
@@ -145,36 +182,31 @@ pub(super) fn command(arguments: &MergeArgs) -> i32 {
             return status::USAGE;
         }
     };
-    let mut merged = Summary::new(&files[0].1.summary.summary.scenario);
-    let (mut elapsed_ms, mut supervisor) = (0, None::<u64>);
+    let first = &files[0].1.summary;
+    let mut line = SweepSummary { summary: Summary::new(&first.summary.scenario), shard: None, ..first.clone() };
     for (_, file) in &files {
-        merged.merge(&file.seeds);
-        elapsed_ms = elapsed_ms.max(file.summary.elapsed_ms);
-        supervisor = supervisor.max(file.summary.supervisor_peak_rss_kb);
+        line.summary.merge(&file.seeds);
+        line.elapsed_ms = line.elapsed_ms.max(file.summary.elapsed_ms);
+        line.supervisor_peak_rss_kb = line.supervisor_peak_rss_kb.max(file.summary.supervisor_peak_rss_kb);
     }
-    let line = SweepSummary {
-        summary: merged,
-        range: files[0].1.summary.range.clone(),
-        shard: None,
-        elapsed_ms,
-        supervisor_peak_rss_kb: supervisor,
-    };
-    print_merged(arguments, &files, &line, &missing)
+    print_merged(arguments, files.len(), &line, &mut cases, &missing)
 }
 
-fn print_merged(arguments: &MergeArgs, files: &[(PathBuf, Shardfile)], line: &SweepSummary, missing: &[String]) -> i32 {
-    let records: Vec<&SeedRecord> = files.iter().flat_map(|(_, file)| &file.records).collect();
+fn print_merged(
+    arguments: &MergeArgs,
+    shards: usize,
+    line: &SweepSummary,
+    cases: &mut [Case],
+    missing: &[String],
+) -> i32 {
     match arguments.format {
         Format::Json => {
-            for record in &records {
-                println!("{}", serde_json::to_string(&JsonLine::Seed((*record).clone())).expect("a record serializes"));
-            }
             println!("{}", serde_json::to_string(&JsonLine::Summary(line.clone())).expect("a summary serializes"));
         }
         Format::Text => {
             println!(
                 "merge of {} of `{}` seeds {}",
-                counted(files.len() as u64, "shard"),
+                counted(shards as u64, "shard"),
                 printable(&line.summary.scenario),
                 printable(&line.range)
             );
@@ -182,19 +214,8 @@ fn print_merged(arguments: &MergeArgs, files: &[(PathBuf, Shardfile)], line: &Sw
         }
     }
     if let Some(file) = &arguments.junit {
-        let kept: Vec<SeedRecord> = records
-            .iter()
-            .map(|record| {
-                let mut entry = (*record).clone();
-                if entry.outcome == Outcome::Passed {
-                    entry.runs.clear();
-                }
-                entry
-            })
-            .collect();
-        if let Err(error) =
-            std::fs::write(file, junit::report(&format!("sluice sweep {}", line.summary.scenario), &kept))
-        {
+        let name = format!("sluice sweep {}", line.summary.scenario);
+        if let Err(error) = std::fs::write(file, junit::report(&name, &line.summary.scenario, cases)) {
             eprintln!("sluice merge: cannot write {}: {error}", file.display());
             return status::USAGE;
         }

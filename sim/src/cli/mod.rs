@@ -6,7 +6,7 @@
 //! a check failed, 2 for a bad command line or input file (nothing ran), 3 when a seed crashed
 //! its process. Every failure prints the command that replays it and writes a replay file to
 //! `failures/` (or `--failures DIR`). A closed output pipe (`sluice … | head`) ends the
-//! command quietly; see `bin/sluice.rs`.
+//! command quietly with status 141; see `bin/sluice.rs`.
 
 mod compare;
 mod merge;
@@ -35,8 +35,10 @@ const EXIT_STATUS: &str = "\
 Exit status:
   0  every run passed (or was expected-unrecoverable)
   1  a check failed (each failure prints the command that replays it)
-  2  a bad command line or input file; nothing ran
-  3  a seed crashed its process (a sweep goes on with the other seeds)";
+  2  a bad command line or input file (nothing ran), or an output that cannot be written
+  3  a seed crashed its process (a sweep goes on with the other seeds; `run` and `replay`
+     run seeds in their own process and end with it)
+  141  the output pipe was closed (`sluice … | head`)";
 
 /// Simulates a Flink-like engine on a deterministic cluster: one seed replays a whole
 /// distributed run, faults included.

@@ -33,8 +33,11 @@ pub(super) struct ReplayArgs {
 
 /// Why a replay's trace may differ from the recorded one, if it may.
 fn expected_difference(recorded: &ReplayInfo, fingerprint: &str) -> Option<String> {
-    if !recorded.scenario_hash.is_empty() && recorded.scenario_hash != fingerprint {
-        return Some("the file was edited after it was recorded (its scenario's fingerprint differs)".to_string());
+    if recorded.scenario_hash.is_empty() {
+        return Some("the file records no fingerprint, so whether it was edited cannot be told".to_string());
+    }
+    if recorded.scenario_hash != fingerprint {
+        return Some("the file was edited after it was recorded (its fingerprint differs)".to_string());
     }
     if recorded.git_revision != GIT_REVISION {
         return Some(format!("it was recorded by build {}, this is {GIT_REVISION}", printable(&recorded.git_revision)));
@@ -77,7 +80,7 @@ pub(super) fn command(arguments: &ReplayArgs) -> i32 {
     let result = run_seed(&scenario, recorded.seed, &scenario.modes, DeterminismCheck::Off);
     // A replay writes no new replay file: the one replayed is it.
     let printing = Printing { print_trace: arguments.print_trace, trace: arguments.trace.as_deref(), failures: None };
-    let (failed, _) = print_seed(&scenario, &printing, &result, single_run);
+    let (failed, written) = print_seed(&scenario, &printing, &result, single_run);
     let same_check = result.failures().iter().any(|(_, failure)| failure.check == recorded.check);
     let same_hashes = result.runs.iter().all(|(report, _)| {
         recorded.trace_hashes.get(&report.mode.to_string()) == Some(&format!("{:016x}", report.trace_hash))
@@ -96,7 +99,13 @@ pub(super) fn command(arguments: &ReplayArgs) -> i32 {
         (false, _, _) if failed => println!("it fails differently now: see above"),
         (false, _, _) => println!("no longer fails: the seed passes on this build"),
     }
-    i32::from(failed)
+    if failed {
+        status::FAILED
+    } else if !written {
+        status::USAGE
+    } else {
+        status::PASSED
+    }
 }
 
 #[cfg(test)]
@@ -115,9 +124,15 @@ mod tests {
             scenario_hash: "00000000000000aa".into(),
         };
         assert!(expected_difference(&recorded, "00000000000000bb").unwrap().contains("edited"));
-        let other_build = ReplayInfo { git_revision: "0123456789ab".into(), scenario_hash: String::new(), ..recorded };
-        assert!(
-            expected_difference(&other_build, "00000000000000bb").unwrap().contains("recorded by build 0123456789ab")
+        let unsealed = ReplayInfo { scenario_hash: String::new(), ..recorded.clone() };
+        assert!(expected_difference(&unsealed, "00000000000000bb").unwrap().contains("no fingerprint"));
+        let other_build =
+            ReplayInfo { git_revision: "0123456789ab".into(), scenario_hash: "00000000000000bb".into(), ..recorded };
+        let why = expected_difference(&other_build, "00000000000000bb").unwrap();
+        assert!(why.contains("recorded by build 0123456789ab"), "{why}");
+        assert_eq!(
+            expected_difference(&ReplayInfo { git_revision: GIT_REVISION.into(), ..other_build }, "00000000000000bb"),
+            None
         );
     }
 }

@@ -16,9 +16,9 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{Format, OWNS_PROCESS, SeedArgs, limit_memory, wall_duration_arg};
-use crate::sweep::junit;
+use crate::sweep::junit::{self, Case};
 use crate::sweep::pool::{SweepConfig, bytes, sweep};
-use crate::sweep::record::{JsonLine, Outcome, SeedRecord, resident_memory};
+use crate::sweep::record::{JsonLine, resident_memory};
 use crate::sweep::shard::Shard;
 use crate::sweep::summary::{Summary, SweepSummary, status};
 use crate::words::{counted, printable};
@@ -58,6 +58,7 @@ pub(super) struct WorkerArgs {
 
 pub(super) fn worker(arguments: &WorkerArgs) -> i32 {
     limit_memory(arguments.memory_limit);
+    crate::sweep::worker::exit_with_supervisor();
     match crate::sweep::worker::serve(std::io::stdin().lock(), std::io::stdout().lock()) {
         Ok(()) => status::PASSED,
         Err(message) => {
@@ -67,15 +68,17 @@ pub(super) fn worker(arguments: &WorkerArgs) -> i32 {
     }
 }
 
-/// What the sweep keeps of a seed for its JUnit report: everything for a seed that did not
-/// pass, only its outcome and time otherwise.
-fn junit_entry(record: &SeedRecord) -> SeedRecord {
-    let mut entry = record.clone();
-    if record.outcome == Outcome::Passed {
-        entry.runs.clear();
-        entry.faults.clear();
+/// Checks what a sweep needs before anything runs: the binary to run workers from, and a JUnit
+/// file it can write.
+fn preflight(arguments: &SweepArgs) -> Result<std::path::PathBuf, String> {
+    let program = match std::env::current_exe() {
+        Ok(program) if OWNS_PROCESS.load(std::sync::atomic::Ordering::Relaxed) => program,
+        _ => return Err("sweeps run their workers from the `sluice` binary; run it".to_string()),
+    };
+    if let Some(file) = &arguments.junit {
+        std::fs::write(file, "").map_err(|error| format!("cannot write {}: {error}", file.display()))?;
     }
-    entry
+    Ok(program)
 }
 
 pub(super) fn command(arguments: &SweepArgs) -> i32 {
@@ -84,47 +87,43 @@ pub(super) fn command(arguments: &SweepArgs) -> i32 {
         Ok(scenario) => scenario,
         Err(status) => return status,
     };
-    let program = match std::env::current_exe() {
-        Ok(program) if OWNS_PROCESS.load(std::sync::atomic::Ordering::Relaxed) => program,
-        _ => {
-            eprintln!("sluice sweep: sweeps run their workers from the `sluice` binary; run it");
+    let program = match preflight(arguments) {
+        Ok(program) => program,
+        Err(message) => {
+            eprintln!("sluice sweep: {message}");
             return status::USAGE;
         }
     };
-    if let Some(file) = &arguments.junit
-        && let Err(error) = std::fs::write(file, "")
-    {
-        eprintln!("sluice sweep: cannot write {}: {error}", file.display());
-        return status::USAGE;
-    }
-    let range = options.seeds(&scenario);
-    let shard = arguments.shard.unwrap_or_else(Shard::whole);
-    let total = shard.len(range.clone());
-    let jobs =
-        arguments.jobs.map_or_else(|| std::thread::available_parallelism().map_or(1, |count| count.get()), usize::from);
-    let modes = options.modes(&scenario);
-    let name = scenario.name.clone();
+    let available = std::thread::available_parallelism().map_or(1, |count| count.get()).min(64);
     let config = SweepConfig {
-        scenario,
         file: options.file.display().to_string(),
-        modes: modes.clone(),
+        modes: options.modes(&scenario),
         failures: options.failures.clone(),
-        jobs,
+        jobs: arguments.jobs.map_or(available, usize::from),
         check_all_determinism: options.check_determinism,
         seed_timeout: arguments.seed_timeout,
         memory_limit: options.memory_limit,
         seeds_per_worker: arguments.seeds_per_worker,
         program,
+        scenario,
     };
+    run(arguments, &config)
+}
+
+/// Runs the configured sweep: header, progress, records, summary, report; the exit status.
+fn run(arguments: &SweepArgs, config: &SweepConfig) -> i32 {
+    let range = arguments.seeds.seeds(&config.scenario);
+    let shard = arguments.shard.unwrap_or_else(Shard::whole);
+    let total = shard.len(range.clone());
     let shard_text =
         arguments.shard.map(|shard| format!(" (shard {shard}: {})", counted(total, "seed"))).unwrap_or_default();
     let header = format!(
         "sweep `{}`: seeds {}..{}{shard_text}, modes {}, {}",
-        printable(&name),
+        printable(&config.scenario.name),
         range.start,
         range.end,
-        modes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
-        counted(jobs as u64, "worker process")
+        config.modes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+        counted(config.jobs as u64, "worker process")
     );
     if arguments.format == Format::Json {
         eprintln!("{header}")
@@ -133,12 +132,12 @@ pub(super) fn command(arguments: &SweepArgs) -> i32 {
     }
     let started = Instant::now();
     let bar = progress_bar(total);
-    let mut summary = Summary::new(&name);
-    let mut kept: Vec<SeedRecord> = Vec::new();
-    let result = sweep(&config, shard.seeds(range.clone()), |record| {
+    let mut summary = Summary::new(&config.scenario.name);
+    let mut cases: Vec<Case> = Vec::new();
+    let result = sweep(config, shard.seeds(range.clone()), |record| {
         summary.add(&record);
         if arguments.junit.is_some() {
-            kept.push(junit_entry(&record));
+            cases.push(Case::of(&record));
         }
         if arguments.format == Format::Json {
             bar.suspend(|| {
@@ -152,14 +151,21 @@ pub(super) fn command(arguments: &SweepArgs) -> i32 {
         bar.inc(1);
     });
     bar.finish_and_clear();
+    let result = result.and_then(|()| match total - summary.seeds {
+        0 => Ok(()),
+        missing => Err(format!("{} never ran", counted(missing, "seed"))),
+    });
     let line = SweepSummary {
         summary,
         range: format!("{}..{}", range.start, range.end),
         shard: arguments.shard.map(|shard| shard.to_string()),
+        modes: config.modes.clone(),
+        fingerprint: config.scenario.fingerprint(),
+        git_revision: crate::replay::GIT_REVISION.to_string(),
         elapsed_ms: started.elapsed().as_millis() as u64,
         supervisor_peak_rss_kb: resident_memory().map(|(_, peak)| peak),
     };
-    finish(arguments, &line, &kept, result)
+    finish(arguments, &line, &mut cases, result)
 }
 
 fn progress_bar(total: u64) -> ProgressBar {
@@ -172,7 +178,7 @@ fn progress_bar(total: u64) -> ProgressBar {
 }
 
 /// Prints the summary, writes the JUnit report; the exit status.
-fn finish(arguments: &SweepArgs, line: &SweepSummary, kept: &[SeedRecord], result: Result<(), String>) -> i32 {
+fn finish(arguments: &SweepArgs, line: &SweepSummary, cases: &mut [Case], result: Result<(), String>) -> i32 {
     match arguments.format {
         Format::Json => {
             println!("{}", serde_json::to_string(&JsonLine::Summary(line.clone())).expect("a summary serializes"))
@@ -181,7 +187,7 @@ fn finish(arguments: &SweepArgs, line: &SweepSummary, kept: &[SeedRecord], resul
     }
     if let Some(file) = &arguments.junit {
         let name = format!("sluice sweep {}", line.summary.scenario);
-        if let Err(error) = std::fs::write(file, junit::report(&name, kept)) {
+        if let Err(error) = std::fs::write(file, junit::report(&name, &line.summary.scenario, cases)) {
             eprintln!("sluice sweep: cannot write {}: {error}", file.display());
             return status::USAGE;
         }

@@ -26,19 +26,27 @@ pub(super) struct TimelineArgs {
 /// The largest trace file read, in bytes.
 const MAX_TRACE_BYTES: u64 = 256 << 20;
 
+/// A trace file's text, at most [`MAX_TRACE_BYTES`] (read so, not checked first: a device or a
+/// pipe has no size).
+fn read_bounded(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    let mut text = String::new();
+    file.take(MAX_TRACE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    if text.len() as u64 > MAX_TRACE_BYTES {
+        return Err(format!("{} is larger than 256 MiB; draw a shorter run", path.display()));
+    }
+    Ok(text)
+}
+
 pub(super) fn command(arguments: &TimelineArgs) -> i32 {
     let path = &arguments.trace;
-    match std::fs::metadata(path) {
-        Ok(metadata) if metadata.len() > MAX_TRACE_BYTES => {
-            eprintln!("sluice timeline: {} is larger than 256 MiB; draw a shorter run", path.display());
-            return status::USAGE;
-        }
-        _ => {}
-    }
-    let text = match std::fs::read_to_string(path) {
+    let text = match read_bounded(path) {
         Ok(text) => text,
-        Err(error) => {
-            eprintln!("sluice timeline: cannot read {}: {error}", path.display());
+        Err(message) => {
+            eprintln!("sluice timeline: {message}");
             return status::USAGE;
         }
     };

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 pub use super::MAX_PARALLELISM;
 pub use super::MAX_SEEDS;
-pub use super::guard::{MAX_FILE_BYTES, MAX_NESTING};
+pub use super::guard::{MAX_BRACKETS, MAX_FILE_BYTES, MAX_NESTING};
 
 /// The longest scenario name (it names files: `failures/<name>-<seed>.yaml`).
 pub const MAX_NAME: usize = 64;

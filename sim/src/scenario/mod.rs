@@ -149,8 +149,8 @@ pub struct ReplayInfo {
     /// The faults that fired, with their simulated times.
     #[serde(default)]
     pub realized: Vec<String>,
-    /// The fingerprint of the scenario as recorded (everything but this section), in hex: a
-    /// replay tells an edited file from a determinism bug by it.
+    /// The fingerprint of the file as recorded (everything but this value), in hex: a replay
+    /// tells an edited file from a determinism bug by it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub scenario_hash: String,
 }
@@ -352,11 +352,19 @@ impl Scenario {
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let file = path.display().to_string();
         let whole_file = |message: String| ScenarioError { file: file.clone(), line: None, field: None, message };
-        let size = std::fs::metadata(path).map_err(|error| whole_file(error.to_string()))?.len();
-        if size > guard::MAX_FILE_BYTES as u64 {
-            return Err(whole_file(guard::too_large(size as usize)));
+        // Read at most one byte past the limit: a device or a pipe has no size to check first.
+        let opened = std::fs::File::open(path).map_err(|error| whole_file(error.to_string()))?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(opened, guard::MAX_FILE_BYTES as u64 + 1), &mut bytes)
+            .map_err(|error| whole_file(error.to_string()))?;
+        if bytes.len() > guard::MAX_FILE_BYTES {
+            return Err(whole_file(guard::too_large(bytes.len())));
         }
-        let text = std::fs::read_to_string(path).map_err(|error| whole_file(error.to_string()))?;
+        let text = String::from_utf8(bytes).map_err(|error| {
+            let valid = error.utf8_error().valid_up_to();
+            let line = error.as_bytes()[..valid].iter().filter(|byte| **byte == b'\n').count() + 1;
+            ScenarioError { line: Some(line), ..whole_file("not UTF-8 text".to_string()) }
+        })?;
         Scenario::parse(&file, &text)
     }
 
@@ -442,10 +450,12 @@ impl Scenario {
         serde_yaml::to_string(self).expect("a scenario always serializes")
     }
 
-    /// A fingerprint of everything but the `replay:` section, in hex (see
-    /// [`ReplayInfo::scenario_hash`]).
+    /// A fingerprint of everything but `replay.scenario_hash` itself, in hex (see
+    /// [`ReplayInfo::scenario_hash`]): editing any value, recorded trace hashes included,
+    /// changes it.
     pub fn fingerprint(&self) -> String {
-        let bare = Scenario { replay: None, ..self.clone() };
+        let replay = self.replay.clone().map(|replay| ReplayInfo { scenario_hash: String::new(), ..replay });
+        let bare = Scenario { replay, ..self.clone() };
         format!("{:016x}", sluice_engine::prng::fnv1a64(bare.to_yaml().as_bytes()))
     }
 

@@ -11,21 +11,43 @@ use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::record::{Outcome, SeedRecord};
 
-/// The JUnit report of a sweep's records, seeds in order.
-pub fn report(name: &str, records: &[SeedRecord]) -> String {
-    let mut sorted: Vec<&SeedRecord> = records.iter().collect();
-    sorted.sort_by_key(|record| (record.scenario.clone(), record.seed));
-    let mut report = Report::new(name);
-    let mut suites: Vec<TestSuite> = Vec::new();
-    for record in sorted {
-        if suites.last().is_none_or(|suite| suite.name.as_str() != record.scenario) {
-            suites.push(TestSuite::new(record.scenario.as_str()));
-        }
-        let suite = suites.last_mut().expect("pushed above");
-        suite.add_test_case(test_case(record));
+/// What a report keeps of a seed until it is written: a passing seed's number and time only
+/// (a few bytes), the whole record of any other.
+#[derive(Clone, Debug)]
+pub struct Case {
+    seed: u64,
+    wall_ms: u64,
+    record: Option<Box<SeedRecord>>,
+}
+
+impl Case {
+    /// The case of a seed.
+    pub fn of(record: &SeedRecord) -> Case {
+        let kept = record.outcome != Outcome::Passed;
+        Case { seed: record.seed, wall_ms: record.wall_ms, record: kept.then(|| Box::new(record.clone())) }
     }
-    report.add_test_suites(suites);
+}
+
+/// The JUnit report of a sweep of `scenario`, seeds in order.
+pub fn report(name: &str, scenario: &str, cases: &mut [Case]) -> String {
+    cases.sort_by_key(|case| case.seed);
+    let mut suite = TestSuite::new(scenario);
+    for case in cases.iter() {
+        suite.add_test_case(match &case.record {
+            Some(record) => test_case(record),
+            None => passed(scenario, case),
+        });
+    }
+    let mut report = Report::new(name);
+    report.add_test_suite(suite);
     report.to_string().expect("internal: a JUnit report of plain strings serializes")
+}
+
+fn passed(scenario: &str, case: &Case) -> TestCase {
+    let mut test = TestCase::new(format!("seed {}", case.seed), TestCaseStatus::success());
+    test.set_classname(scenario);
+    test.set_time(Duration::from_millis(case.wall_ms));
+    test
 }
 
 fn test_case(record: &SeedRecord) -> TestCase {
@@ -91,10 +113,9 @@ mod tests {
 
     #[test]
     fn failures_and_crashes_are_told_apart_and_text_is_escaped() {
-        let xml = report(
-            "sluice sweep",
-            &[record(2, Outcome::Failed), record(1, Outcome::Passed), record(3, Outcome::Crashed)],
-        );
+        let records = [record(2, Outcome::Failed), record(1, Outcome::Passed), record(3, Outcome::Crashed)];
+        let mut cases: Vec<Case> = records.iter().map(Case::of).collect();
+        let xml = report("sluice sweep", "wordcount", &mut cases);
         assert!(xml.starts_with("<?xml"), "{xml}");
         assert!(xml.contains("tests=\"3\"") && xml.contains("failures=\"1\"") && xml.contains("errors=\"1\""), "{xml}");
         assert!(xml.find("seed 1").unwrap() < xml.find("seed 2").unwrap(), "seeds in order: {xml}");

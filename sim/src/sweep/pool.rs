@@ -84,11 +84,15 @@ fn slot(
     let mut worker: Option<Worker> = None;
     loop {
         let Some(seed) = seeds.lock().expect("internal: the seed iterator lock").next() else { break };
-        let mut current = match worker.take() {
-            Some(current) => current,
-            None => Worker::start(config)?,
-        };
         let started = Instant::now();
+        let mut current = match worker.take().map_or_else(|| Worker::start(config), Ok) {
+            Ok(current) => current,
+            Err(message) => {
+                // The seed was taken: it is recorded, and this slot stops.
+                let _ = sender.send(crashed(config, seed, message.clone(), started.elapsed()));
+                return Err(message);
+            }
+        };
         let determinism = config.check_all_determinism || seed % 20 == 0;
         match current.run(WorkerRequest { seed, determinism }, config) {
             Ok(record) => {
@@ -117,7 +121,10 @@ fn slot(
 
 /// The record of a crashed seed, with its replay file.
 fn crashed(config: &SweepConfig, seed: u64, crash: String, wall: Duration) -> SeedRecord {
-    let faults = config.scenario.schedule(seed).iter().map(|fault| fault.kind.name().to_string()).collect();
+    // The schedule is a pure function of the seed; should it panic all the same, the crash is
+    // still recorded (without its fault kinds) rather than taking the sweep down.
+    let schedule = std::panic::catch_unwind(|| config.scenario.schedule(seed)).unwrap_or_default();
+    let faults = schedule.iter().map(|fault| fault.kind.name().to_string()).collect();
     let mut record = SeedRecord::crashed(&config.scenario.name, seed, faults, crash, wall.as_millis() as u64);
     match write_crash(&config.failures, &config.scenario, seed, record.crash.as_deref().unwrap_or("")) {
         Ok(path) => record.replay_file = Some(path.display().to_string()),
@@ -156,19 +163,13 @@ impl Worker {
         let stdout = child.stdout.take().expect("piped");
         let stderr_pipe = child.stderr.take().expect("piped");
         let (line_sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if line_sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        std::thread::spawn(move || read_lines(stdout, &line_sender));
         let stderr: StderrTail = Arc::default();
         let tail = Arc::clone(&stderr);
         let stderr_reader = Some(std::thread::spawn(move || keep_tail(stderr_pipe, &tail)));
         let mut worker = Worker { child, stdin: None, lines, stderr, stderr_reader, served: 0 };
         let setup = WorkerSetup {
+            revision: crate::replay::GIT_REVISION.to_string(),
             file: config.file.clone(),
             scenario: config.scenario.to_yaml(),
             modes: config.modes.clone(),
@@ -217,11 +218,18 @@ impl Worker {
         let mut tail = self.stderr.lock().expect("internal: the stderr lock");
         tail.extend_from_slice(line.as_bytes());
         tail.push(b'\n');
+        trim_tail(&mut tail);
     }
 
     /// Why the worker died: how it ended and what it said last.
     fn died(&mut self, config: &SweepConfig) -> String {
         self.stdin = None;
+        // Its output ended: it is exiting, or (a line too long, say) it must be made to.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
         let status = self.child.wait();
         if let Some(reader) = self.stderr_reader.take() {
             let _ = reader.join();
@@ -267,6 +275,36 @@ impl Drop for Worker {
     }
 }
 
+/// The longest line read from a worker's standard output: a record is far smaller.
+const MAX_LINE: u64 = 1 << 20;
+
+/// Forwards a worker's output lines (lossy UTF-8); stops at the end, or at a line longer than
+/// [`MAX_LINE`].
+fn read_lines(stdout: impl Read, sender: &Sender<String>) {
+    let mut reader = BufReader::new(stdout);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match (&mut reader).take(MAX_LINE).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) if line.last() != Some(&b'\n') && line.len() as u64 == MAX_LINE => return,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line).trim_end_matches(['\n', '\r']).to_string();
+                if sender.send(text).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn trim_tail(tail: &mut Vec<u8>) {
+    if tail.len() > STDERR_KEPT {
+        let excess = tail.len() - STDERR_KEPT;
+        tail.drain(..excess);
+    }
+}
+
 /// Reads a worker's standard error to its end, keeping the last [`STDERR_KEPT`] bytes.
 fn keep_tail(mut pipe: impl Read, tail: &StderrTail) {
     let mut buffer = [0u8; 4096];
@@ -276,10 +314,7 @@ fn keep_tail(mut pipe: impl Read, tail: &StderrTail) {
         }
         let mut tail = tail.lock().expect("internal: the stderr lock");
         tail.extend_from_slice(&buffer[..read]);
-        if tail.len() > STDERR_KEPT {
-            let excess = tail.len() - STDERR_KEPT;
-            tail.drain(..excess);
-        }
+        trim_tail(&mut tail);
     }
 }
 

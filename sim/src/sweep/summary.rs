@@ -2,8 +2,9 @@
 //!
 //! A summary is a pure fold of records: the same records in any order give the same counts,
 //! which is what lets `sluice merge` join the shards of a sweep into the summary of the whole.
-//! Lists of seeds are kept sorted, and each failure group keeps the replay file of its fastest
-//! seed (ties go to the lowest seed).
+//! A failure group counts its seeds and keeps the lowest [`SEEDS_SHOWN`] of them, sorted, and
+//! the replay file of its fastest seed (ties go to the lowest seed): a summary's size does not
+//! grow with the seeds, however many fail.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -26,6 +27,9 @@ pub mod status {
     /// A seed crashed its process (and possibly others failed).
     pub const CRASHED: i32 = 3;
 }
+
+/// How many seeds of a failure group a summary lists.
+pub const SEEDS_SHOWN: usize = 10;
 
 /// How many crashed seeds a summary says how they crashed.
 pub const CRASHES_SHOWN: usize = 10;
@@ -50,7 +54,9 @@ pub struct KindCounts {
 /// Seeds that failed one check (or crashed), and the replay file of the fastest.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailureGroup {
-    /// The seeds, sorted.
+    /// How many seeds.
+    pub count: u64,
+    /// The lowest [`SEEDS_SHOWN`] of them, sorted.
     pub seeds: Vec<u64>,
     /// The fastest seed's wall time, seed and replay file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -59,8 +65,10 @@ pub struct FailureGroup {
 
 impl FailureGroup {
     fn add(&mut self, seed: u64, wall_ms: u64, replay_file: Option<&String>) {
+        self.count += 1;
         let at = self.seeds.partition_point(|known| *known < seed);
         self.seeds.insert(at, seed);
+        self.seeds.truncate(SEEDS_SHOWN);
         if let Some(file) = replay_file
             && self.fastest.as_ref().is_none_or(|(wall, fastest, _)| (wall_ms, seed) < (*wall, *fastest))
         {
@@ -183,8 +191,11 @@ impl Summary {
             mine.unfired += counts.unfired;
         }
         let join = |mine: &mut FailureGroup, theirs: &FailureGroup| {
+            mine.count += theirs.count;
             mine.seeds.extend(&theirs.seeds);
             mine.seeds.sort_unstable();
+            mine.seeds.dedup();
+            mine.seeds.truncate(SEEDS_SHOWN);
             if let Some(fastest) = &theirs.fastest
                 && mine.fastest.as_ref().is_none_or(|known| (fastest.0, fastest.1) < (known.0, known.1))
             {
@@ -220,9 +231,9 @@ impl Summary {
         );
         text.push_str(&self.render_kinds());
         let group = |text: &mut String, name: &str, group: &FailureGroup| {
-            let shown: Vec<String> = group.seeds.iter().take(10).map(ToString::to_string).collect();
-            let more = if group.seeds.len() > 10 { ", …" } else { "" };
-            let count = counted(group.seeds.len() as u64, "seed");
+            let shown: Vec<String> = group.seeds.iter().map(ToString::to_string).collect();
+            let more = if group.count > group.seeds.len() as u64 { ", …" } else { "" };
+            let count = counted(group.count, "seed");
             let _ = writeln!(text, "  {name}: {count} ({}{more})", shown.join(", "));
             if let Some((_, _, file)) = &group.fastest {
                 let _ = writeln!(text, "    replay: cargo run --release -p sluice-sim -- replay {}", printable(file));
@@ -231,7 +242,7 @@ impl Summary {
         for (check, failures) in &self.failures {
             group(&mut text, check, failures);
         }
-        if !self.crashes.seeds.is_empty() {
+        if self.crashes.count > 0 {
             group(&mut text, "crashed", &self.crashes);
             for (seed, reason) in &self.crash_reasons {
                 let _ = writeln!(text, "    seed {seed}: {}", printable(reason));
@@ -280,6 +291,15 @@ pub struct SweepSummary {
     /// The shard, `K/N`, when the sweep was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
+    /// The modes each seed ran in.
+    #[serde(default)]
+    pub modes: Vec<sluice_engine::graph::ExecutionMode>,
+    /// The scenario's fingerprint (`Scenario::fingerprint`): shards of one sweep share it.
+    #[serde(default)]
+    pub fingerprint: String,
+    /// The build that ran the sweep.
+    #[serde(default)]
+    pub git_revision: String,
     /// Wall time the sweep took, in milliseconds.
     pub elapsed_ms: u64,
     /// The peak resident memory of the process that ran the sweep, in KiB.
@@ -349,6 +369,7 @@ mod tests {
         assert_eq!(forward.seeds, 5);
         assert_eq!((forward.passed, forward.failed, forward.expected_unrecoverable, forward.crashed), (1, 2, 1, 1));
         assert_eq!(forward.failures["exactly-once"].seeds, vec![2, 5]);
+        assert_eq!(forward.failures["exactly-once"].count, 2);
         assert_eq!(forward.failures["exactly-once"].fastest, Some((2, 2, "failures/s-2.yaml".into())));
         assert_eq!(forward.kinds["tm-crash"].seeds, 3);
         assert_eq!(forward.kinds["tm-crash"].unfired, 3, "every run left its first fault unfired");
@@ -367,6 +388,13 @@ mod tests {
         assert!(text.contains("  crashed: 1 seed (3)\n"), "{text}");
         assert!(text.contains("    seed 3: killed by signal 6\n"), "{text}");
         assert!(text.contains("replay failures/s-2.yaml"), "{text}");
+        let mut many = Summary::new("s");
+        for seed in (1..=30).rev() {
+            many.add(&record(seed, Outcome::Failed, &[], Some("exactly-once")));
+        }
+        assert_eq!(many.failures["exactly-once"].count, 30);
+        assert_eq!(many.failures["exactly-once"].seeds, (1..=10).collect::<Vec<_>>(), "the lowest ten, sorted");
+        assert!(many.render().contains("exactly-once: 30 seeds (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, …)"));
         let mut clean = Summary::new("s");
         clean.add(&record(1, Outcome::Passed, &[], None));
         assert_eq!(clean.exit_status(), status::PASSED);

@@ -22,6 +22,9 @@ use crate::seed::{DeterminismCheck, SeedOutcome, run_seed};
 /// What a worker runs: the first line it reads.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WorkerSetup {
+    /// The supervisor's build: a worker of another build (the binary was rebuilt mid-sweep)
+    /// refuses to run.
+    pub revision: String,
     /// The scenario file's name, for messages.
     pub file: String,
     /// The scenario, as YAML.
@@ -41,6 +44,20 @@ pub struct WorkerRequest {
     pub determinism: bool,
 }
 
+/// Ends this process if its supervisor is gone (it was reparented): a seed that never ends
+/// would otherwise outlive the sweep, whose watchdog died with it.
+pub fn exit_with_supervisor() {
+    let supervisor = std::os::unix::process::parent_id();
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            if std::os::unix::process::parent_id() != supervisor {
+                std::process::exit(3);
+            }
+        }
+    });
+}
+
 /// Serves a supervisor: reads the setup, then runs each requested seed and writes its record.
 /// Returns when the input ends; an error if the input is not what a supervisor sends or the
 /// output is gone.
@@ -48,6 +65,13 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> Result<(), String> 
     let mut lines = input.lines();
     let setup = lines.next().ok_or("no setup line")?.map_err(|error| error.to_string())?;
     let setup: WorkerSetup = serde_json::from_str(&setup).map_err(|error| format!("a bad setup line: {error}"))?;
+    if setup.revision != crate::replay::GIT_REVISION {
+        return Err(format!(
+            "this worker is build {}, its sweep build {}: the binary changed during the sweep",
+            crate::replay::GIT_REVISION,
+            setup.revision
+        ));
+    }
     let scenario = Scenario::parse(&setup.file, &setup.scenario).map_err(|error| error.to_string())?;
     for line in lines {
         let line = line.map_err(|error| error.to_string())?;

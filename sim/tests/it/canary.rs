@@ -9,14 +9,14 @@ use sluice_sim::faults::{Fault, FaultKind, Trigger};
 use sluice_sim::runner::{RunOutcome, run};
 use sluice_sim::seed::{DeterminismCheck, SeedOutcome, run_seed};
 
-use super::support::load;
+use super::support::{load, seed_or};
 
 #[test]
 fn a_crash_without_restarts_fails_the_job_and_the_completed_check() {
     let mut scenario = load("scenarios/wordcount-tm-crash.yaml");
     scenario.random_faults = None;
     scenario.restart_strategy = RestartStrategy::None;
-    let report = run(&scenario, ExecutionMode::Batch, 1);
+    let report = run(&scenario, ExecutionMode::Batch, seed_or(1));
     match &report.outcome {
         RunOutcome::JobFailed(reason) => assert!(reason.contains("no-restart"), "{reason}"),
         other => panic!("expected the job to fail, got {other}"),
@@ -34,7 +34,7 @@ fn a_lost_task_manager_that_never_returns_is_detected_by_heartbeat() {
         trigger: Trigger::At(Duration::from_millis(100)),
         kind: FaultKind::Kill { node: "tm-0".to_string(), restart_after: None },
     }];
-    let report = run(&scenario, ExecutionMode::Streaming, 3);
+    let report = run(&scenario, ExecutionMode::Streaming, seed_or(3));
     assert_eq!(check_run(&report), vec![]);
     let lost = report.trace.iter().any(|record| record.event.to_string().starts_with("lost tm-0: no heartbeat"));
     assert!(lost, "the JobMaster must notice the silent TaskManager");
@@ -53,7 +53,7 @@ fn different_inputs_make_the_modes_disagree() {
 fn a_job_that_outlives_its_time_limit_fails_the_liveness_check() {
     let mut scenario = load("scenarios/wordcount.yaml");
     scenario.time_limit = Duration::from_millis(100);
-    let report = run(&scenario, ExecutionMode::Batch, 1);
+    let report = run(&scenario, ExecutionMode::Batch, seed_or(1));
     assert_eq!(report.outcome, RunOutcome::TimedOut(Duration::from_millis(100)));
     assert_eq!(check_run(&report)[0].check, "completed");
 }
@@ -80,7 +80,7 @@ fn a_job_master_killed_for_good_is_expected_unrecoverable_not_failed() {
         kind: FaultKind::Kill { node: "jm".to_string(), restart_after: None },
     }];
     scenario.time_limit = Duration::from_secs(70);
-    let report = run(&scenario, ExecutionMode::Streaming, 1);
+    let report = run(&scenario, ExecutionMode::Streaming, seed_or(1));
     match judge(&report, &scenario) {
         Verdict::ExpectedUnrecoverable(reason) => {
             assert!(reason.contains("jm is killed and never restarted"), "{reason}")
@@ -100,7 +100,7 @@ fn a_region_that_can_never_fit_fails_the_job_saying_how_many_slots_it_needs() {
         trigger: Trigger::At(Duration::ZERO),
         kind: FaultKind::Kill { node: "tm-1".to_string(), restart_after: None },
     }];
-    let report = run(&scenario, ExecutionMode::Streaming, 1);
+    let report = run(&scenario, ExecutionMode::Streaming, seed_or(1));
     match &report.outcome {
         RunOutcome::JobFailed(reason) => {
             assert!(reason.contains("needs 4 slots at once, but the cluster has 2 (1 TaskManager)"), "{reason}")

@@ -14,7 +14,7 @@ use sluice_sim::runner::RunReport;
 use sluice_sim::scenario::Scenario;
 use sluice_sim::trace::TraceRecord;
 
-use super::support::load;
+use super::support::{context, load};
 
 /// Every seed of a scenario in each of its modes, each judged to pass.
 fn passing_runs(scenario: &Scenario) -> Vec<RunReport> {
@@ -66,7 +66,7 @@ fn harness_notes(report: &RunReport, containing: &str) -> usize {
 fn a_checkpoint_aborted_by_a_failure_is_never_committed_against() {
     let scenario = load("scenarios/wordcount-checkpoint-aborted.yaml");
     for report in passing_runs(&scenario) {
-        let seed = report.seed;
+        let seed = context(&report);
         // The premise: attempt 0 pre-committed transactions for checkpoint 3, then lost tm-0.
         let prepared_for_3: Vec<&String> = events(&report)
             .filter_map(|event| match event {
@@ -76,22 +76,18 @@ fn a_checkpoint_aborted_by_a_failure_is_never_committed_against() {
                 _ => None,
             })
             .collect();
-        assert!(!prepared_for_3.is_empty(), "seed {seed}: no sink prepared for checkpoint 3");
+        assert!(!prepared_for_3.is_empty(), "{seed}: no sink prepared for checkpoint 3");
         let aborted = events(&report).any(|event| {
             matches!(event, TraceEvent::CheckpointAborted { attempt: 0, checkpoint: 3, reason } if reason.contains("tm-0"))
         });
-        assert!(aborted, "seed {seed}: checkpoint 3 was not aborted because of tm-0");
+        assert!(aborted, "{seed}: checkpoint 3 was not aborted because of tm-0");
         assert!(
             !completed(&report).iter().any(|(attempt, checkpoint, _)| *attempt == 0 && *checkpoint == 3),
-            "seed {seed}: the aborted checkpoint completed"
+            "{seed}: the aborted checkpoint completed"
         );
         // Never committed against: what attempt 0 staged for checkpoint 3 never became visible.
         for txn_id in prepared_for_3 {
-            assert_eq!(
-                commits(&report).get(&(txn_id.clone(), 0)),
-                None,
-                "seed {seed}: {txn_id} of attempt 0 was committed"
-            );
+            assert_eq!(commits(&report).get(&(txn_id.clone(), 0)), None, "{seed}: {txn_id} of attempt 0 was committed");
         }
         // The re-run's writers abort what attempt 0 left open, fencing it off.
         let aborted: u64 = events(&report)
@@ -100,12 +96,12 @@ fn a_checkpoint_aborted_by_a_failure_is_never_committed_against() {
                 _ => None,
             })
             .sum();
-        assert!(aborted >= 1, "seed {seed}: the lingering transactions of checkpoint 3 were not aborted");
+        assert!(aborted >= 1, "{seed}: the lingering transactions of checkpoint 3 were not aborted");
         // The re-run starts from checkpoint 2 and commits its own transactions (a newer epoch).
-        assert_eq!(restored(&report), vec![(1, 2)], "seed {seed}");
-        assert!(commits(&report).keys().any(|(_, epoch)| *epoch == 1), "seed {seed}: the re-run committed nothing");
-        assert!(commits(&report).values().all(|count| *count == 1), "seed {seed}: a transaction applied twice");
-        assert_eq!(report.restarts(), 1, "seed {seed}");
+        assert_eq!(restored(&report), vec![(1, 2)], "{seed}");
+        assert!(commits(&report).keys().any(|(_, epoch)| *epoch == 1), "{seed}: the re-run committed nothing");
+        assert!(commits(&report).values().all(|count| *count == 1), "{seed}: a transaction applied twice");
+        assert_eq!(report.restarts(), 1, "{seed}");
     }
 }
 
@@ -113,24 +109,24 @@ fn a_checkpoint_aborted_by_a_failure_is_never_committed_against() {
 fn a_job_restores_after_its_final_checkpoint_and_commits_what_it_holds() {
     let scenario = load("scenarios/wordcount-final-checkpoint-restore.yaml");
     for report in passing_runs(&scenario) {
-        let seed = report.seed;
+        let seed = context(&report);
         let finals: Vec<(u32, u64)> = completed(&report)
             .into_iter()
             .filter(|(_, _, is_final)| *is_final)
             .map(|(attempt, checkpoint, _)| (attempt, checkpoint))
             .collect();
         let (attempt, final_checkpoint) = finals[0];
-        assert_eq!(attempt, 0, "seed {seed}: {finals:?}");
+        assert_eq!(attempt, 0, "{seed}: {finals:?}");
         // The kill came as the final checkpoint completed: the restart restores it.
-        assert_eq!(restored(&report), vec![(1, final_checkpoint)], "seed {seed}");
+        assert_eq!(restored(&report), vec![(1, final_checkpoint)], "{seed}");
         // What the final checkpoint holds is committed exactly once (possibly by the restored
         // sinks), and the re-run has nothing left to write.
         let commits = commits(&report);
         let held: Vec<&(String, u64)> =
             commits.keys().filter(|(txn_id, _)| txn_checkpoint(txn_id) == Some(final_checkpoint)).collect();
-        assert_eq!(held.len(), scenario.parallelism as usize, "seed {seed}: {commits:?}");
-        assert!(commits.values().all(|count| *count == 1), "seed {seed}: {commits:?}");
-        assert!(commits.keys().all(|(_, epoch)| *epoch == 0), "seed {seed}: the re-run wrote rows: {commits:?}");
+        assert_eq!(held.len(), scenario.parallelism as usize, "{seed}: {commits:?}");
+        assert!(commits.values().all(|count| *count == 1), "{seed}: {commits:?}");
+        assert!(commits.keys().all(|(_, epoch)| *epoch == 0), "{seed}: the re-run wrote rows: {commits:?}");
     }
 }
 
@@ -139,13 +135,13 @@ fn ambiguous_and_failed_commits_apply_each_transaction_once_in_both_modes() {
     let scenario = load("scenarios/wordcount-ambiguous-commit.yaml");
     assert_eq!(scenario.modes, vec![ExecutionMode::Streaming, ExecutionMode::Batch]);
     for report in passing_runs(&scenario) {
-        let (seed, mode) = (report.seed, report.mode);
-        assert_eq!(harness_notes(&report, "lost its reply"), 2, "seed {seed} {mode}: two replies lost");
-        assert_eq!(harness_notes(&report, "failed the commit"), 3, "seed {seed} {mode}: three commits failed");
+        let seed = context(&report);
+        assert_eq!(harness_notes(&report, "lost its reply"), 2, "{seed}: two replies lost");
+        assert_eq!(harness_notes(&report, "failed the commit"), 3, "{seed}: three commits failed");
         let commits = commits(&report);
-        assert!(commits.values().all(|count| *count == 1), "seed {seed} {mode}: {commits:?}");
+        assert!(commits.values().all(|count| *count == 1), "{seed}: {commits:?}");
         // The committers rode the faults out by retrying: no restart was needed.
-        assert_eq!(report.restarts(), 0, "seed {seed} {mode}");
+        assert_eq!(report.restarts(), 0, "{seed}");
     }
 }
 
@@ -169,17 +165,17 @@ fn barriers_align_across_the_inputs_of_a_union_and_a_join() {
         ..scenario
     };
     for report in passing_runs(&scenario) {
-        let seed = report.seed;
+        let seed = context(&report);
         let checkpoints: Vec<u64> = completed(&report)
             .iter()
             .filter(|(_, _, is_final)| !is_final)
             .map(|(_, checkpoint, _)| *checkpoint)
             .collect();
-        assert!(checkpoints.len() >= 2, "seed {seed}: only {checkpoints:?} completed before the end");
+        assert!(checkpoints.len() >= 2, "{seed}: only {checkpoints:?} completed before the end");
         let restored = restored(&report);
         assert!(
             restored.first().is_some_and(|(_, checkpoint)| *checkpoint >= 2),
-            "seed {seed}: the restart restored {restored:?}"
+            "{seed}: the restart restored {restored:?}"
         );
     }
 }

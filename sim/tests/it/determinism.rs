@@ -24,7 +24,7 @@ fn the_same_seed_gives_the_same_trace() {
 #[test]
 fn a_crash_restarts_the_job_and_the_trace_shows_it() {
     let scenario = load("scenarios/wordcount-tm-crash.yaml");
-    let report = run(&scenario, ExecutionMode::Streaming, 7);
+    let report = run(&scenario, ExecutionMode::Streaming, super::support::seed_or(7));
     let lines: Vec<String> = report.trace.iter().map(|record| record.event.to_string()).collect();
     assert!(lines.iter().any(|line| line == "fault #0: kill tm-1 (restart after 500ms)"), "{lines:#?}");
     // Streaming: every exchange is pipelined, so the job is one region and all of it restarts.

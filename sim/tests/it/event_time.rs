@@ -10,7 +10,7 @@ use sluice_engine::runtime::trace::TraceEvent;
 use sluice_sim::runner::RunReport;
 use sluice_sim::scenario::Scenario;
 
-use super::support::{load, passing_runs};
+use super::support::{context, load, passing_runs};
 
 /// The checkpoints whose transactions made rows visible.
 fn checkpoints_with_rows(report: &RunReport) -> BTreeSet<u64> {
@@ -37,7 +37,7 @@ fn windows_and_timers_fire_as_watermarks_pass_not_only_at_the_end() {
             // Were watermarks held back, every window and timer would fire when the sources end,
             // and all results would go out in one transaction per sink subtask.
             let checkpoints = checkpoints_with_rows(&report);
-            assert!(checkpoints.len() >= 3, "{file} seed {}: rows only in checkpoints {checkpoints:?}", report.seed);
+            assert!(checkpoints.len() >= 3, "{file} {}: rows only in checkpoints {checkpoints:?}", context(&report));
         }
     }
 }

@@ -21,7 +21,7 @@ use sluice_sim::compare::Variant;
 use sluice_sim::recovery::recovery_metrics;
 use sluice_sim::runner::{RunReport, run};
 
-use super::support::{load, passing_runs};
+use super::support::{context, load, passing_runs};
 
 fn batch_runs(file: &str) -> Vec<RunReport> {
     passing_runs(&load(file), &[ExecutionMode::Batch])
@@ -68,7 +68,7 @@ fn first_placement(report: &RunReport, vertex: u32, index: u32) -> String {
             }
             _ => None,
         })
-        .unwrap_or_else(|| panic!("seed {}: v{vertex}[{index}] was never deployed", report.seed))
+        .unwrap_or_else(|| panic!("{}: v{vertex}[{index}] was never deployed", context(report)))
 }
 
 /// What region failover must re-run when the partitions of these `Add tax` (v3) and `items`
@@ -90,7 +90,7 @@ fn a_task_manager_crash_in_a_multi_region_batch_job_re_runs_only_the_expected_re
     let mut restarted = Vec::new();
     for report in batch_runs("scenarios/tpcds-tm-crash-regions.yaml") {
         let restarts = region_restarts(&report);
-        assert_eq!(restarts.len(), 1, "seed {}: one failure, one restart: {restarts:?}", report.seed);
+        assert_eq!(restarts.len(), 1, "{}: one failure, one restart: {restarts:?}", context(&report));
         let set: BTreeSet<String> = restarts[0].iter().cloned().collect();
         // What tm-1 ran: its running join subtask fails; its finished v3 and v4 partitions,
         // still needed by the join, are lost.
@@ -99,14 +99,14 @@ fn a_task_manager_crash_in_a_multi_region_batch_job_re_runs_only_the_expected_re
         };
         let mut expected = expected_chain(&on_tm_1(3, 4), &on_tm_1(4, 2));
         expected.extend([subtask(5, 0), subtask(5, 1)]);
-        assert_eq!(set, expected, "seed {}", report.seed);
+        assert_eq!(set, expected, "{}", context(&report));
         // Nothing outside the restarted regions ran twice.
         let again = redeployed(&report);
-        assert!(again.is_subset(&set), "seed {}: {again:?} re-ran outside {set:?}", report.seed);
+        assert!(again.is_subset(&set), "{}: {again:?} re-ran outside {set:?}", context(&report));
         assert!(
             !report.trace.iter().any(|record| matches!(record.event, TraceEvent::JobRestarting { .. })),
-            "seed {}: region failover never restarts the whole job",
-            report.seed
+            "{}: region failover never restarts the whole job",
+            context(&report)
         );
         restarted.push(format!("seed {}: {}", report.seed, restarts[0].join(" ")));
     }
@@ -124,7 +124,7 @@ fn reconciled(report: &RunReport) -> (BTreeSet<String>, BTreeSet<String>) {
         }
         _ => None,
     });
-    found.unwrap_or_else(|| panic!("seed {}: the restarted JobMaster did not reconcile", report.seed))
+    found.unwrap_or_else(|| panic!("{}: the restarted JobMaster did not reconcile", context(report)))
 }
 
 /// Subtasks deployed after the JobMaster recovered.
@@ -133,7 +133,7 @@ fn deployed_after_recovery(report: &RunReport) -> BTreeSet<String> {
         .trace
         .iter()
         .position(|record| matches!(record.event, TraceEvent::JobRecovered { .. }))
-        .unwrap_or_else(|| panic!("seed {}: the JobMaster never recovered", report.seed));
+        .unwrap_or_else(|| panic!("{}: the JobMaster never recovered", context(report)));
     report.trace[recovered..]
         .iter()
         .filter_map(|record| match &record.event {
@@ -152,11 +152,11 @@ fn a_job_master_crash_re_runs_no_finished_subtask_whose_partitions_survive() {
     let finished_before = all_subtasks_of(&[(0, 2), (1, 2), (2, 2), (3, 4), (4, 2)]);
     for report in batch_runs("scenarios/tpcds-jm-crash.yaml") {
         let (kept, rerun) = reconciled(&report);
-        assert_eq!(kept, finished_before, "seed {}", report.seed);
-        assert!(rerun.is_empty(), "seed {}: {rerun:?}", report.seed);
+        assert_eq!(kept, finished_before, "{}", context(&report));
+        assert!(rerun.is_empty(), "{}: {rerun:?}", context(&report));
         let after = deployed_after_recovery(&report);
-        assert_eq!(after, all_subtasks_of(&[(5, 2), (6, 2)]), "seed {}: only the join and the sink run", report.seed);
-        assert!(region_restarts(&report).is_empty(), "seed {}", report.seed);
+        assert_eq!(after, all_subtasks_of(&[(5, 2), (6, 2)]), "{}: only the join and the sink run", context(&report));
+        assert!(region_restarts(&report).is_empty(), "{}", context(&report));
     }
 }
 
@@ -169,11 +169,11 @@ fn a_job_master_crash_re_runs_exactly_the_producers_of_lost_partitions() {
             (0..count).filter(|index| first_placement(&report, vertex, *index) == "tm-2").collect()
         };
         let expected = expected_chain(&on_tm_2(3, 4), &on_tm_2(4, 2));
-        assert!(!expected.is_empty(), "seed {}: tm-2 held partitions the join needed", report.seed);
-        assert_eq!(rerun, expected, "seed {}", report.seed);
-        assert_eq!(kept, &finished_before - &expected, "seed {}", report.seed);
+        assert!(!expected.is_empty(), "{}: tm-2 held partitions the join needed", context(&report));
+        assert_eq!(rerun, expected, "{}", context(&report));
+        assert_eq!(kept, &finished_before - &expected, "{}", context(&report));
         let after = deployed_after_recovery(&report);
-        assert!(after.is_disjoint(&kept), "seed {}: kept work ran again: {:?}", report.seed, &after & &kept);
+        assert!(after.is_disjoint(&kept), "{}: kept work ran again: {:?}", context(&report), &after & &kept);
     }
 }
 
@@ -191,20 +191,20 @@ fn a_lost_partition_re_runs_its_producer_chain_and_nothing_else() {
                     .and_then(|(index, _)| index.parse::<u32>().ok()),
                 _ => None,
             })
-            .unwrap_or_else(|| panic!("seed {}: tm-2 lost no `Add tax` partition", report.seed));
+            .unwrap_or_else(|| panic!("{}: tm-2 lost no `Add tax` partition", context(&report)));
         let restarts = region_restarts(&report);
-        assert_eq!(restarts.len(), 1, "seed {}: {restarts:?}", report.seed);
+        assert_eq!(restarts.len(), 1, "{}: {restarts:?}", context(&report));
         let set: BTreeSet<String> = restarts[0].iter().cloned().collect();
         let mut expected = expected_chain(&[lost], &[]);
         expected.extend([subtask(5, 0), subtask(5, 1)]);
-        assert_eq!(set, expected, "seed {}", report.seed);
+        assert_eq!(set, expected, "{}", context(&report));
         let again = redeployed(&report);
-        assert!(again.is_subset(&set), "seed {}: {again:?} re-ran outside {set:?}", report.seed);
+        assert!(again.is_subset(&set), "{}: {again:?} re-ran outside {set:?}", context(&report));
         let failure = report.trace.iter().any(|record| {
             matches!(&record.event, TraceEvent::TaskFailed { reason, .. }
                 if reason.starts_with(&format!("partition ds3.p{lost}@a0")) && reason.contains("not found on tm-2"))
         });
-        assert!(failure, "seed {}: the join named the lost partition", report.seed);
+        assert!(failure, "{}: the join named the lost partition", context(&report));
     }
 }
 
@@ -254,15 +254,15 @@ fn task_managers_keep_finished_partitions_only_for_their_grace_period() {
             .filter(|record| matches!(record.event, TraceEvent::JobMasterLost { .. }))
             .map(|record| record.node.as_str())
             .collect();
-        assert_eq!(lost_the_job_master, BTreeSet::from(["tm-0", "tm-1", "tm-2"]), "seed {}", report.seed);
+        assert_eq!(lost_the_job_master, BTreeSet::from(["tm-0", "tm-1", "tm-2"]), "{}", context(&report));
         let expired = report
             .trace
             .iter()
             .any(|record| matches!(record.event, TraceEvent::PartitionsExpired { partitions } if partitions > 0));
-        assert!(expired, "seed {}: no TaskManager released its partitions", report.seed);
+        assert!(expired, "{}: no TaskManager released its partitions", context(&report));
         let (kept, rerun) = reconciled(&report);
-        assert!(kept.is_empty(), "seed {}: {kept:?}", report.seed);
-        assert_eq!(rerun, finished_before, "seed {}", report.seed);
+        assert!(kept.is_empty(), "{}: {kept:?}", context(&report));
+        assert_eq!(rerun, finished_before, "{}", context(&report));
     }
 }
 
@@ -277,7 +277,7 @@ fn exponential_delay_spaces_restarts_with_seeded_jitter_and_failure_rate_gives_u
     for report in passing_runs(&scenario, &[ExecutionMode::Batch]) {
         for record in &report.trace {
             if let TraceEvent::RegionsRestarting { delay_ms, .. } = record.event {
-                assert!((300..=500).contains(&delay_ms), "seed {}: {delay_ms} ms", report.seed);
+                assert!((300..=500).contains(&delay_ms), "{}: {delay_ms} ms", context(&report));
                 delays.insert(delay_ms);
             }
         }
@@ -298,7 +298,7 @@ fn exponential_delay_spaces_restarts_with_seeded_jitter_and_failure_rate_gives_u
         state: sluice_sim::faults::TaskStateTrigger::Running,
     };
     scenario.faults.push(second);
-    let report = run(&scenario, ExecutionMode::Batch, 1);
+    let report = run(&scenario, ExecutionMode::Batch, super::support::seed_or(1));
     let sluice_sim::runner::RunOutcome::JobFailed(reason) = &report.outcome else {
         panic!("the job must fail: {:?}", report.outcome);
     };
@@ -333,7 +333,7 @@ fn the_job_master_and_the_harness_count_the_same_restarts() {
                 TraceEvent::JobFinished { restarts } => Some(u64::from(restarts)),
                 _ => None,
             });
-            assert_eq!(finished, Some(report.restarts()), "{file} seed {} {}", report.seed, report.mode);
+            assert_eq!(finished, Some(report.restarts()), "{file} {} {}", context(&report), report.mode);
         }
     }
 }

@@ -11,7 +11,7 @@ use sluice_sim::runner::RunReport;
 use sluice_sim::scenario::Scenario;
 use sluice_sim::trace::TraceRecord;
 
-use super::support::load;
+use super::support::{context, load};
 
 /// Every seed of a scenario in its first mode, each judged to pass.
 fn passing_runs(scenario: &Scenario) -> Vec<RunReport> {
@@ -43,7 +43,7 @@ fn assert_ran_once(report: &RunReport, vertices: &[u32]) {
         if let TraceEvent::TaskFinished { vertex, subtask, .. } = &record.event
             && vertices.contains(vertex)
         {
-            assert!(seen.insert((*vertex, *subtask)), "seed {}: v{vertex}[{subtask}] ran twice", report.seed);
+            assert!(seen.insert((*vertex, *subtask)), "{}: v{vertex}[{subtask}] ran twice", context(report));
         }
     }
 }
@@ -60,7 +60,7 @@ fn assert_items_source_ran_alone_on_tm_2(report: &RunReport) {
             _ => None,
         })
         .collect();
-    assert_eq!(deployed.first(), Some(&(4, "tm-2/s0".to_string())), "seed {}: {deployed:?}", report.seed);
+    assert_eq!(deployed.first(), Some(&(4, "tm-2/s0".to_string())), "{}: {deployed:?}", context(report));
 }
 
 #[test]
@@ -72,7 +72,7 @@ fn backpressure_holds_producers_within_their_queues_while_a_consumer_is_slow() {
     let buffer = scenario.buffer_size as u64;
     for report in passing_runs(&scenario) {
         let producers = finished(&report.trace, 0);
-        assert_eq!(producers.len(), 2, "seed {}", report.seed);
+        assert_eq!(producers.len(), 2, "{}", context(&report));
         let mut held_back = 0;
         for event in producers {
             let TraceEvent::TaskFinished { backpressure_micros, peak_buffered_bytes, records_out, .. } = event else {
@@ -80,21 +80,21 @@ fn backpressure_holds_producers_within_their_queues_while_a_consumer_is_slow() {
             };
             assert!(
                 *peak_buffered_bytes <= queue * subpartitions * buffer,
-                "seed {}: a producer buffered {peak_buffered_bytes} bytes, over {queue} buffers × {subpartitions} \
+                "{}: a producer buffered {peak_buffered_bytes} bytes, over {queue} buffers × {subpartitions} \
                  subpartitions × {buffer} bytes",
-                report.seed
+                context(&report)
             );
             // It wrote far more than the bound: the bound is not met by having little to send.
             assert!(
                 *records_out * 8 > 4 * queue * subpartitions * buffer,
-                "seed {}: {records_out} records",
-                report.seed
+                "{}: {records_out} records",
+                context(&report)
             );
             if *backpressure_micros >= 1_000_000 && *peak_buffered_bytes > queue * buffer {
                 held_back += 1;
             }
         }
-        assert!(held_back >= 1, "seed {}: no producer was held back by the slow consumer", report.seed);
+        assert!(held_back >= 1, "{}: no producer was held back by the slow consumer", context(&report));
     }
 }
 
@@ -107,9 +107,9 @@ fn with_the_remote_shuffle_service_a_lost_producer_task_manager_costs_nothing() 
             .trace
             .iter()
             .any(|record| matches!(&record.event, TraceEvent::TaskManagerLost { name, .. } if name == "tm-2"));
-        assert!(lost, "seed {}: the JobMaster noticed tm-2's death", report.seed);
-        assert_eq!(report.restarts(), 0, "seed {}: {:?}", report.seed, failures(&report.trace));
-        assert_eq!(finished(&report.trace, 4).len(), 1, "seed {}: the items source ran once", report.seed);
+        assert!(lost, "{}: the JobMaster noticed tm-2's death", context(&report));
+        assert_eq!(report.restarts(), 0, "{}: {:?}", context(&report), failures(&report.trace));
+        assert_eq!(finished(&report.trace, 4).len(), 1, "{}: the items source ran once", context(&report));
     }
 }
 
@@ -119,9 +119,9 @@ fn with_task_manager_shuffle_a_lost_producer_task_manager_re_runs_only_that_prod
     for report in passing_runs(&scenario) {
         assert_items_source_ran_alone_on_tm_2(&report);
         // The JobMaster knew the partition was gone: nobody had to fail reading it.
-        assert_eq!(failures(&report.trace), Vec::<String>::new(), "seed {}", report.seed);
-        assert_eq!(report.restarts(), 1, "seed {}", report.seed);
-        assert_eq!(finished(&report.trace, 4).len(), 2, "seed {}: the items source ran again", report.seed);
+        assert_eq!(failures(&report.trace), Vec::<String>::new(), "{}", context(&report));
+        assert_eq!(report.restarts(), 1, "{}", context(&report));
+        assert_eq!(finished(&report.trace, 4).len(), 2, "{}: the items source ran again", context(&report));
         assert_ran_once(&report, &[0, 1, 2, 3, 5, 6]);
     }
 }
@@ -137,9 +137,9 @@ fn with_task_manager_shuffle_the_consumer_reports_the_lost_partition_by_name() {
                 && reason.contains(".p0@a0 (data set ")
                 && reason.contains(", producer subtask 0) not found on tm-2 (")
         });
-        assert!(named, "seed {}: no partition-not-found naming the items partition: {failures:?}", report.seed);
-        assert!(report.restarts() >= 1, "seed {}", report.seed);
-        assert_eq!(finished(&report.trace, 4).len(), 2, "seed {}: the items source ran again", report.seed);
+        assert!(named, "{}: no partition-not-found naming the items partition: {failures:?}", context(&report));
+        assert!(report.restarts() >= 1, "{}", context(&report));
+        assert_eq!(finished(&report.trace, 4).len(), 2, "{}: the items source ran again", context(&report));
         assert_ran_once(&report, &[0, 1, 2, 3]);
     }
 }
@@ -171,14 +171,14 @@ fn a_corrupted_partition_is_detected_and_never_read_as_data() {
             let corrupted = report.trace.iter().any(|record| {
                 matches!(&record.event, TraceEvent::Harness { detail } if detail.starts_with(&format!("corrupted {node}:")))
             });
-            assert!(corrupted, "{shuffle}, seed {}: the fault hit a partition file", report.seed);
+            assert!(corrupted, "{shuffle}, {}: the fault hit a partition file", context(&report));
             let failures = failures(&report.trace);
             assert!(
                 failures.iter().any(|reason| reason.contains("corrupt: buffer checksum mismatch")),
-                "{shuffle}, seed {}: the reader caught the corruption: {failures:?}",
-                report.seed
+                "{shuffle}, {}: the reader caught the corruption: {failures:?}",
+                context(&report)
             );
-            assert!(report.restarts() >= 1, "{shuffle}, seed {}", report.seed);
+            assert!(report.restarts() >= 1, "{shuffle}, {}", context(&report));
         }
     }
 }

@@ -150,3 +150,36 @@ pub fn passing_runs(scenario: &Scenario, modes: &[ExecutionMode]) -> Vec<RunRepo
     }
     reports
 }
+
+/// Says which run an assertion is about, and how to run it again: `seed N` and, when displayed
+/// (only when the assertion fails), the command that reruns the test with that seed alone and a
+/// replay file of the run with the command that shows its trace.
+pub struct Context<'a>(&'a RunReport);
+
+/// See [`Context`]: `assert!(…, "{}: …", context(&report))`.
+pub fn context(report: &RunReport) -> Context<'_> {
+    Context(report)
+}
+
+impl std::fmt::Display for Context<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let report = self.0;
+        let current = std::thread::current();
+        let test = current.name().filter(|name| *name != "main").unwrap_or("<test>");
+        write!(
+            f,
+            "seed {} ({}; rerun: SLUICE_SEED={} cargo test -p sluice-sim --test it -- --exact {test}",
+            report.seed, report.mode, report.seed
+        )?;
+        let why = format!("{test}: an assertion about seed {} in {} mode failed", report.seed, report.mode);
+        match sluice_sim::replay::write_seed(&workspace().join("failures"), &report.source, report.seed, &why) {
+            Ok(path) => write!(
+                f,
+                "; trace: cargo run --release -p sluice-sim -- run {} --mode {} --print-trace)",
+                path.display(),
+                report.mode
+            ),
+            Err(error) => write!(f, "; cannot write a replay file: {error})"),
+        }
+    }
+}
