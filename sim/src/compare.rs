@@ -30,6 +30,7 @@ use crate::recovery::{RecoveryMetrics, recovery_metrics};
 use crate::runner::RunReport;
 use crate::scenario::Scenario;
 use crate::trace::TraceRecord;
+use crate::words::size;
 
 /// A mode, the exchange mode and the failover strategy it runs with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -377,8 +378,8 @@ pub fn render_table(summaries: &[Summary]) -> String {
             summary.runs,
             summary.makespan.as_secs_f64(),
             summary.slot_time.as_secs_f64(),
-            format_bytes(summary.disk_bytes_written),
-            format_bytes(summary.disk_bytes_read),
+            size(summary.disk_bytes_written.round() as u64),
+            size(summary.disk_bytes_read.round() as u64),
             summary.peak_slots,
             summary.subtasks_restarted,
             summary.records_recomputed,
@@ -386,18 +387,6 @@ pub fn render_table(summaries: &[Summary]) -> String {
         );
     }
     table
-}
-
-/// Bytes in B, KiB or MiB.
-pub fn format_bytes(bytes: f64) -> String {
-    const KIBIBYTE: f64 = 1024.0;
-    if bytes < KIBIBYTE {
-        format!("{bytes:.0} B")
-    } else if bytes < KIBIBYTE * KIBIBYTE {
-        format!("{:.1} KiB", bytes / KIBIBYTE)
-    } else {
-        format!("{:.2} MiB", bytes / (KIBIBYTE * KIBIBYTE))
-    }
 }
 
 #[cfg(test)]
@@ -599,8 +588,8 @@ mod tests {
         assert_eq!(variants.len(), 5);
         assert_eq!(variants[0], Variant::baseline(FailoverStrategy::RestartAll));
         assert_eq!(variants.iter().filter(|variant| variant.mode == ExecutionMode::Streaming).count(), 1);
-        assert_eq!(format_bytes(512.0), "512 B");
-        assert_eq!(format_bytes(1536.0), "1.5 KiB");
-        assert_eq!(format_bytes(3.0 * 1024.0 * 1024.0), "3.00 MiB");
+        assert_eq!(crate::words::size(512), "512 B");
+        assert_eq!(crate::words::size(1536), "1.5 KiB");
+        assert_eq!(crate::words::size(3 * 1024 * 1024), "3 MiB");
     }
 }

@@ -1,5 +1,5 @@
 //! How the harness words what it prints: counts in the singular when they are one (the
-//! engine's [`counted`]), and user text made safe for a terminal.
+//! engine's [`counted`]), sizes in binary units, and user text made safe for a terminal.
 //!
 //! Everything the `sluice` command prints about a count goes through [`counted`] ("1 seed",
 //! "2 seeds"), and any text that came from a user's file (a scenario's name, a job name, a value
@@ -7,6 +7,17 @@
 //! control character in a file cannot move the cursor or recolour the screen.
 
 pub use sluice_engine::counted::counted;
+
+/// `4 GiB`, `22.8 MiB`, `1.5 KiB`, `512 B`: a size in the largest binary unit it reaches,
+/// exactly when it is a whole number of them, else to one decimal.
+pub fn size(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    match UNITS.iter().find(|(unit, _)| bytes >= *unit) {
+        Some((unit, name)) if bytes.is_multiple_of(*unit) => format!("{} {name}", bytes / unit),
+        Some((unit, name)) => format!("{:.1} {name}", bytes as f64 / *unit as f64),
+        None => format!("{bytes} B"),
+    }
+}
 
 /// `text` with every control character (and the Unicode ones that reorder or hide text)
 /// written as an escape, so that it prints as what it is; at most 1000 characters of it.
@@ -31,6 +42,16 @@ pub fn printable(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(size(4 << 30), "4 GiB");
+        assert_eq!(size(512 << 20), "512 MiB");
+        assert_eq!(size(1536 << 20), "1.5 GiB");
+        assert_eq!(size(23364 << 10), "22.8 MiB");
+        assert_eq!(size(1000), "1000 B");
+        assert_eq!(size((1 << 30) + 1), "1.0 GiB");
+    }
 
     #[test]
     fn control_characters_are_escaped_and_long_text_cut() {

@@ -17,11 +17,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{Format, OWNS_PROCESS, SeedArgs, limit_memory, wall_duration_arg};
 use crate::sweep::junit::{self, Case};
-use crate::sweep::pool::{SweepConfig, bytes, sweep};
+use crate::sweep::pool::{SweepConfig, sweep};
 use crate::sweep::record::{JsonLine, resident_memory};
 use crate::sweep::shard::Shard;
 use crate::sweep::summary::{Summary, SweepSummary, status};
-use crate::words::{counted, printable};
+use crate::words::{counted, printable, size};
 
 #[derive(Debug, Args)]
 pub(super) struct SweepArgs {
@@ -208,11 +208,11 @@ pub(super) fn render_summary(line: &SweepSummary) -> String {
     let memory = match line.supervisor_peak_rss_kb {
         Some(supervisor) => format!(
             "; peak RSS {} a worker, {} the supervisor",
-            bytes(summary.worker_peak_rss_kb * 1024),
-            bytes(supervisor * 1024)
+            size(summary.worker_peak_rss_kb * 1024),
+            size(supervisor * 1024)
         ),
         None if summary.worker_peak_rss_kb > 0 => {
-            format!("; peak RSS {} a worker", bytes(summary.worker_peak_rss_kb * 1024))
+            format!("; peak RSS {} a worker", size(summary.worker_peak_rss_kb * 1024))
         }
         None => String::new(),
     };

@@ -245,7 +245,7 @@ impl Worker {
         if crash.contains("memory allocation of") {
             crash.push_str(&format!(
                 " (the worker's memory limit is {}; see --memory-limit)",
-                bytes(config.memory_limit)
+                crate::words::size(config.memory_limit)
             ));
         }
         crash
@@ -315,17 +315,6 @@ fn keep_tail(mut pipe: impl Read, tail: &StderrTail) {
         let mut tail = tail.lock().expect("internal: the stderr lock");
         tail.extend_from_slice(&buffer[..read]);
         trim_tail(&mut tail);
-    }
-}
-
-/// `4 GiB`, `22.8 MiB`, `100 KiB`, `12 bytes`: in the largest unit it reaches, exactly when it
-/// is a whole number of them.
-pub fn bytes(count: u64) -> String {
-    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
-    match UNITS.iter().find(|(size, _)| count >= *size) {
-        Some((size, unit)) if count.is_multiple_of(*size) => format!("{} {unit}", count / size),
-        Some((size, unit)) => format!("{:.1} {unit}", count as f64 / *size as f64),
-        None => format!("{count} bytes"),
     }
 }
 
@@ -410,15 +399,5 @@ mod tests {
         assert_eq!(crash_message("just this\n").unwrap(), "just this");
         assert_eq!(crash_message("\n  \n"), None);
         assert_eq!(crash_message("a \u{1b}[2J clear\n").unwrap(), "a \\u{1b}[2J clear");
-    }
-
-    #[test]
-    fn sizes_read_as_people_write_them() {
-        assert_eq!(bytes(4 << 30), "4 GiB");
-        assert_eq!(bytes(512 << 20), "512 MiB");
-        assert_eq!(bytes(1536 << 20), "1.5 GiB");
-        assert_eq!(bytes(23364 << 10), "22.8 MiB");
-        assert_eq!(bytes(1000), "1000 bytes");
-        assert_eq!(bytes((1 << 30) + 1), "1.0 GiB");
     }
 }
