@@ -33,6 +33,7 @@ pub mod graph;
 pub mod prng;
 pub mod record;
 pub mod rpc;
+pub mod rt;
 pub mod runtime;
 pub mod scheduler;
 pub mod shuffle;

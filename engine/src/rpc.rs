@@ -1,4 +1,5 @@
-//! The network seam: typed request/response messages over `madsim::net`, always with a timeout.
+//! The network seam: typed request/response messages over `madsim::net` (simulated, or real
+//! TCP in the real build; see [`crate::rt`]), always with a timeout.
 //!
 //! Every message between processes and to external systems goes through [`RpcClient::call`] or
 //! a handler registered with [`serve`], so that message-level fault injection and accounting
@@ -8,10 +9,11 @@
 use std::fmt;
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use madsim::net::Endpoint;
+/// A bound network endpoint: it serves requests ([`serve`]) and makes calls ([`RpcClient`]).
+pub use madsim::net::Endpoint;
 pub use madsim::net::rpc::Request;
 
 /// A stable request id derived from the request type's path (FNV-1a, usable in `const`).
@@ -68,6 +70,22 @@ fn short_type_name<T>() -> &'static str {
     name.rsplit("::").next().unwrap_or(name)
 }
 
+/// The address a real process's client endpoints bind to; unset, they bind to every address
+/// of the node (`0.0.0.0`, a simulated node's one address).
+static CLIENT_IP: std::sync::OnceLock<IpAddr> = std::sync::OnceLock::new();
+
+/// Makes this process's client endpoints bind to `ip` (a real process's own address, such as
+/// 127.0.0.1, rather than every interface). Only a real process calls it, once, as it starts:
+/// a simulation runs many nodes in one process. False if it was already set.
+pub fn set_client_ip(ip: IpAddr) -> bool {
+    CLIENT_IP.set(ip).is_ok()
+}
+
+/// Binds an endpoint at `address` (a simulated node's address, or a real socket address).
+pub async fn bind(address: SocketAddr) -> io::Result<Endpoint> {
+    Endpoint::bind(address).await
+}
+
 /// A bound endpoint that makes calls.
 #[derive(Clone)]
 pub struct RpcClient {
@@ -80,9 +98,11 @@ impl RpcClient {
         RpcClient { endpoint }
     }
 
-    /// Binds a fresh endpoint on an ephemeral port of this node.
+    /// Binds a fresh endpoint on an ephemeral port of this node (of [`set_client_ip`]'s address
+    /// in a real process).
     pub async fn bind_ephemeral() -> io::Result<RpcClient> {
-        Ok(RpcClient { endpoint: Endpoint::bind("0.0.0.0:0").await? })
+        let ip = CLIENT_IP.get().copied().unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        Ok(RpcClient { endpoint: bind(SocketAddr::new(ip, 0)).await? })
     }
 
     /// This endpoint's address.

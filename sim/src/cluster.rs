@@ -32,6 +32,7 @@ use crate::cost::NodeCosts;
 use crate::external::durable_store::{DurableStoreState, run_durable_store};
 use crate::external::log::run_log_server;
 use crate::external::txn_store::{TxnStoreState, run_txn_store};
+pub use crate::runner::ClusterTiming;
 use crate::scenario::Scenario;
 use crate::trace::TraceLog;
 
@@ -52,33 +53,6 @@ pub const DURABLE_STORE_NODE: &str = "durable-store";
 fn task_manager_address(index: u32) -> SocketAddr {
     let index = u8::try_from(index + 1).expect("at most 254 TaskManagers");
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 1, index)), 6121)
-}
-
-/// Timing of the cluster's processes.
-#[derive(Clone, Copy, Debug)]
-pub struct ClusterTiming {
-    /// TaskManager heartbeat interval.
-    pub heartbeat_interval: Duration,
-    /// Silence after which the JobMaster declares a TaskManager lost.
-    pub heartbeat_timeout: Duration,
-    /// How long a region may wait for slots it can never get.
-    pub slot_request_timeout: Duration,
-    /// How long a restarted JobMaster waits for TaskManagers to report the partitions they hold.
-    pub worker_recovery_timeout: Duration,
-    /// How long a TaskManager without a JobMaster keeps its finished partitions.
-    pub partition_grace: Duration,
-}
-
-impl Default for ClusterTiming {
-    fn default() -> Self {
-        ClusterTiming {
-            heartbeat_interval: Duration::from_millis(100),
-            heartbeat_timeout: Duration::from_secs(1),
-            slot_request_timeout: Duration::from_secs(10),
-            worker_recovery_timeout: Duration::from_secs(2),
-            partition_grace: Duration::from_secs(5),
-        }
-    }
 }
 
 /// A running simulated cluster.

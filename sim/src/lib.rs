@@ -21,19 +21,26 @@
 //! long a simulation took) and spawn OS threads (one per simulation); the engine may do neither.
 
 pub mod check;
+#[cfg(madsim)]
 pub mod cli;
+#[cfg(madsim)]
 pub mod cluster;
+#[cfg(madsim)]
 pub mod compare;
 pub mod cost;
 pub mod external;
 pub mod faults;
 pub mod harness_crash;
 pub mod recovery;
+#[cfg(madsim)]
 pub mod replay;
 pub mod runner;
 pub mod scenario;
+#[cfg(madsim)]
 pub mod seed;
+#[cfg(madsim)]
 pub mod shrink;
+#[cfg(madsim)]
 pub mod sweep;
 pub mod timeline;
 pub mod trace;

@@ -311,7 +311,7 @@ impl Connection {
                 Ok(answer) => return Ok(answer),
                 Err(error) if error.is_retriable() => {
                     last = Some(error);
-                    madsim::time::sleep(STORE_BACKOFF).await;
+                    crate::rt::time::sleep(STORE_BACKOFF).await;
                 }
                 Err(error) => return Err(refused(what, txn_id, error)),
             }

@@ -76,7 +76,7 @@ impl Device {
             std::mem::take(&mut *debt)
         };
         let _permit = self.permits.acquire().await.expect("device semaphores are never closed");
-        madsim::time::sleep(due).await;
+        crate::rt::time::sleep(due).await;
     }
 }
 
@@ -142,6 +142,6 @@ impl CpuMeter<'_> {
         }
         let due = std::mem::take(&mut self.debt);
         let _core = self.resources.cores.acquire().await.expect("core semaphores are never closed");
-        madsim::time::sleep(due).await;
+        crate::rt::time::sleep(due).await;
     }
 }

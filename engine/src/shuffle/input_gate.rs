@@ -144,7 +144,7 @@ enum Held {
 /// The channels of a task's inputs; see the module doc.
 pub struct InputGate {
     receiver: mpsc::UnboundedReceiver<ChannelMessage>,
-    fetchers: Vec<madsim::task::JoinHandle<()>>,
+    fetchers: Vec<crate::rt::task::JoinHandle<()>>,
     open_channels: usize,
     blocked: BTreeSet<usize>,
     held: BTreeMap<usize, VecDeque<Held>>,
@@ -162,7 +162,7 @@ impl InputGate {
             .enumerate()
             .map(|(index, spec)| {
                 let credits = Arc::new(Semaphore::new(config.credits.max(1) as usize));
-                madsim::task::spawn(fetch_channel(index, spec, client.clone(), config, credits, sender.clone()))
+                crate::rt::task::spawn(fetch_channel(index, spec, client.clone(), config, credits, sender.clone()))
             })
             .collect();
         InputGate {
@@ -273,7 +273,7 @@ async fn read_channel(
     let address = spec.descriptor.location.address();
     let mut sequence = 0;
     let mut timeouts = 0;
-    let mut not_found_since: Option<madsim::time::Instant> = None;
+    let mut not_found_since: Option<crate::rt::time::Instant> = None;
     let mut backoff = Duration::from_millis(10);
     loop {
         // Wait for at least one free slot, then take every free slot: the credits granted.
@@ -305,11 +305,11 @@ async fn read_channel(
             Ok(Err(PartitionRequestError::NotFound)) => {
                 // A partition that was finished when this consumer was deployed is lost; one
                 // whose producer runs beside this consumer may not be registered yet.
-                let since = *not_found_since.get_or_insert_with(madsim::time::Instant::now);
+                let since = *not_found_since.get_or_insert_with(crate::rt::time::Instant::now);
                 if spec.finished || since.elapsed() >= config.partition_wait {
                     return Err(ShuffleError::PartitionNotFound { partition, location });
                 }
-                madsim::time::sleep(backoff).await;
+                crate::rt::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_millis(200));
             }
             Ok(Err(error @ PartitionRequestError::NoSuchSubpartition)) => {

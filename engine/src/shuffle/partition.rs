@@ -163,7 +163,7 @@ impl ResultPartitionManager {
             if self.ready(&request) {
                 continue;
             }
-            let _ = madsim::time::timeout(LONG_POLL, notified).await;
+            let _ = crate::rt::time::timeout(LONG_POLL, notified).await;
             waited = true;
         }
     }
@@ -253,7 +253,7 @@ impl LocalWriter {
 
     /// Adds an item, waiting for room in a pipelined subpartition; spills a full sort buffer.
     async fn add(&mut self, subpartition: u32, item: StreamItem) -> Result<(), WriteError> {
-        let started = madsim::time::Instant::now();
+        let started = crate::rt::time::Instant::now();
         let mut item = Some(item);
         loop {
             let notify = match self.try_add(subpartition, &mut item)? {
@@ -424,7 +424,7 @@ mod tests {
     ) -> Vec<StreamItem> {
         let mut items = Vec::new();
         loop {
-            madsim::time::sleep(pause).await;
+            crate::rt::time::sleep(pause).await;
             match manager.serve(request(descriptor, subpartition, items.len() as u64)).await.unwrap() {
                 BufferResponse::Items { items: more, .. } => items.extend(more),
                 BufferResponse::EndOfPartition => return items,
@@ -439,7 +439,7 @@ mod tests {
             let manager = manager(&MemoryStorage::new());
             let descriptor = descriptor(ResultPartitionType::Pipelined);
             let mut writer = manager.create_writer(descriptor.clone());
-            let producer = madsim::task::spawn(async move {
+            let producer = crate::rt::task::spawn(async move {
                 for index in 0..BUFFERS_PER_SUBPARTITION {
                     for subpartition in 0..SUBPARTITIONS {
                         writer.write_buffer(subpartition, vec![index; BUFFER]).await.unwrap();
@@ -450,7 +450,7 @@ mod tests {
             let readers: Vec<_> = (0..SUBPARTITIONS)
                 .map(|subpartition| {
                     let (manager, descriptor) = (manager.clone(), descriptor.clone());
-                    madsim::task::spawn(async move {
+                    crate::rt::task::spawn(async move {
                         read_all(&manager, &descriptor, subpartition, Duration::from_millis(10)).await
                     })
                 })

@@ -18,8 +18,6 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use madsim::net::Endpoint;
-
 use super::protocol::{
     BufferResponse, FinishPartition, ListPartitions, PartitionRequestError, PushError, PushItems, ReleasePartitions,
     RequestBuffers, StreamItem,
@@ -201,7 +199,7 @@ struct Service {
 pub async fn run_shuffle_service(config: ShuffleServiceConfig) {
     let recovered = recover(config.storage.as_ref()).await;
     config.tracer.record(TraceEvent::ShuffleServiceStarted { partitions: recovered.len() as u32 });
-    let endpoint = Endpoint::bind(config.address)
+    let endpoint = crate::rpc::bind(config.address)
         .await
         .unwrap_or_else(|error| panic!("internal: the shuffle service cannot bind {}: {error}", config.address));
     let service = Arc::new(Service {
@@ -421,7 +419,7 @@ impl Service {
             match frames {
                 Some((frames, backlog)) => return self.read(request.partition, frames, backlog).await,
                 None if attempt == 0 => {
-                    let _ = madsim::time::timeout(LONG_POLL, notified).await;
+                    let _ = crate::rt::time::timeout(LONG_POLL, notified).await;
                 }
                 None => {}
             }
@@ -476,122 +474,128 @@ fn index_bytes(partition: ResultPartitionId, frames: &[Vec<Frame>]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{IntermediateDataSetId, IntermediateResultPartitionId, ResultPartitionType};
-    use crate::runtime::trace::NoopTracer;
-    use crate::shuffle::{PartitionLocation, ShuffleWriter};
-    use crate::storage::MemoryStorage;
 
-    const SERVICE: &str = "10.0.5.1:9700";
+    // Crashing and restarting a node needs the simulation's nodes: these tests exist only there.
+    #[cfg(madsim)]
+    mod crash {
+        use super::*;
+        use crate::graph::{IntermediateDataSetId, IntermediateResultPartitionId, ResultPartitionType};
+        use crate::runtime::trace::NoopTracer;
+        use crate::shuffle::{PartitionLocation, ShuffleWriter};
+        use crate::storage::MemoryStorage;
 
-    fn descriptor(producer_subtask: u32) -> ShuffleDescriptor {
-        ShuffleDescriptor {
-            partition: ResultPartitionId {
-                partition: IntermediateResultPartitionId { dataset: IntermediateDataSetId(1), producer_subtask },
-                attempt: 0,
-            },
-            partition_type: ResultPartitionType::Blocking,
-            subpartitions: 2,
-            location: PartitionLocation::Remote { address: SERVICE.parse().unwrap() },
-        }
-    }
+        const SERVICE: &str = "10.0.5.1:9700";
 
-    /// Every item of subpartition 0..2 of a partition, or why it cannot be read.
-    async fn fetch_all(
-        client: &RpcClient,
-        descriptor: &ShuffleDescriptor,
-    ) -> Result<Vec<StreamItem>, PartitionRequestError> {
-        let mut items = Vec::new();
-        loop {
-            let request = RequestBuffers {
-                partition: descriptor.partition,
-                subpartitions: 0..2,
-                sequence: items.len() as u64,
-                credits: 8,
-            };
-            match client
-                .call(descriptor.location.address(), request, Duration::from_secs(1))
-                .await
-                .expect("the service answers")?
-            {
-                BufferResponse::Items { items: more, .. } => items.extend(more),
-                BufferResponse::EndOfPartition => return Ok(items),
-                BufferResponse::NotYet => {}
+        fn descriptor(producer_subtask: u32) -> ShuffleDescriptor {
+            ShuffleDescriptor {
+                partition: ResultPartitionId {
+                    partition: IntermediateResultPartitionId { dataset: IntermediateDataSetId(1), producer_subtask },
+                    attempt: 0,
+                },
+                partition_type: ResultPartitionType::Blocking,
+                subpartitions: 2,
+                location: PartitionLocation::Remote { address: SERVICE.parse().unwrap() },
             }
         }
-    }
 
-    #[madsim::test]
-    async fn the_service_keeps_finished_partitions_across_a_crash_and_loses_them_with_its_disk() {
-        {
-            let handle = madsim::runtime::Handle::current();
-            let disk = MemoryStorage::new();
-            let config = ShuffleServiceConfig {
-                address: SERVICE.parse().unwrap(),
-                storage: Arc::new(disk.clone()),
-                resources: Arc::new(Resources::free()),
-                tracer: Arc::new(NoopTracer),
-            };
-            let service = handle
-                .create_node()
-                .name("shuffle-service")
-                .ip(config.address.ip())
-                .init(move || run_shuffle_service(config.clone()))
-                .build();
-            let producer = handle.create_node().name("producer").ip("10.0.1.1".parse().unwrap()).build();
-            let (finished, unfinished) = (descriptor(0), descriptor(1));
-            let written: Vec<StreamItem> = (0..40u8).map(|index| StreamItem::Buffer(vec![index; 4000])).collect();
-            let (to_write, to_push) = (written.clone(), unfinished.clone());
-            producer
-                .spawn(async move {
-                    madsim::time::sleep(Duration::from_millis(10)).await;
-                    let client = RpcClient::bind_ephemeral().await.unwrap();
-                    let resources = Arc::new(Resources::free());
-                    let mut writer = RemoteWriter::new(finished.clone(), client.clone(), Arc::clone(&resources));
-                    for (index, item) in to_write.into_iter().enumerate() {
-                        let StreamItem::Buffer(bytes) = item else { unreachable!() };
-                        writer.write_buffer(index as u32 % 2, bytes).await.unwrap();
-                    }
-                    writer.finish().await.unwrap();
-                    // Enough to push, never finished.
-                    let mut partial = RemoteWriter::new(to_push, client, resources);
-                    for index in 0..40u8 {
-                        partial.write_buffer(0, vec![index; 4000]).await.unwrap();
-                    }
-                })
-                .await
-                .unwrap();
-            let (finished, reader) =
-                (descriptor(0), handle.create_node().name("reader").ip("10.0.1.2".parse().unwrap()).build());
-            let expected: Vec<StreamItem> =
-                written.iter().step_by(2).chain(written.iter().skip(1).step_by(2)).cloned().collect();
-            let read = |descriptor: ShuffleDescriptor| {
-                reader.spawn(async move {
-                    let client = RpcClient::bind_ephemeral().await.unwrap();
-                    fetch_all(&client, &descriptor).await
-                })
-            };
-            assert_eq!(read(finished.clone()).await.unwrap(), Ok(expected.clone()), "served while running");
-            assert!(disk.paths("shuffle/").iter().any(|path| path.contains(&unfinished.partition.to_string())));
+        /// Every item of subpartition 0..2 of a partition, or why it cannot be read.
+        async fn fetch_all(
+            client: &RpcClient,
+            descriptor: &ShuffleDescriptor,
+        ) -> Result<Vec<StreamItem>, PartitionRequestError> {
+            let mut items = Vec::new();
+            loop {
+                let request = RequestBuffers {
+                    partition: descriptor.partition,
+                    subpartitions: 0..2,
+                    sequence: items.len() as u64,
+                    credits: 8,
+                };
+                match client
+                    .call(descriptor.location.address(), request, Duration::from_secs(1))
+                    .await
+                    .expect("the service answers")?
+                {
+                    BufferResponse::Items { items: more, .. } => items.extend(more),
+                    BufferResponse::EndOfPartition => return Ok(items),
+                    BufferResponse::NotYet => {}
+                }
+            }
+        }
 
-            // A crash: the finished partition was synced with its index; the unfinished one was not.
-            handle.kill(service.id());
-            disk.crash();
-            handle.restart(service.id());
-            madsim::time::sleep(Duration::from_millis(50)).await;
-            assert_eq!(
-                read(finished.clone()).await.unwrap(),
-                Ok(expected),
-                "a restarted service serves what it finished"
-            );
-            assert_eq!(read(unfinished.clone()).await.unwrap(), Err(PartitionRequestError::NotFound));
-            assert!(!disk.paths("shuffle/").iter().any(|path| path.contains(&unfinished.partition.to_string())));
+        #[madsim::test]
+        async fn the_service_keeps_finished_partitions_across_a_crash_and_loses_them_with_its_disk() {
+            {
+                let handle = madsim::runtime::Handle::current();
+                let disk = MemoryStorage::new();
+                let config = ShuffleServiceConfig {
+                    address: SERVICE.parse().unwrap(),
+                    storage: Arc::new(disk.clone()),
+                    resources: Arc::new(Resources::free()),
+                    tracer: Arc::new(NoopTracer),
+                };
+                let service = handle
+                    .create_node()
+                    .name("shuffle-service")
+                    .ip(config.address.ip())
+                    .init(move || run_shuffle_service(config.clone()))
+                    .build();
+                let producer = handle.create_node().name("producer").ip("10.0.1.1".parse().unwrap()).build();
+                let (finished, unfinished) = (descriptor(0), descriptor(1));
+                let written: Vec<StreamItem> = (0..40u8).map(|index| StreamItem::Buffer(vec![index; 4000])).collect();
+                let (to_write, to_push) = (written.clone(), unfinished.clone());
+                producer
+                    .spawn(async move {
+                        crate::rt::time::sleep(Duration::from_millis(10)).await;
+                        let client = RpcClient::bind_ephemeral().await.unwrap();
+                        let resources = Arc::new(Resources::free());
+                        let mut writer = RemoteWriter::new(finished.clone(), client.clone(), Arc::clone(&resources));
+                        for (index, item) in to_write.into_iter().enumerate() {
+                            let StreamItem::Buffer(bytes) = item else { unreachable!() };
+                            writer.write_buffer(index as u32 % 2, bytes).await.unwrap();
+                        }
+                        writer.finish().await.unwrap();
+                        // Enough to push, never finished.
+                        let mut partial = RemoteWriter::new(to_push, client, resources);
+                        for index in 0..40u8 {
+                            partial.write_buffer(0, vec![index; 4000]).await.unwrap();
+                        }
+                    })
+                    .await
+                    .unwrap();
+                let (finished, reader) =
+                    (descriptor(0), handle.create_node().name("reader").ip("10.0.1.2".parse().unwrap()).build());
+                let expected: Vec<StreamItem> =
+                    written.iter().step_by(2).chain(written.iter().skip(1).step_by(2)).cloned().collect();
+                let read = |descriptor: ShuffleDescriptor| {
+                    reader.spawn(async move {
+                        let client = RpcClient::bind_ephemeral().await.unwrap();
+                        fetch_all(&client, &descriptor).await
+                    })
+                };
+                assert_eq!(read(finished.clone()).await.unwrap(), Ok(expected.clone()), "served while running");
+                assert!(disk.paths("shuffle/").iter().any(|path| path.contains(&unfinished.partition.to_string())));
 
-            // Losing the disk loses everything, even across a restart.
-            handle.kill(service.id());
-            disk.wipe();
-            handle.restart(service.id());
-            madsim::time::sleep(Duration::from_millis(50)).await;
-            assert_eq!(read(finished).await.unwrap(), Err(PartitionRequestError::NotFound));
+                // A crash: the finished partition was synced with its index; the unfinished one was not.
+                handle.kill(service.id());
+                disk.crash();
+                handle.restart(service.id());
+                crate::rt::time::sleep(Duration::from_millis(50)).await;
+                assert_eq!(
+                    read(finished.clone()).await.unwrap(),
+                    Ok(expected),
+                    "a restarted service serves what it finished"
+                );
+                assert_eq!(read(unfinished.clone()).await.unwrap(), Err(PartitionRequestError::NotFound));
+                assert!(!disk.paths("shuffle/").iter().any(|path| path.contains(&unfinished.partition.to_string())));
+
+                // Losing the disk loses everything, even across a restart.
+                handle.kill(service.id());
+                disk.wipe();
+                handle.restart(service.id());
+                crate::rt::time::sleep(Duration::from_millis(50)).await;
+                assert_eq!(read(finished).await.unwrap(), Err(PartitionRequestError::NotFound));
+            }
         }
     }
 

@@ -3,8 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use super::{Storage, StorageError};
-use crate::future::BoxFuture;
+use super::{ImmediateStorage, StorageError};
 
 #[derive(Default)]
 struct File {
@@ -103,14 +102,17 @@ impl MemoryStorage {
     pub fn used_bytes(&self) -> u64 {
         self.disk().files.values().map(|file| file.bytes.len() as u64).sum()
     }
+}
 
-    fn append_now(&self, path: &str, bytes: &[u8]) {
+impl ImmediateStorage for MemoryStorage {
+    fn append_now(&self, path: &str, bytes: &[u8]) -> Result<(), StorageError> {
         let mut disk = self.disk();
         disk.writes += 1;
         let written = disk.writes;
         let file = disk.files.entry(path.to_string()).or_default();
         file.bytes.extend_from_slice(bytes);
         file.written = written;
+        Ok(())
     }
 
     fn sync_now(&self, path: &str) -> Result<(), StorageError> {
@@ -137,39 +139,22 @@ impl MemoryStorage {
             .map(|file| file.bytes.len() as u64)
             .ok_or_else(|| StorageError::NotFound(path.to_string()))
     }
-}
 
-impl Storage for MemoryStorage {
-    fn append<'a>(&'a self, path: &'a str, bytes: &'a [u8]) -> BoxFuture<'a, Result<(), StorageError>> {
-        self.append_now(path, bytes);
-        Box::pin(std::future::ready(Ok(())))
-    }
-
-    fn sync<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), StorageError>> {
-        Box::pin(std::future::ready(self.sync_now(path)))
-    }
-
-    fn read<'a>(&'a self, path: &'a str, offset: u64, length: u64) -> BoxFuture<'a, Result<Vec<u8>, StorageError>> {
-        Box::pin(std::future::ready(self.read_now(path, offset, length)))
-    }
-
-    fn length<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<u64, StorageError>> {
-        Box::pin(std::future::ready(self.length_now(path)))
-    }
-
-    fn delete<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), StorageError>> {
+    fn delete_now(&self, path: &str) -> Result<(), StorageError> {
         self.lose(path);
-        Box::pin(std::future::ready(Ok(())))
+        Ok(())
     }
 
-    fn list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>, StorageError>> {
-        Box::pin(std::future::ready(Ok(self.paths(prefix))))
+    fn list_now(&self, prefix: &str) -> Result<Vec<String>, StorageError> {
+        Ok(self.paths(prefix))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::future::BoxFuture;
+    use crate::storage::Storage;
 
     fn now<T>(future: BoxFuture<'_, T>) -> T {
         // MemoryStorage's futures are ready at once.

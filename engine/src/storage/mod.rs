@@ -70,6 +70,49 @@ pub trait Storage: Send + Sync {
     fn list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>, StorageError>>;
 }
 
+/// A storage whose every operation completes at once (the simulated disk, a local directory):
+/// implementing it implements [`Storage`], with futures that are ready immediately.
+pub trait ImmediateStorage: Send + Sync {
+    /// [`Storage::append`].
+    fn append_now(&self, path: &str, bytes: &[u8]) -> Result<(), StorageError>;
+    /// [`Storage::sync`].
+    fn sync_now(&self, path: &str) -> Result<(), StorageError>;
+    /// [`Storage::read`].
+    fn read_now(&self, path: &str, offset: u64, length: u64) -> Result<Vec<u8>, StorageError>;
+    /// [`Storage::length`].
+    fn length_now(&self, path: &str) -> Result<u64, StorageError>;
+    /// [`Storage::delete`].
+    fn delete_now(&self, path: &str) -> Result<(), StorageError>;
+    /// [`Storage::list`].
+    fn list_now(&self, prefix: &str) -> Result<Vec<String>, StorageError>;
+}
+
+impl<T: ImmediateStorage> Storage for T {
+    fn append<'a>(&'a self, path: &'a str, bytes: &'a [u8]) -> BoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(std::future::ready(self.append_now(path, bytes)))
+    }
+
+    fn sync<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(std::future::ready(self.sync_now(path)))
+    }
+
+    fn read<'a>(&'a self, path: &'a str, offset: u64, length: u64) -> BoxFuture<'a, Result<Vec<u8>, StorageError>> {
+        Box::pin(std::future::ready(self.read_now(path, offset, length)))
+    }
+
+    fn length<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<u64, StorageError>> {
+        Box::pin(std::future::ready(self.length_now(path)))
+    }
+
+    fn delete<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(std::future::ready(self.delete_now(path)))
+    }
+
+    fn list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>, StorageError>> {
+        Box::pin(std::future::ready(self.list_now(prefix)))
+    }
+}
+
 /// Opens a storage; a process calls it when it starts, so that a client of a remote store
 /// belongs to the process that uses it.
 pub type StorageFactory = std::sync::Arc<dyn Fn() -> std::sync::Arc<dyn Storage> + Send + Sync>;

@@ -106,7 +106,7 @@ impl RemoteStorage {
             match client.call(self.address, StorageCall { operation: operation.clone() }, CALL_TIMEOUT).await {
                 Ok(Err(StorageError::Unavailable(detail))) => {
                     last = detail;
-                    madsim::time::sleep(CALL_TIMEOUT).await;
+                    crate::rt::time::sleep(CALL_TIMEOUT).await;
                 }
                 Ok(answer) => return answer,
                 Err(error @ RpcError::Timeout { .. }) => last = error.to_string(),

@@ -6,6 +6,14 @@
 //! `set -o pipefail` still sees that the command did not finish); every other panic is reported
 //! as usual. A sweep's workers notice and stop on their own (see `sweep::worker`).
 
+#[cfg(not(madsim))]
+fn main() {
+    eprintln!("sluice: this build is not a simulation build (built without `--cfg madsim`).");
+    eprintln!("Build it with plain `cargo build -p sluice-sim`; the real engine is `cargo real`.");
+    std::process::exit(2);
+}
+
+#[cfg(madsim)]
 fn main() {
     let report = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {

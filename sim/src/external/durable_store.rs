@@ -13,7 +13,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use madsim::net::Endpoint;
 use sluice_engine::rpc::serve;
 use sluice_engine::storage::remote::{StorageCall, apply};
 use sluice_engine::storage::{MemoryStorage, StorageError};
@@ -52,7 +51,7 @@ impl DurableStoreState {
 
 /// Serves the store at `address` until the node is killed.
 pub async fn run_durable_store(address: SocketAddr, state: DurableStoreState) {
-    let endpoint = Endpoint::bind(address)
+    let endpoint = sluice_engine::rpc::bind(address)
         .await
         .unwrap_or_else(|error| panic!("internal: the durable store cannot bind {address}: {error}"));
     serve(&endpoint, move |call: StorageCall| {

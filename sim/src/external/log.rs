@@ -3,15 +3,15 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use madsim::net::Endpoint;
 use sluice_engine::catalog::ExternalInput;
 use sluice_engine::connectors::log::{DescribeTopic, FetchRecords, FetchedRecords, TopicDescription};
 use sluice_engine::rpc::serve;
 
 /// Serves `input` at `address` until the node is killed.
 pub async fn run_log_server(address: SocketAddr, input: Arc<ExternalInput>) {
-    let endpoint =
-        Endpoint::bind(address).await.unwrap_or_else(|error| panic!("internal: log cannot bind {address}: {error}"));
+    let endpoint = sluice_engine::rpc::bind(address)
+        .await
+        .unwrap_or_else(|error| panic!("internal: log cannot bind {address}: {error}"));
     let topics = Arc::clone(&input);
     serve(&endpoint, move |request: DescribeTopic| {
         let answer = match topics.topics.get(&request.topic) {

@@ -8,17 +8,18 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use madsim::net::Endpoint;
+use serde::{Deserialize, Serialize};
 use sluice_engine::connectors::txn_store::{
     AbortLingeringTransactions, BeginTransaction, CommitTransaction, PrepareTransaction, StageRows, TxnError,
     TxnOutcome,
 };
 use sluice_engine::connectors::{Row, SinkKind};
-use sluice_engine::rpc::serve;
+use sluice_engine::rpc::{Endpoint, serve};
+use sluice_engine::rpc_request;
 use sluice_engine::runtime::trace::{TraceEvent, TracerHandle};
 
 /// A table's committed contents.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableView {
     /// How the table applies rows.
     pub kind: SinkKind,
@@ -237,9 +238,68 @@ impl TxnStoreState {
 
 /// Serves the store at `address` until the node is killed.
 pub async fn run_txn_store(address: SocketAddr, state: Arc<Mutex<TxnStoreState>>, tracer: TracerHandle) {
-    let endpoint = Endpoint::bind(address)
+    let endpoint = sluice_engine::rpc::bind(address)
         .await
         .unwrap_or_else(|error| panic!("internal: txn-store cannot bind {address}: {error}"));
+    serve_transactions(&endpoint, state, tracer);
+    std::future::pending::<()>().await;
+}
+
+/// A reader → the store: one page of a table's committed rows, in commit order (what a user of
+/// the real store reads the job's output with; pages keep every message small).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ReadCommitted {
+    /// The table; `None` asks only for the names of the tables.
+    pub table: Option<String>,
+    /// The first row (its position in the table's commit log).
+    pub from: u64,
+    /// At most this many rows.
+    pub max_rows: u64,
+}
+
+/// Answer to [`ReadCommitted`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CommittedPage {
+    /// The store's tables.
+    Tables(Vec<String>),
+    /// Rows of the table, and how the table applies them.
+    Rows {
+        /// How the table applies rows.
+        kind: SinkKind,
+        /// The rows from `from`; fewer than asked for only at the end of the table.
+        rows: Vec<Row>,
+    },
+    /// No such table.
+    NoTable,
+}
+rpc_request!(ReadCommitted => CommittedPage);
+
+/// The page [`ReadCommitted`] asks for.
+pub fn read_page(view: &CommittedView, request: &ReadCommitted) -> CommittedPage {
+    let Some(name) = &request.table else { return CommittedPage::Tables(view.keys().cloned().collect()) };
+    let Some(table) = view.get(name) else { return CommittedPage::NoTable };
+    let from = usize::try_from(request.from).unwrap_or(usize::MAX).min(table.log.len());
+    let count = usize::try_from(request.max_rows).unwrap_or(usize::MAX).min(table.log.len() - from);
+    CommittedPage::Rows { kind: table.kind, rows: table.log[from..from + count].to_vec() }
+}
+
+/// A table from its commit log (the latest value per key is the log's last).
+pub fn table_from_log(kind: SinkKind, log: Vec<Row>) -> TableView {
+    let latest = log.iter().map(|row| (row.key.clone(), row.value.clone())).collect();
+    TableView { kind, log, latest }
+}
+
+/// Serves [`ReadCommitted`] on `endpoint` (the real store; simulations read the state directly).
+pub fn serve_reads(endpoint: &Endpoint, state: Arc<Mutex<TxnStoreState>>) {
+    serve(endpoint, move |request: ReadCommitted| {
+        let state = state.lock().expect("store lock");
+        std::future::ready(read_page(&state.tables, &request))
+    });
+}
+
+/// Serves the transaction protocol on `endpoint`.
+pub fn serve_transactions(endpoint: &Endpoint, state: Arc<Mutex<TxnStoreState>>, tracer: TracerHandle) {
+    let endpoint = endpoint.clone();
     let shared = Arc::clone(&state);
     serve(&endpoint, move |request: BeginTransaction| {
         let mut state = shared.lock().expect("store lock");
@@ -305,7 +365,6 @@ pub async fn run_txn_store(address: SocketAddr, state: Arc<Mutex<TxnStoreState>>
             answer.map(|(outcome, _)| outcome)
         }
     });
-    std::future::pending::<()>().await;
 }
 
 #[cfg(test)]
@@ -414,6 +473,33 @@ mod tests {
         );
         state.commit(CommitTransaction { txn_id: "x".into(), epoch: 1 }).unwrap();
         assert_eq!(state.committed()["t"].log, vec![row("fresh", "1")]);
+    }
+
+    #[test]
+    fn committed_tables_read_page_by_page_rebuild_the_view() {
+        let mut state = TxnStoreState::default();
+        begin(&mut state, 0).unwrap();
+        let rows: Vec<Row> = (0..5).map(|index| row(&format!("k{}", index % 2), &index.to_string())).collect();
+        stage(&mut state, 0, 0, rows).unwrap();
+        state.prepare(PrepareTransaction { txn_id: "x".into(), epoch: 0, batches: 1 }).unwrap();
+        state.commit(CommitTransaction { txn_id: "x".into(), epoch: 0 }).unwrap();
+        let view = state.committed();
+        let ask = |table: Option<&str>, from| ReadCommitted { table: table.map(String::from), from, max_rows: 2 };
+        assert_eq!(read_page(&view, &ask(None, 0)), CommittedPage::Tables(vec!["t".to_string()]));
+        assert_eq!(read_page(&view, &ask(Some("u"), 0)), CommittedPage::NoTable);
+        let mut log = Vec::new();
+        loop {
+            let CommittedPage::Rows { kind, rows } = read_page(&view, &ask(Some("t"), log.len() as u64)) else {
+                panic!("a table's page")
+            };
+            assert_eq!(kind, SinkKind::Upsert);
+            let last = rows.len() < 2;
+            log.extend(rows);
+            if last {
+                break;
+            }
+        }
+        assert_eq!(table_from_log(SinkKind::Upsert, log), view["t"]);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! external store that is unavailable or fails or loses commit replies. What the engine does
 //! not promise to survive is classified as expected-unrecoverable by [`crate::check`].
 
+#[cfg(madsim)]
 pub mod inject;
 pub mod model;
 pub mod random;

@@ -2,7 +2,6 @@
 //! the one fault that matters among twenty, sweeps summarize and write replay files, and traces
 //! become timelines.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use sluice_sim::faults::{Fault, FaultKind, TaskStateTrigger, Trigger};
@@ -13,11 +12,9 @@ use sluice_sim::shrink::shrink;
 
 use super::support::{load, sluice};
 
-fn scratch(name: &str) -> PathBuf {
-    let directory = std::env::temp_dir().join(format!("sluice-it-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&directory);
-    std::fs::create_dir_all(&directory).expect("a scratch directory");
-    directory
+/// A scratch directory, removed when dropped (the test's files never outlive it).
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("sluice-it-{name}-")).tempdir().expect("a scratch directory")
 }
 
 #[test]
@@ -26,8 +23,9 @@ fn a_replay_file_reproduces_its_failure_with_the_same_trace_hash() {
     let seed = scenario.seeds.start;
     let first = run_seed(&scenario, seed, &scenario.modes, DeterminismCheck::Off);
     assert_eq!(first.outcome(), SeedOutcome::Failed);
-    let directory = scratch("replay");
-    let path = write_failure(&directory, &scenario, &first).unwrap();
+    let temporary = scratch("replay");
+    let directory = temporary.path();
+    let path = write_failure(directory, &scenario, &first).unwrap();
     let replay = Scenario::load(&path).unwrap_or_else(|error| panic!("{error}"));
     let info = replay.replay.clone().expect("a replay file has a replay section");
     assert_eq!(info.check, "expectation");
@@ -114,7 +112,8 @@ fn shrinking_finds_the_one_fault_that_matters_among_twenty() {
 
 #[test]
 fn a_sweep_summarizes_groups_failures_and_writes_replay_files() {
-    let directory = scratch("sweep");
+    let temporary = scratch("sweep");
+    let directory = temporary.path();
     let failures = directory.to_str().unwrap();
     let (status, stdout, stderr) = sluice(&[
         "sweep",
@@ -143,7 +142,8 @@ fn a_sweep_summarizes_groups_failures_and_writes_replay_files() {
 
 #[test]
 fn a_run_writes_a_json_trace_that_becomes_a_timeline() {
-    let directory = scratch("timeline");
+    let temporary = scratch("timeline");
+    let directory = temporary.path();
     let trace = directory.join("crash.jsonl");
     let (status, stdout, stderr) = sluice(&[
         "run",

@@ -2,17 +2,15 @@
 //! with the seed count, shards that merge into the unsharded counts, JSON lines and JUnit.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
 use super::support::sluice;
 
-fn scratch(name: &str) -> PathBuf {
-    let directory = std::env::temp_dir().join(format!("sluice-sweep-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&directory);
-    std::fs::create_dir_all(&directory).expect("a scratch directory");
-    directory
+/// A scratch directory, removed when dropped (the test's files never outlive it).
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("sluice-sweep-{name}-")).tempdir().expect("a scratch directory")
 }
 
 /// A small WordCount scenario in `directory`, with `extra` lines.
@@ -38,7 +36,8 @@ fn json_lines(stdout: &str) -> (Vec<Value>, Value) {
 
 #[test]
 fn a_seed_that_crashes_its_worker_is_reported_and_the_sweep_goes_on() {
-    let directory = scratch("crash");
+    let temporary = scratch("crash");
+    let directory = temporary.path();
     let failures = directory.join("failures");
     let kinds = [
         ("panic", "panicked outside the simulation (exit status 101): thread 'main'"),
@@ -50,7 +49,7 @@ fn a_seed_that_crashes_its_worker_is_reported_and_the_sweep_goes_on() {
     for (how, said) in kinds {
         let name = format!("crash-{how}");
         let file =
-            small_scenario(&directory, &name, &format!("modes: [batch]\nharness_crash: {{ seed: 3, how: {how} }}\n"));
+            small_scenario(directory, &name, &format!("modes: [batch]\nharness_crash: {{ seed: 3, how: {how} }}\n"));
         let arguments = [
             "sweep",
             &file,
@@ -78,14 +77,14 @@ fn a_seed_that_crashes_its_worker_is_reported_and_the_sweep_goes_on() {
         let recorded = std::fs::read_to_string(replay).expect("the replay file exists");
         assert!(recorded.contains("check: crashed") && recorded.contains("seeds: 3..4"), "{recorded}");
     }
-    let _ = std::fs::remove_dir_all(&directory);
 }
 
 #[test]
 fn a_worker_s_memory_does_not_grow_with_the_seeds_it_runs() {
     // One worker runs all 200 seeds. Before madsim's runtime dropped its tasks, each seed of this
     // scenario left about 1.9 MB behind: 340 MB between seed 20 and seed 200.
-    let directory = scratch("memory");
+    let temporary = scratch("memory");
+    let directory = temporary.path();
     let arguments = [
         "sweep",
         "scenarios/wordcount.yaml",
@@ -112,7 +111,6 @@ fn a_worker_s_memory_does_not_grow_with_the_seeds_it_runs() {
     let growth = rss(200).saturating_sub(rss(20));
     assert!(growth < 50 * 1024, "the worker grew {growth} KiB from seed 20 to seed 200");
     assert!(summary["worker_peak_rss_kb"].as_u64().unwrap() > 0);
-    let _ = std::fs::remove_dir_all(&directory);
 }
 
 /// The counts of a summary that must not depend on how the sweep was split.
@@ -139,9 +137,10 @@ fn counts(summary: &Value) -> BTreeMap<&'static str, Value> {
 
 #[test]
 fn four_shards_merge_into_the_counts_of_one_unsharded_sweep() {
-    let directory = scratch("shards");
+    let temporary = scratch("shards");
+    let directory = temporary.path();
     let failures = directory.join("failures");
-    let file = small_scenario(&directory, "sharded", "random_faults: { count: 2 }\nexpect: { max_restarts: 0 }\n");
+    let file = small_scenario(directory, "sharded", "random_faults: { count: 2 }\nexpect: { max_restarts: 0 }\n");
     let sweep = |extra: &[&str]| {
         let mut arguments = vec![
             "sweep",
@@ -192,12 +191,12 @@ fn four_shards_merge_into_the_counts_of_one_unsharded_sweep() {
     let (status, _, stderr) = sluice(&["merge", &shard_files[0], &shard_files[0]]);
     assert_eq!(status, 2);
     assert!(stderr.contains("shard 1/4 is given twice"), "{stderr}");
-    let _ = std::fs::remove_dir_all(&directory);
 }
 
 #[test]
 fn the_text_summary_counts_outcomes_and_memory_and_junit_has_a_case_per_seed() {
-    let directory = scratch("text");
+    let temporary = scratch("text");
+    let directory = temporary.path();
     let junit = directory.join("sweep.xml");
     let arguments = [
         "sweep",
@@ -220,5 +219,4 @@ fn the_text_summary_counts_outcomes_and_memory_and_junit_has_a_case_per_seed() {
     let report = std::fs::read_to_string(&junit).unwrap();
     assert_eq!(report.matches("<testcase ").count(), 2, "{report}");
     assert_eq!(report.matches("<failure").count(), 2, "{report}");
-    let _ = std::fs::remove_dir_all(&directory);
 }

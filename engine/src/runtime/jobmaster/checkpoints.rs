@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use madsim::time::Instant;
+use crate::rt::time::Instant;
 
 use super::{CONTROL_TIMEOUT, Event, JobMaster, ha};
 use crate::checkpoint::CompletedCheckpoint;
@@ -91,7 +91,7 @@ impl JobMaster {
         for (address, executions) in by_task_manager {
             let request = TriggerCheckpoint { job_id: job.spec.job_id.clone(), executions, checkpoint_id: checkpoint };
             let (client, events) = (self.client.clone(), self.events.clone());
-            madsim::task::spawn(async move {
+            crate::rt::task::spawn(async move {
                 let reason = match client.call(address, request, CONTROL_TIMEOUT).await {
                     Ok(missing) if missing.is_empty() => return,
                     Ok(missing) => format!("{} does not run {}", address, missing[0]),
@@ -157,7 +157,7 @@ impl JobMaster {
         }
         for path in unused {
             let storage = std::sync::Arc::clone(&self.ha);
-            madsim::task::spawn(async move {
+            crate::rt::task::spawn(async move {
                 let _ = storage.delete(&path).await;
             });
         }
@@ -182,7 +182,7 @@ impl JobMaster {
                 is_final,
             };
             let client = self.client.clone();
-            madsim::task::spawn(async move {
+            crate::rt::task::spawn(async move {
                 let _ = client.call(address, request, CONTROL_TIMEOUT).await;
             });
         }

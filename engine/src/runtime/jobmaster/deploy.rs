@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use madsim::time::Instant;
+use crate::rt::time::Instant;
 
 use super::{Event, Execution, JobMaster, ha};
 use crate::graph::{ExecutionVertexId, JobVertexId, RegionId};
@@ -245,7 +245,7 @@ impl JobMaster {
         let address = self.task_managers[&slot.task_manager].address;
         let client = self.client.clone();
         let events = self.events.clone();
-        madsim::task::spawn(async move {
+        crate::rt::task::spawn(async move {
             let error = match client.call(address, SubmitTask { descriptor }, super::CONTROL_TIMEOUT).await {
                 Ok(Ok(())) => {
                     let _ = events.send(Event::Deployed(execution));

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use madsim::time::Instant;
+use crate::rt::time::Instant;
 
 use super::{JobMaster, ha};
 use crate::failover::{FailoverStrategy, RestartDecision, regions_to_restart};
@@ -42,7 +42,7 @@ impl JobMaster {
         let attempt = job.attempt;
         self.abort_checkpoint(attempt, None, &failure.cause);
         let now = self.started.elapsed();
-        let jitter: u64 = madsim::rand::random();
+        let jitter: u64 = crate::rt::random_u64();
         let job = self.job.as_mut().expect("checked");
         for partition in &failure.lost {
             job.partitions.lose(*partition);

@@ -35,7 +35,7 @@ fn path(job_id: &str, file: &str) -> String {
 async fn persist(storage: &dyn Storage, file: &str, record: &[u8]) {
     let bytes = framed::frame(record);
     while append_durably(storage, file, &bytes).await.is_err() {
-        madsim::time::sleep(RETRY).await;
+        crate::rt::time::sleep(RETRY).await;
     }
 }
 
@@ -47,7 +47,7 @@ async fn records(storage: &dyn Storage, file: &str) -> Vec<Vec<u8>> {
             Err(StorageError::NotFound(_)) => return Vec::new(),
             // Unavailable, or the file shrank between reading its length and its bytes (the
             // store crashed and lost a pending append): read again.
-            Err(_) => madsim::time::sleep(RETRY).await,
+            Err(_) => crate::rt::time::sleep(RETRY).await,
         }
     }
 }
@@ -156,7 +156,7 @@ pub(super) async fn stored_jobs(storage: &dyn Storage) -> Vec<StoredJob> {
     let listing = loop {
         match storage.list("jobs/").await {
             Ok(paths) => break paths,
-            Err(_) => madsim::time::sleep(RETRY).await,
+            Err(_) => crate::rt::time::sleep(RETRY).await,
         }
     };
     let mut jobs = Vec::new();

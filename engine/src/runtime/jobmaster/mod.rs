@@ -39,8 +39,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use madsim::net::Endpoint;
-use madsim::time::Instant;
+use crate::rpc::Endpoint;
+use crate::rt::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 
 use super::JobSpec;
@@ -310,9 +310,9 @@ fn serve_events(endpoint: &Endpoint, events: &mpsc::UnboundedSender<Event>, regi
         async {}
     });
     let ticker = events.clone();
-    madsim::task::spawn(async move {
+    crate::rt::task::spawn(async move {
         loop {
-            madsim::time::sleep(TICK).await;
+            crate::rt::time::sleep(TICK).await;
             if ticker.send(Event::Tick(Instant::now())).is_err() {
                 return;
             }
@@ -322,7 +322,7 @@ fn serve_events(endpoint: &Endpoint, events: &mpsc::UnboundedSender<Event>, regi
 
 /// Runs a JobMaster process until it is killed.
 pub async fn run_job_master(config: JobMasterConfig) {
-    let endpoint = Endpoint::bind(config.address)
+    let endpoint = crate::rpc::bind(config.address)
         .await
         .unwrap_or_else(|error| panic!("internal: job master cannot bind {}: {error}", config.address));
     config.tracer.record(TraceEvent::JobMasterStarted);
@@ -643,7 +643,7 @@ impl JobMaster {
         }
         let (client, events, address, instance) =
             (self.client.clone(), self.events.clone(), info.address, info.instance);
-        madsim::task::spawn(async move {
+        crate::rt::task::spawn(async move {
             if let Ok(held) = client.call(address, ListPartitions, CONTROL_TIMEOUT).await {
                 let _ = events.send(Event::PartitionsHeld { name, instance, asked, held });
             }
@@ -691,7 +691,7 @@ impl JobMaster {
             let address = info.address;
             let request = CancelJobAttempts { job_id: job.spec.job_id.clone(), attempt };
             // Best effort: a TaskManager that misses it cancels old tasks when new ones arrive.
-            madsim::task::spawn(async move {
+            crate::rt::task::spawn(async move {
                 let _ = client.call(address, request, CONTROL_TIMEOUT).await;
             });
         }
@@ -710,7 +710,7 @@ impl JobMaster {
         for (address, executions) in by_task_manager {
             let client = self.client.clone();
             let request = CancelTasks { job_id: job.spec.job_id.clone(), executions };
-            madsim::task::spawn(async move {
+            crate::rt::task::spawn(async move {
                 let _ = client.call(address, request, CONTROL_TIMEOUT).await;
             });
         }
@@ -734,7 +734,7 @@ impl JobMaster {
             return;
         }
         let client = self.client.clone();
-        madsim::task::spawn(async move {
+        crate::rt::task::spawn(async move {
             let _ = client.call(address, ReleasePartitions { partitions }, CONTROL_TIMEOUT).await;
         });
     }

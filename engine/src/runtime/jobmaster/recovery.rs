@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use madsim::time::Instant;
+use crate::rt::time::Instant;
 
 use super::ha::{FinishedSubtask, JobEvent};
 use super::{CONTROL_TIMEOUT, Event, Execution, JobMaster, JobRun, SHUFFLE_SERVICE, ha};
@@ -115,13 +115,13 @@ impl JobMaster {
     fn ask_shuffle_service(&self) {
         let Ok(address) = self.config.external.address(SHUFFLE_SERVICE) else { return };
         let (client, events) = (self.client.clone(), self.events.clone());
-        madsim::task::spawn(async move {
+        crate::rt::task::spawn(async move {
             loop {
                 if let Ok(held) = client.call(address, ListPartitions, CONTROL_TIMEOUT).await {
                     let _ = events.send(Event::RemotePartitions(held));
                     return;
                 }
-                madsim::time::sleep(CONTROL_TIMEOUT).await;
+                crate::rt::time::sleep(CONTROL_TIMEOUT).await;
             }
         });
     }

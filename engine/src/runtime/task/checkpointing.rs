@@ -96,7 +96,7 @@ impl SnapshotWriter {
             if written.await.is_ok() {
                 return Some(StateHandle { path, bytes: bytes.len() as u64 });
             }
-            madsim::time::sleep(RETRY).await;
+            crate::rt::time::sleep(RETRY).await;
         }
         None
     }
@@ -113,7 +113,7 @@ impl SnapshotWriter {
             if self.client.call(self.job_master, ack.clone(), ACK_TIMEOUT).await.is_ok() {
                 return;
             }
-            madsim::time::sleep(RETRY).await;
+            crate::rt::time::sleep(RETRY).await;
         }
     }
 }
@@ -130,7 +130,7 @@ pub(super) struct Checkpointing {
     /// The last barrier this task took (and forwarded).
     last_barrier: Option<CheckpointId>,
     /// The asynchronous part of the last barrier snapshot: saving it and acknowledging.
-    in_flight: Option<madsim::task::JoinHandle<()>>,
+    in_flight: Option<crate::rt::task::JoinHandle<()>>,
 }
 
 impl Checkpointing {
@@ -202,7 +202,7 @@ impl Checkpointing {
                 Err(error @ StorageError::NotFound(_)) => return Err(lost(error.to_string())),
                 Err(error) => last = error.to_string(),
             }
-            madsim::time::sleep(RETRY).await;
+            crate::rt::time::sleep(RETRY).await;
         }
         Err(lost(last))
     }
@@ -231,7 +231,7 @@ impl Checkpointing {
         }
         let (kind, attempts) = (SnapshotKind::Barrier(id), BARRIER_WRITE_ATTEMPTS);
         let writer = self.snapshot_writer();
-        self.in_flight = Some(madsim::task::spawn(async move {
+        self.in_flight = Some(crate::rt::task::spawn(async move {
             if let Some(handle) = writer.save(kind, &snapshot, attempts).await {
                 writer.acknowledge(kind, handle, 3).await;
             }

@@ -28,8 +28,6 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use madsim::net::Endpoint;
-
 use super::messages::{
     CancelJobAttempts, CancelTasks, ExecutionAttemptId, Heartbeat, NotifyCheckpointComplete, RegisterTaskManager,
     SubmitTask, TaskDeploymentDescriptor, TaskFailure, TaskOutcome, TriggerCheckpoint, UpdateTaskExecutionState,
@@ -78,7 +76,7 @@ pub struct TaskManagerConfig {
 const CONTROL_TIMEOUT: Duration = Duration::from_millis(500);
 
 struct RunningTask {
-    handle: madsim::task::JoinHandle<()>,
+    handle: crate::rt::task::JoinHandle<()>,
     controls: tokio::sync::mpsc::UnboundedSender<TaskControl>,
 }
 
@@ -104,13 +102,13 @@ struct TaskManager {
 
 /// Runs a TaskManager process until it is killed.
 pub async fn run_task_manager(config: TaskManagerConfig) {
-    let instance: u64 = madsim::rand::random();
+    let instance: u64 = crate::rt::random_u64();
     config.tracer.record(TraceEvent::TaskManagerStarted { instance, slots: config.slots });
     // Best effort: a file it cannot delete now is deleted by the next instance.
     for path in config.storage.list("partitions/").await.unwrap_or_default() {
         let _ = config.storage.delete(&path).await;
     }
-    let endpoint = Endpoint::bind(config.address).await.unwrap_or_else(|error| {
+    let endpoint = crate::rpc::bind(config.address).await.unwrap_or_else(|error| {
         panic!("internal: task manager {} cannot bind {}: {error}", config.name, config.address)
     });
     let resources = Arc::new(Resources::new(Arc::clone(&config.costs), config.cores as usize));
@@ -169,7 +167,7 @@ impl TaskManager {
     async fn register_and_heartbeat(&self, instance: u64) {
         let config = &self.config;
         // Since when no JobMaster has this instance registered (from the start: none yet).
-        let mut unregistered_since = madsim::time::Instant::now();
+        let mut unregistered_since = crate::rt::time::Instant::now();
         let mut partitions_kept = true;
         for session in 0.. {
             loop {
@@ -190,11 +188,11 @@ impl TaskManager {
                     config.tracer.record(TraceEvent::PartitionsExpired { partitions: held.len() as u32 });
                     self.partitions.release(&held).await;
                 }
-                madsim::time::sleep(config.heartbeat_interval).await;
+                crate::rt::time::sleep(config.heartbeat_interval).await;
             }
             partitions_kept = true;
             let reason = self.heartbeat(instance, session).await;
-            unregistered_since = madsim::time::Instant::now();
+            unregistered_since = crate::rt::time::Instant::now();
             let cancelled = self.cancel_all_tasks();
             config.tracer.record(TraceEvent::JobMasterLost { reason, tasks_cancelled: cancelled });
         }
@@ -205,10 +203,10 @@ impl TaskManager {
     /// a slow or lossy network does not look like a lost JobMaster.
     async fn heartbeat(&self, instance: u64, session: u64) -> String {
         let config = &self.config;
-        let answered = Arc::new(Mutex::new(madsim::time::Instant::now()));
+        let answered = Arc::new(Mutex::new(crate::rt::time::Instant::now()));
         let refused = Arc::new(std::sync::atomic::AtomicBool::new(false));
         loop {
-            madsim::time::sleep(config.heartbeat_interval).await;
+            crate::rt::time::sleep(config.heartbeat_interval).await;
             if refused.load(std::sync::atomic::Ordering::SeqCst) {
                 return "the JobMaster does not know this instance".to_string();
             }
@@ -218,9 +216,9 @@ impl TaskManager {
             let heartbeat = Heartbeat { name: config.name.clone(), instance, session };
             let (client, address) = (self.client.clone(), config.job_master);
             let (answered, refused) = (Arc::clone(&answered), Arc::clone(&refused));
-            madsim::task::spawn(async move {
+            crate::rt::task::spawn(async move {
                 match client.call(address, heartbeat, CONTROL_TIMEOUT).await {
-                    Ok(true) => *answered.lock().expect("heartbeat lock") = madsim::time::Instant::now(),
+                    Ok(true) => *answered.lock().expect("heartbeat lock") = crate::rt::time::Instant::now(),
                     Ok(false) => refused.store(true, std::sync::atomic::Ordering::SeqCst),
                     Err(_) => {}
                 }
@@ -349,7 +347,7 @@ impl TaskManager {
             Ok(graph) => graph,
             Err(message) => {
                 let this = Arc::clone(self);
-                madsim::task::spawn(async move {
+                crate::rt::task::spawn(async move {
                     this.report(job_id, execution, TaskOutcome::Failed(TaskFailure::Deployment(message))).await;
                 });
                 return Ok(());
@@ -370,7 +368,7 @@ impl TaskManager {
         };
         let this = Arc::clone(self);
         let key = (job_id.clone(), execution);
-        let handle = madsim::task::spawn(async move {
+        let handle = crate::rt::task::spawn(async move {
             this.config.tracer.record(TraceEvent::TaskRunning {
                 attempt: execution.attempt,
                 vertex: execution.vertex.vertex.0,

@@ -121,7 +121,7 @@ impl Endpoint {
         let req_tag = R::ID;
         let rsp_tag = rand::thread_rng().gen::<u64>();
         let rsp_tag_buf = rsp_tag.to_be_bytes();
-        let req = bincode::serialize(&request).unwrap();
+        let req = rmp_serde::to_vec_named(&request).expect("an RPC request serializes");
         let req_len_buf = (req.len() as u32).to_be_bytes();
         let mut iov = [
             IoSlice::new(&rsp_tag_buf[..]),
@@ -133,9 +133,17 @@ impl Endpoint {
 
         let (mut data, from) = self.recv_from_raw(rsp_tag).await?;
         assert_eq!(from, dst);
+        // Sluice patch: a malformed response is an error for this call, not a panic.
+        let malformed = || io::Error::new(io::ErrorKind::InvalidData, "malformed RPC response");
+        if data.len() < 4 {
+            return Err(malformed());
+        }
         let rsp_len = data.get_u32() as usize;
+        if data.len() < rsp_len {
+            return Err(malformed());
+        }
         let rsp_bytes = data.split_to(rsp_len);
-        let rsp = bincode::deserialize(&rsp_bytes).unwrap();
+        let rsp = rmp_serde::from_slice(&rsp_bytes).map_err(|_| malformed())?;
         Ok((rsp, data))
     }
 
@@ -158,23 +166,44 @@ impl Endpoint {
         let net = self.clone();
         crate::task::spawn(async move {
             loop {
-                let (mut data, from) = net.recv_from_raw(req_tag).await.unwrap();
+                let Ok((mut data, from)) = net.recv_from_raw(req_tag).await else {
+                    return;
+                };
+                // Sluice patch: a malformed request is dropped (its caller times out); it
+                // used to panic this loop, after which the request type was never served again.
+                if data.len() < 12 {
+                    continue;
+                }
                 let rsp_tag = data.get_u64();
                 let req_len = data.get_u32() as usize;
+                if data.len() < req_len {
+                    continue;
+                }
                 let req_bytes = data.split_to(req_len);
-                let req: R = bincode::deserialize(&req_bytes).unwrap();
+                let req = match rmp_serde::from_slice::<R>(&req_bytes) {
+                    Ok(req) => req,
+                    Err(error) => {
+                        eprintln!("dropped a malformed {} from {from}: {error}", std::any::type_name::<R>());
+                        continue;
+                    }
+                };
                 let rsp_future = f(req, data);
                 let net = net.clone();
                 crate::task::spawn(async move {
                     let (rsp, data) = rsp_future.await;
-                    let rsp = bincode::serialize(&rsp).unwrap();
+                    let rsp = rmp_serde::to_vec_named(&rsp).expect("an RPC response serializes");
                     let rsp_len_buf = (rsp.len() as u32).to_be_bytes();
                     let mut iov = [
                         IoSlice::new(&rsp_len_buf[..]),
                         IoSlice::new(&rsp),
                         IoSlice::new(&data),
                     ];
-                    net.send_to_vectored(from, rsp_tag, &mut iov).await.unwrap();
+                    // Sluice patch: a caller that died before its answer is not an error here.
+                    if let Err(error) = net.send_to_vectored(from, rsp_tag, &mut iov).await {
+                        if error.kind() == io::ErrorKind::InvalidInput {
+                            eprintln!("could not answer a {}: {error}", std::any::type_name::<R>());
+                        }
+                    }
                 });
             }
         });

@@ -17,6 +17,9 @@ use tokio::{
 use tokio_util::codec::{length_delimited::LengthDelimitedCodec, FramedRead};
 use tracing::*;
 
+/// The largest message a connection carries (Sluice patch).
+pub const MAX_FRAME: usize = 64 << 20;
+
 /// An endpoint.
 #[derive(Clone)]
 pub struct Endpoint {
@@ -53,9 +56,15 @@ impl Endpoint {
         let inner = Arc::downgrade(&ep.inner);
         let acceptor = task::spawn(async move {
             loop {
-                let (stream, _) = listener.accept().await.unwrap();
+                // Sluice patch: a failed accept (a peer that reset at once, no file
+                // descriptors left) is that connection's problem, never the listener's.
+                let Ok((stream, remote)) = listener.accept().await else {
+                    continue;
+                };
                 if let Some(inner) = inner.upgrade() {
-                    inner.setup_connection(addr, None, stream).await;
+                    // Sluice patch: a peer that dies during the handshake costs only its own
+                    // connection (this used to panic the acceptor, which stopped serving).
+                    let _ = inner.setup_connection(addr, Some(remote), None, stream).await;
                 } else {
                     return;
                 }
@@ -70,37 +79,57 @@ impl Inner {
     async fn setup_connection(
         self: &Arc<Self>,
         addr: SocketAddr,
-        peer: Option<(SocketAddr, mpsc::Receiver<SendMsg>)>,
+        remote: Option<SocketAddr>,
+        peer: Option<(SocketAddr, mpsc::Receiver<SendMsg>, mpsc::Sender<SendMsg>)>,
         stream: TcpStream,
-    ) {
-        stream.set_nodelay(true).expect("failed to set nodelay");
+    ) -> io::Result<()> {
+        stream.set_nodelay(true)?;
         let (reader, writer) = stream.into_split();
         let mut writer = tokio::io::BufWriter::new(writer);
-        let mut reader = FramedRead::new(reader, LengthDelimitedCodec::new());
-        let (peer, mut send_rx) = if let Some((peer, send_rx)) = peer {
+        // Sluice patch: frames up to MAX_FRAME (the codec's default, 8 MiB, cut larger
+        // messages off by closing the connection, which the caller saw only as a timeout).
+        let codec = LengthDelimitedCodec::builder().max_frame_length(MAX_FRAME).new_codec();
+        let mut reader = FramedRead::new(reader, codec);
+        let (peer, mut send_rx, own_tx) = if let Some((peer, send_rx, own_tx)) = peer {
             // send local address
             let addr_str = addr.to_string();
-            writer.write_u32(addr_str.len() as _).await.unwrap();
-            writer.write_all(addr_str.as_bytes()).await.unwrap();
-            writer.flush().await.unwrap();
-            (peer, send_rx)
+            writer.write_u32(addr_str.len() as _).await?;
+            writer.write_all(addr_str.as_bytes()).await?;
+            writer.flush().await?;
+            (peer, send_rx, own_tx)
         } else {
             // receive real peer address
+            let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
             let data = reader
                 .next()
                 .await
-                .expect("connection closed")
-                .expect("failed to read peer address");
+                .ok_or_else(|| invalid("connection closed before the peer said who it is"))??;
             let peer = std::str::from_utf8(&data)
-                .expect("invalid utf8")
-                .parse::<SocketAddr>()
-                .expect("failed to parse peer address");
+                .ok()
+                .and_then(|text| text.parse::<SocketAddr>().ok())
+                .ok_or_else(|| invalid("the peer's address is not an address"))?;
+            // Sluice patch: a peer bound to 0.0.0.0 says so; it is known by the address its
+            // connection comes from, so that two such peers on two machines never share a name.
+            let peer = match remote {
+                Some(remote) if peer.ip().is_unspecified() => SocketAddr::new(remote.ip(), peer.port()),
+                _ => peer,
+            };
             // register sender
+            // Sluice patch: when two endpoints connect to each other at once, each keeps
+            // sending on the connection it already uses, and both connections stay open (each
+            // is held by its own receiving task). Replacing the entry used to drop the other
+            // connection's sender, which closed it under the calls waiting for answers on it.
             let (send_tx, send_rx) = mpsc::channel(10);
-            if self.sender.write().unwrap().insert(peer, send_tx).is_some() {
-                warn!("duplicate connection: {addr} -> {peer}");
+            match self.sender.write().unwrap().entry(peer) {
+                Entry::Occupied(e) if !e.get().is_closed() => warn!("duplicate connection: {addr} -> {peer}"),
+                Entry::Occupied(mut e) => {
+                    e.insert(send_tx.clone());
+                }
+                Entry::Vacant(e) => {
+                    e.insert(send_tx.clone());
+                }
             }
-            (peer, send_rx)
+            (peer, send_rx, send_tx)
         };
         trace!("setup connection: {addr} -> {peer}");
 
@@ -111,24 +140,33 @@ impl Inner {
                 done,
             }) = send_rx.recv().await
             {
+                // Sluice patch: a write to a dead peer ends this connection (the caller's
+                // `done` is dropped, so its send fails) instead of panicking the task.
                 let len = 8 + bufs.iter().map(|s| s.len()).sum::<usize>();
-                writer.write_u32(len as _).await.unwrap();
-                writer.write_u64(tag).await.unwrap();
-                while !bufs.is_empty() {
-                    let n = writer.write_vectored(bufs).await.unwrap();
-                    advance_slices(&mut bufs, n);
+                if writer.write_u32(len as _).await.is_err() || writer.write_u64(tag).await.is_err() {
+                    return;
                 }
-                writer.flush().await.unwrap();
-                done.send(()).unwrap();
+                while !bufs.is_empty() {
+                    match writer.write_vectored(bufs).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => advance_slices(&mut bufs, n),
+                    }
+                }
+                if writer.flush().await.is_err() {
+                    return;
+                }
+                let _ = done.send(());
             }
         });
 
         let inner = Arc::downgrade(self);
         let _recver_task = task::spawn(async move {
+            // Sluice patch: this connection's sender lives as long as the connection.
+            let own_tx = own_tx;
             while let Some(frame) = reader.next().await {
                 let mut frame = match frame {
-                    Ok(frame) => frame.freeze(),
-                    Err(_) => break,
+                    Ok(frame) if frame.len() >= 8 => frame.freeze(),
+                    _ => break,
                 };
                 let tag = frame.get_u64();
                 debug!(?addr, ?peer, tag, len = frame.len(), "recv");
@@ -146,8 +184,12 @@ impl Inner {
             //       We need to abort the sender task to close the connection cleanly.
             sender_task.abort();
             debug!(?addr, ?peer, "close connection");
+            // Sluice patch: forget this connection only, never a newer one to the same peer.
             if let Some(inner) = inner.upgrade() {
-                inner.sender.write().unwrap().remove(&peer);
+                let mut senders = inner.sender.write().unwrap();
+                if senders.get(&peer).is_some_and(|current| current.same_channel(&own_tx)) {
+                    senders.remove(&peer);
+                }
             }
         });
 
@@ -155,19 +197,27 @@ impl Inner {
         //     .lock()
         //     .unwrap()
         //     .extend([sender_task, recver_task]);
+        Ok(())
     }
 }
 
 impl Endpoint {
     /// Get a sender to the remote endpoint `addr`. Setup connection if it doesn't exist.
-    async fn get_or_connect(&self, addr: SocketAddr) -> mpsc::Sender<SendMsg> {
-        // return sender if it exists
+    async fn get_or_connect(&self, addr: SocketAddr) -> io::Result<mpsc::Sender<SendMsg>> {
+        // return sender if it exists (Sluice patch: and its connection is still alive)
         if let Some(sender) = self.inner.sender.read().unwrap().get(&addr) {
-            return sender.clone();
+            if !sender.is_closed() {
+                return Ok(sender.clone());
+            }
         }
         // create a new channel and register sender
         let (sender, recver) = match self.inner.sender.write().unwrap().entry(addr) {
-            Entry::Occupied(e) => return e.get().clone(),
+            Entry::Occupied(e) if !e.get().is_closed() => return Ok(e.get().clone()),
+            Entry::Occupied(mut e) => {
+                let (tx, rx) = mpsc::channel(10);
+                e.insert(tx.clone());
+                (tx, rx)
+            }
             Entry::Vacant(e) => {
                 let (tx, rx) = mpsc::channel(10);
                 e.insert(tx.clone());
@@ -176,11 +226,25 @@ impl Endpoint {
         };
         // connect to the remote endpoint
         // trace!("{} try sending to {} but has not connected, start to connect actively", self.addr, addr);
-        let stream = TcpStream::connect(addr).await.unwrap();
-        self.inner
-            .setup_connection(self.addr, Some((addr, recver)), stream)
-            .await;
-        sender
+        // Sluice patch: a peer that is down (refused, unreachable) is an error for this call,
+        // and forgets the half-made connection so that the next call tries again; this used to
+        // panic and leave a dead sender behind, so a restarted peer was never reached again.
+        let connected = match TcpStream::connect(addr).await {
+            Ok(stream) => {
+                self.inner
+                    .setup_connection(self.addr, None, Some((addr, recver, sender.clone())), stream)
+                    .await
+            }
+            Err(error) => Err(error),
+        };
+        if let Err(error) = connected {
+            let mut senders = self.inner.sender.write().unwrap();
+            if senders.get(&addr).is_some_and(|current| current.same_channel(&sender)) {
+                senders.remove(&addr);
+            }
+            return Err(error);
+        }
+        Ok(sender)
     }
 
     /// Returns the local socket address.
@@ -214,14 +278,31 @@ impl Endpoint {
         tag: u64,
         bufs: &mut [IoSlice<'_>],
     ) -> io::Result<()> {
-        let dst = lookup_host(dst).await?.next().unwrap();
+        let len = 8 + bufs.iter().map(|s| s.len()).sum::<usize>();
+        if len > MAX_FRAME {
+            // Sluice patch: refused here, with a reason, rather than by the peer's codec.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a message of {len} bytes is larger than the largest frame, {MAX_FRAME} bytes"),
+            ));
+        }
+        let dst = lookup_host(dst)
+            .await?
+            .next()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address"))?;
         trace!("send: {} -> {}, tag={}", self.addr, dst, tag);
-        let sender = self.get_or_connect(dst).await;
+        let sender = self.get_or_connect(dst).await?;
         // Safety: sender task will refer the data until the `done` await return.
+        // (Sluice patch: on every path below the sender task has dropped or finished with
+        // the message before this function returns: a failed `send` hands the message back,
+        // and `done` resolves only once the task sent or dropped it.)
         let bufs = unsafe { std::mem::transmute::<&mut [IoSlice<'_>], &mut [IoSlice<'_>]>(bufs) };
         let (done, done_recver) = oneshot::channel();
-        sender.send(SendMsg { tag, bufs, done }).await.ok().unwrap();
-        done_recver.await.unwrap();
+        let broken = || io::Error::new(io::ErrorKind::BrokenPipe, "the connection to the peer closed");
+        if sender.send(SendMsg { tag, bufs, done }).await.is_err() {
+            return Err(broken());
+        }
+        done_recver.await.map_err(|_| broken())?;
         Ok(())
     }
 

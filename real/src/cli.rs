@@ -1,0 +1,166 @@
+//! The `sluice-real` command line. Exit statuses as `sluice`'s: 0 passed, 1 a check failed,
+//! 2 usage or input error.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use sluice_engine::graph::ExecutionMode;
+
+use crate::cluster::ClusterFile;
+use crate::local::{Kill, LocalOptions, run_local};
+use crate::roles::{Dirs, Role, run};
+use crate::submit::run_submit;
+
+/// Sluice's engine as real processes on TCP and disk.
+#[derive(Debug, Parser)]
+#[command(name = "sluice-real", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start a local cluster of processes on 127.0.0.1, run a scenario's job to the end in each
+    /// mode, and check what it committed against the reference.
+    Local {
+        /// The scenario (its `faults` are the simulation's and are not used).
+        scenario: PathBuf,
+        /// The seed the input is generated from [default: the scenario's first seed].
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Run only this mode (repeatable) [default: the scenario's modes].
+        #[arg(long, value_parser = parse_mode)]
+        mode: Vec<ExecutionMode>,
+        /// SIGKILL a process and start it again (repeatable): NODE@TIME after the submission,
+        /// such as tm-0@300ms or jm@1s.
+        #[arg(long, value_name = "NODE@TIME")]
+        kill: Vec<Kill>,
+        /// Where to put each mode's directory [default: a fresh temporary directory].
+        #[arg(long, value_name = "DIR")]
+        work_dir: Option<PathBuf>,
+        /// Keep the work directories of passing modes too.
+        #[arg(long)]
+        keep: bool,
+    },
+    /// Run a scenario's job in one mode on a cluster started with `serve`, and check what it
+    /// committed against the reference (on a store that held nothing before).
+    Submit {
+        /// The scenario (the log must serve the same scenario and seed).
+        scenario: PathBuf,
+        /// The cluster file.
+        #[arg(long, value_name = "FILE")]
+        cluster: PathBuf,
+        /// The mode [default: the scenario's, if it has one].
+        #[arg(long, value_parser = parse_mode)]
+        mode: Option<ExecutionMode>,
+        /// The seed the log's input was generated from [default: the scenario's first seed].
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// Run one process of a cluster: jm, tm-N, durable-store, txn-store, log or shuffle-service.
+    Serve {
+        /// The node.
+        node: String,
+        /// The cluster file: every role's address.
+        #[arg(long, value_name = "FILE")]
+        cluster: PathBuf,
+        /// The directory under which the node keeps its disk (`<DIR>/<node>/`).
+        #[arg(long, value_name = "DIR")]
+        data: PathBuf,
+        /// The directory of trace files (`<DIR>/<node>.jsonl`).
+        #[arg(long, value_name = "DIR")]
+        trace: PathBuf,
+        /// The scenario whose input the log serves (the log only).
+        #[arg(long)]
+        scenario: Option<PathBuf>,
+        /// The seed of that input (the log only).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Exit when standard input closes: a launcher (`local`) holds the other end, so its
+        /// processes never outlive it, however it ends.
+        #[arg(long, hide = true)]
+        exit_with_stdin: bool,
+    },
+}
+
+fn parse_mode(text: &str) -> Result<ExecutionMode, String> {
+    match text {
+        "streaming" => Ok(ExecutionMode::Streaming),
+        "batch" => Ok(ExecutionMode::Batch),
+        _ => Err(format!("`{text}`: a mode is streaming or batch")),
+    }
+}
+
+fn parse_role(node: &str, scenario: Option<PathBuf>, seed: u64) -> Result<Role, String> {
+    match node {
+        "jm" => Ok(Role::JobMaster),
+        "durable-store" => Ok(Role::DurableStore),
+        "txn-store" => Ok(Role::TxnStore),
+        "shuffle-service" => Ok(Role::ShuffleService),
+        "log" => match scenario {
+            Some(scenario) => Ok(Role::Log { scenario, seed }),
+            None => Err("the log serves a scenario's input: give --scenario".to_string()),
+        },
+        _ => match node.strip_prefix("tm-").and_then(|index| index.parse::<u32>().ok()) {
+            Some(index) => Ok(Role::TaskManager(index)),
+            None => Err(format!("`{node}`: not a node (jm, tm-N, durable-store, txn-store, log, shuffle-service)")),
+        },
+    }
+}
+
+/// Runs the command with the process's arguments; returns its exit status.
+pub fn main_process() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return if error.use_stderr() { 2 } else { 0 };
+        }
+    };
+    if !crate::REAL_BUILD {
+        eprintln!(
+            "sluice-real: this is a simulation build (built with --cfg madsim); build and run it with `cargo real`."
+        );
+        return 2;
+    }
+    let result = match cli.command {
+        Command::Local { scenario, seed, mode, kill, work_dir, keep } => {
+            run_local(&LocalOptions { scenario, seed, modes: mode, kills: kill, work_dir, keep })
+        }
+        Command::Submit { scenario, cluster, mode, seed } => run_submit(&scenario, &cluster, mode, seed),
+        Command::Serve { node, cluster, data, trace, scenario, seed, exit_with_stdin } => {
+            if exit_with_stdin {
+                exit_when_stdin_closes();
+            }
+            serve(&node, &cluster, data, trace, scenario, seed).map(|()| 0)
+        }
+    };
+    result.unwrap_or_else(|error| {
+        eprintln!("sluice-real: {error}");
+        2
+    })
+}
+
+/// A thread that waits for the end of standard input and ends the process (the harness's own
+/// thread, not the engine's: the engine never spawns one).
+fn exit_when_stdin_closes() {
+    std::thread::spawn(|| {
+        let mut sink = [0u8; 64];
+        while std::io::Read::read(&mut std::io::stdin(), &mut sink).is_ok_and(|read| read > 0) {}
+        std::process::exit(0);
+    });
+}
+
+fn serve(
+    node: &str,
+    cluster: &std::path::Path,
+    data: PathBuf,
+    trace: PathBuf,
+    scenario: Option<PathBuf>,
+    seed: u64,
+) -> Result<(), String> {
+    let role = parse_role(node, scenario, seed)?;
+    let cluster = ClusterFile::load(cluster)?;
+    run(&role, &cluster, &Dirs { data, trace })
+}

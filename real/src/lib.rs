@@ -1,0 +1,30 @@
+//! Sluice for real: the engine's processes as OS processes on TCP and a real disk.
+//!
+//! The engine's code is the simulation's, unchanged: built without `--cfg madsim` (`cargo real`),
+//! its runtime seam (`sluice_engine::rt`, `sluice_engine::rpc`) is tokio, the wall clock and real
+//! TCP. What only a real cluster needs lives here:
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`disk`] | [`disk::FileStorage`]: the storage trait on a directory, synced bytes only after a crash |
+//! | [`cluster`] | the cluster file: every role's address |
+//! | [`roles`] | one process per role (`sluice-real serve <node>`) |
+//! | [`trace`] | each process's trace file, merged for the checks |
+//! | [`local`] | `sluice-real local`: a loopback cluster of processes, SIGKILL faults, the verdict |
+//! | [`submit`] | `sluice-real submit`: a job on a cluster started by hand, checked |
+//! | [`cli`] | the `sluice-real` command |
+//!
+//! It must never change what the engine does: no engine type learns here whether it is real.
+//! It reads the wall clock and spawns processes, as the harness does; the checks it runs are the
+//! simulation's (`sluice_sim::check`), on the same scenario files.
+
+pub mod cli;
+pub mod cluster;
+pub mod disk;
+pub mod local;
+pub mod roles;
+pub mod submit;
+pub mod trace;
+
+/// True in a real build (without `--cfg madsim`): only then do its processes use real sockets.
+pub const REAL_BUILD: bool = !cfg!(madsim);

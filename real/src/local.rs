@@ -1,0 +1,431 @@
+//! `sluice-real local`: a whole cluster of real processes on 127.0.0.1, one per role, running a
+//! scenario's job to its end in each of its modes and judged by the simulation's own checks.
+//!
+//! For each mode: a fresh work directory (`cluster.yaml`, `data/<node>/`, `trace/<node>.jsonl`,
+//! `logs/<node>.log`), every role started as a child process (`sluice-real serve <node>`), the
+//! client of the simulation (`sluice_sim::runner::client`) submitting the job once every
+//! TaskManager registered, and, from the acknowledged submission on, the `--kill` faults: SIGKILL
+//! to a process at a wall-clock time, then the process started again on the same address and
+//! disk. When the job ends the committed tables are read from the store, every process is
+//! stopped, and the merged trace and the tables go through `check_run` (exactly-once against the
+//! reference, nothing committed before its checkpoint, commits stay) and, across modes,
+//! `modes_agree`. A passing mode's work directory is removed unless `--keep`; a failing one's is
+//! kept and named.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sluice_engine::catalog;
+use sluice_engine::duration::{format_duration, parse_duration};
+use sluice_engine::graph::ExecutionMode;
+use sluice_engine::rpc::RpcClient;
+use sluice_engine::runtime::messages::{JobStatus, RequestJobStatus};
+use sluice_engine::runtime::trace::{TraceEvent, Tracer};
+use sluice_sim::check::{CheckFailure, check_run, modes_agree};
+use sluice_sim::external::txn_store::{CommittedPage, CommittedView, ReadCommitted, table_from_log};
+use sluice_sim::recovery::recovery_metrics;
+use sluice_sim::runner::client::submit_and_wait;
+use sluice_sim::runner::{RunOutcome, RunReport, generate_input, job_spec, shuffle_config};
+use sluice_sim::scenario::Scenario;
+use sluice_sim::trace::trace_hash;
+use sluice_sim::words::counted;
+
+use crate::cluster::ClusterFile;
+use crate::trace::{FileTracer, merge, now};
+
+/// A process to kill with SIGKILL (`tm-0@300ms`: `tm-0`, 300 ms after the job's submission was
+/// acknowledged) and start again at once on the same address and disk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kill {
+    /// The node (`jm`, `tm-N`, `durable-store`, `log`, `shuffle-service`).
+    pub node: String,
+    /// When, counted from the acknowledged submission.
+    pub after: Duration,
+}
+
+impl FromStr for Kill {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Kill, String> {
+        let (node, after) =
+            text.split_once('@').ok_or_else(|| format!("`{text}`: expected NODE@TIME, such as tm-0@300ms"))?;
+        let killable = ["jm", "durable-store", "log", "shuffle-service"].contains(&node)
+            || node.strip_prefix("tm-").is_some_and(|index| index.parse::<u32>().is_ok());
+        if !killable {
+            return Err(format!(
+                "`{node}`: not a node that survives a kill (jm, tm-N, durable-store, log, shuffle-service; \
+                 the txn-store keeps its transactions in memory)"
+            ));
+        }
+        let after = parse_duration(after).map_err(|error| format!("`{text}`: {error}"))?;
+        if after > Duration::from_secs(3600) {
+            return Err(format!("`{text}`: at most 1h after the submission"));
+        }
+        Ok(Kill { node: node.to_string(), after })
+    }
+}
+
+impl fmt::Display for Kill {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.node, format_duration(self.after))
+    }
+}
+
+/// What `sluice-real local` runs.
+#[derive(Clone, Debug)]
+pub struct LocalOptions {
+    /// The scenario file (its faults are the simulation's and are not used here).
+    pub scenario: PathBuf,
+    /// The seed the input is generated from (the scenario's first seed by default).
+    pub seed: Option<u64>,
+    /// The modes (the scenario's by default).
+    pub modes: Vec<ExecutionMode>,
+    /// Processes to kill.
+    pub kills: Vec<Kill>,
+    /// Where the work directories go (a fresh temporary directory by default).
+    pub work_dir: Option<PathBuf>,
+    /// Keep passing modes' work directories.
+    pub keep: bool,
+}
+
+/// One mode's run: its report and what the checks found.
+pub struct ModeRun {
+    /// The report the simulation's checks read.
+    pub report: RunReport,
+    /// Their failures.
+    pub failures: Vec<CheckFailure>,
+    /// What the kills did.
+    pub kills: Vec<String>,
+    /// The mode's work directory.
+    pub work: PathBuf,
+}
+
+/// Runs every mode and prints each verdict; the exit status (0 passed, 1 a check failed).
+pub fn run_local(options: &LocalOptions) -> Result<i32, String> {
+    let scenario = Scenario::load(&options.scenario).map_err(|error| error.to_string())?;
+    let seed = options.seed.unwrap_or(scenario.seeds.start);
+    let modes = if options.modes.is_empty() { scenario.modes.clone() } else { options.modes.clone() };
+    for kill in &options.kills {
+        if let Some(index) = kill.node.strip_prefix("tm-").and_then(|index| index.parse::<u32>().ok())
+            && index >= scenario.cluster.task_managers
+        {
+            return Err(format!(
+                "--kill {kill}: the scenario has {}",
+                counted(scenario.cluster.task_managers, "TaskManager")
+            ));
+        }
+    }
+    // The launcher's own clients (submitting, reading the store) bind to loopback only.
+    sluice_engine::rpc::set_client_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    let root = match &options.work_dir {
+        Some(directory) => directory.clone(),
+        None => std::env::temp_dir().join(format!("sluice-real-{}-{}", std::process::id(), now().as_nanos())),
+    };
+    println!(
+        "scenario `{}`: job {}, {} × {}, parallelism {}, seed {seed}, real processes on 127.0.0.1",
+        scenario.name,
+        scenario.job,
+        counted(scenario.cluster.task_managers, "TaskManager"),
+        counted(scenario.cluster.slots_per_task_manager, "slot"),
+        scenario.parallelism
+    );
+    let mut runs = Vec::new();
+    for mode in modes {
+        let work = root.join(mode.to_string());
+        let run = run_mode(&options.scenario, &scenario, mode, seed, &options.kills, &work)?;
+        println!("{}", report_line(&run));
+        let keep = options.keep || !run.failures.is_empty();
+        if keep {
+            println!("             work directory: {}", work.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&work);
+        }
+        runs.push(run);
+    }
+    if options.work_dir.is_none() && !options.keep && runs.iter().all(|run| run.failures.is_empty()) {
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    let mut failed = runs.iter().any(|run| !run.failures.is_empty());
+    if let [streaming, batch] = &runs[..]
+        && streaming.report.outcome == RunOutcome::Finished
+        && batch.report.outcome == RunOutcome::Finished
+    {
+        match modes_agree(&streaming.report, &batch.report) {
+            Ok(()) => println!("  streaming == batch: agree"),
+            Err(failure) => {
+                println!("  streaming == batch: FAIL {failure}");
+                failed = true;
+            }
+        }
+    }
+    println!("replay: sluice-real local {} --seed {seed}", options.scenario.display());
+    Ok(i32::from(failed))
+}
+
+fn report_line(run: &ModeRun) -> String {
+    let report = &run.report;
+    let verdict = if run.failures.is_empty() { "PASS" } else { "FAIL" };
+    let mut line = format!(
+        "  {:<9} {verdict}  committed {:>6}  wall {:>8.3}s  {}",
+        report.mode.to_string(),
+        counted(report.records_committed() as u64, "row"),
+        report.wall_time.as_secs_f64(),
+        counted(report.restarts(), "restart"),
+    );
+    for kill in &run.kills {
+        line.push_str(&format!("\n             {kill}"));
+    }
+    for failure in &run.failures {
+        line.push_str(&format!("\n             {failure}"));
+    }
+    line
+}
+
+fn run_mode(
+    scenario_path: &Path,
+    scenario: &Scenario,
+    mode: ExecutionMode,
+    seed: u64,
+    kills: &[Kill],
+    work: &Path,
+) -> Result<ModeRun, String> {
+    let io = |what: &str, error: std::io::Error| format!("{what}: {error}");
+    std::fs::create_dir_all(work).map_err(|error| io(&work.display().to_string(), error))?;
+    let cluster = ClusterFile::on_loopback(scenario.cluster.task_managers, scenario.cluster.slots_per_task_manager)
+        .map_err(|error| io("choosing ports on 127.0.0.1", error))?;
+    let cluster_file = work.join("cluster.yaml");
+    std::fs::write(&cluster_file, cluster.to_yaml()).map_err(|error| io("cluster.yaml", error))?;
+    let origin = now();
+    let started = Instant::now();
+    let processes = Arc::new(Mutex::new(Processes::new(&cluster_file, work, scenario_path, seed)?));
+    for (node, _) in cluster.roles() {
+        processes.lock().expect("processes lock").start(&node)?;
+    }
+    let client_tracer = FileTracer::open(&work.join("trace/client.jsonl"), "client")
+        .map_err(|error| io("the client's trace file", error))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| io("the client's runtime", error))?;
+    let spec = job_spec(scenario, mode, shuffle_config(scenario));
+    let (outcome, committed, kills) =
+        runtime.block_on(drive(&cluster, spec, scenario, kills, Arc::clone(&processes), &client_tracer));
+    processes.lock().expect("processes lock").stop_all();
+    let wall_time = started.elapsed();
+    let trace = merge(&work.join("trace"), origin)?;
+    let input = generate_input(scenario, seed);
+    let job = catalog::find(&scenario.job).map_err(|error| error.to_string())?;
+    let expected = (job.reference)(&scenario.job_params(), &input, mode);
+    let report = RunReport {
+        scenario: scenario.name.clone(),
+        source: Arc::new(scenario.clone()),
+        mode,
+        seed,
+        outcome,
+        committed,
+        expected,
+        schedule: Vec::new(),
+        recovery: recovery_metrics(&trace),
+        makespan: wall_time,
+        wall_time,
+        trace_hash: trace_hash(&trace),
+        trace,
+    };
+    let failures = check_run(&report);
+    Ok(ModeRun { report, failures, kills, work: work.to_path_buf() })
+}
+
+/// Submits the job, injects the kills from the acknowledged submission on, waits for the end,
+/// and reads what the store committed.
+async fn drive(
+    cluster: &ClusterFile,
+    spec: sluice_engine::runtime::JobSpec,
+    scenario: &Scenario,
+    kills: &[Kill],
+    processes: Arc<Mutex<Processes>>,
+    tracer: &FileTracer,
+) -> (RunOutcome, CommittedView, Vec<String>) {
+    let (submitted, on_submitted) = tokio::sync::oneshot::channel();
+    let job_id = spec.job_id.clone();
+    let client = tokio::spawn(submit_and_wait(
+        cluster.job_master,
+        spec,
+        scenario.cluster.task_managers,
+        scenario.time_limit,
+        submitted,
+    ));
+    let mut done = Vec::new();
+    if on_submitted.await.is_ok() {
+        tracer.record(TraceEvent::SubmissionAcknowledged { job_id: job_id.clone() });
+        let submitted_at = Instant::now();
+        let mut kills = kills.to_vec();
+        kills.sort_by_key(|kill| kill.after);
+        for (index, kill) in kills.iter().enumerate() {
+            if let Some(wait) = kill.after.checked_sub(submitted_at.elapsed()) {
+                tokio::time::sleep(wait).await;
+            }
+            if !job_running(cluster, &job_id).await {
+                done.push(format!("never fired: kill {kill}: the job was no longer running"));
+                continue;
+            }
+            let detail = format!("kill -9 {} (restarted at once)", kill.node);
+            tracer.record(TraceEvent::FaultInjected { index, kind: "kill".to_string(), detail: detail.clone() });
+            let result = processes.lock().expect("processes lock").restart(&kill.node);
+            match result {
+                Ok(()) => {
+                    tracer.record(TraceEvent::FaultHealed { index, kind: "kill".to_string(), detail: detail.clone() });
+                    done.push(format!("at {:.3}s: {detail}", submitted_at.elapsed().as_secs_f64()));
+                }
+                Err(error) => done.push(format!("kill {kill} failed: {error}")),
+            }
+        }
+    }
+    let mut outcome = client.await.unwrap_or_else(|error| RunOutcome::Panicked(error.to_string()));
+    let committed = match read_committed(cluster.txn_store).await {
+        Ok(committed) => committed,
+        Err(error) => {
+            if outcome == RunOutcome::Finished {
+                outcome = RunOutcome::JobFailed(format!("finished, but its output could not be read: {error}"));
+            }
+            CommittedView::new()
+        }
+    };
+    (outcome, committed, done)
+}
+
+async fn job_running(cluster: &ClusterFile, job_id: &str) -> bool {
+    let Ok(client) = RpcClient::bind_ephemeral().await else { return false };
+    let request = RequestJobStatus { job_id: job_id.to_string() };
+    // A JobMaster that does not answer (being restarted by an earlier kill) counts as running.
+    match client.call(cluster.job_master, request, Duration::from_secs(1)).await {
+        Ok(Some(report)) => matches!(report.status, JobStatus::Running | JobStatus::Restarting),
+        Ok(None) => false,
+        Err(_) => true,
+    }
+}
+
+/// Rows per page when reading the store (a page stays far below the largest message).
+const PAGE_ROWS: u64 = 20_000;
+
+/// Everything the store committed, page by page; an error says why it could not be read.
+pub async fn read_committed(txn_store: std::net::SocketAddr) -> Result<CommittedView, String> {
+    let client = RpcClient::bind_ephemeral().await.map_err(|error| format!("cannot bind a client: {error}"))?;
+    let ask = |table: Option<&String>, from| ReadCommitted { table: table.cloned(), from, max_rows: PAGE_ROWS };
+    let call = |request: ReadCommitted| {
+        let client = client.clone();
+        async move {
+            let mut last = String::new();
+            for _ in 0..10 {
+                match client.call(txn_store, request.clone(), Duration::from_secs(5)).await {
+                    Ok(page) => return Ok(page),
+                    Err(error) => last = error.to_string(),
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(format!("reading the txn-store at {txn_store}: {last}"))
+        }
+    };
+    let CommittedPage::Tables(tables) = call(ask(None, 0)).await? else {
+        return Err("the txn-store answered a list of tables with rows".to_string());
+    };
+    let mut view = CommittedView::new();
+    for table in tables {
+        let mut log = Vec::new();
+        let kind = loop {
+            let CommittedPage::Rows { kind, rows } = call(ask(Some(&table), log.len() as u64)).await? else {
+                return Err(format!("table `{table}` vanished while it was read"));
+            };
+            let last = (rows.len() as u64) < PAGE_ROWS;
+            log.extend(rows);
+            if last {
+                break kind;
+            }
+        };
+        view.insert(table, table_from_log(kind, log));
+    }
+    Ok(view)
+}
+
+/// The cluster's child processes, by node.
+struct Processes {
+    executable: PathBuf,
+    cluster_file: PathBuf,
+    work: PathBuf,
+    scenario: PathBuf,
+    seed: u64,
+    children: BTreeMap<String, Child>,
+}
+
+impl Processes {
+    fn new(cluster_file: &Path, work: &Path, scenario: &Path, seed: u64) -> Result<Processes, String> {
+        let executable = std::env::current_exe().map_err(|error| format!("cannot find sluice-real itself: {error}"))?;
+        Ok(Processes {
+            executable,
+            cluster_file: cluster_file.to_path_buf(),
+            work: work.to_path_buf(),
+            scenario: scenario.to_path_buf(),
+            seed,
+            children: BTreeMap::new(),
+        })
+    }
+
+    fn start(&mut self, node: &str) -> Result<(), String> {
+        let logs = self.work.join("logs");
+        std::fs::create_dir_all(&logs).map_err(|error| format!("{}: {error}", logs.display()))?;
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(logs.join(format!("{node}.log")))
+            .map_err(|error| format!("{node}'s log: {error}"))?;
+        let error_log: File = log.try_clone().map_err(|error| format!("{node}'s log: {error}"))?;
+        let mut command = Command::new(&self.executable);
+        command
+            .arg("serve")
+            .arg(node)
+            .arg("--cluster")
+            .arg(&self.cluster_file)
+            .arg("--data")
+            .arg(self.work.join("data"))
+            .arg("--trace")
+            .arg(self.work.join("trace"))
+            .arg("--scenario")
+            .arg(&self.scenario)
+            .arg("--seed")
+            .arg(self.seed.to_string())
+            .arg("--exit-with-stdin")
+            .stdin(Stdio::piped())
+            .stdout(log)
+            .stderr(error_log);
+        let child = command.spawn().map_err(|error| format!("cannot start {node}: {error}"))?;
+        self.children.insert(node.to_string(), child);
+        Ok(())
+    }
+
+    /// SIGKILL, then the same process again.
+    fn restart(&mut self, node: &str) -> Result<(), String> {
+        if let Some(mut child) = self.children.remove(node) {
+            child.kill().map_err(|error| format!("cannot kill {node}: {error}"))?;
+            let _ = child.wait();
+        }
+        self.start(node)
+    }
+
+    fn stop_all(&mut self) {
+        for (_, mut child) in std::mem::take(&mut self.children) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}

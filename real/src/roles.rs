@@ -1,0 +1,196 @@
+//! The processes of a real cluster, one per role: each binds its address from the cluster file
+//! and runs the same code as its simulated node (`sluice_sim::cluster`), with a directory on the
+//! real disk ([`FileStorage`]) where the simulation has a simulated one, and a trace file.
+//!
+//! | role | runs | its disk |
+//! |---|---|---|
+//! | `jm` | `run_job_master` | none: its metadata lives in the durable store |
+//! | `tm-N` | `run_task_manager` | blocking partitions |
+//! | `durable-store` | the storage protocol over [`FileStorage`] | job metadata, operation logs, checkpoints |
+//! | `txn-store` | the transactional store, and reads of what it committed | in memory (FIXME below) |
+//! | `log` | the log server, with the scenario's input for the seed | none: generated from the seed |
+//! | `shuffle-service` | `run_shuffle_service` | remote blocking partitions |
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use sluice_engine::rpc::serve;
+use sluice_engine::runtime::jobmaster::{JobMasterConfig, run_job_master};
+use sluice_engine::runtime::resources::{Resources, ZeroCost};
+use sluice_engine::runtime::taskmanager::{TaskManagerConfig, run_task_manager};
+use sluice_engine::runtime::trace::TracerHandle;
+use sluice_engine::shuffle::remote::{ShuffleServiceConfig, run_shuffle_service};
+use sluice_engine::storage::remote::{RemoteStorage, StorageCall, apply};
+use sluice_engine::storage::{Storage, StorageFactory};
+use sluice_sim::external::log::run_log_server;
+use sluice_sim::external::txn_store::{TxnStoreState, serve_reads, serve_transactions};
+use sluice_sim::runner::{ClusterTiming, generate_input};
+use sluice_sim::scenario::Scenario;
+
+use crate::cluster::ClusterFile;
+use crate::disk::FileStorage;
+use crate::trace::FileTracer;
+
+/// A role and what it needs beyond the cluster file.
+#[derive(Clone, Debug)]
+pub enum Role {
+    /// The JobMaster.
+    JobMaster,
+    /// TaskManager `tm-N`.
+    TaskManager(u32),
+    /// The durable store.
+    DurableStore,
+    /// The transactional store.
+    TxnStore,
+    /// The log, serving the input the scenario generates for a seed.
+    Log {
+        /// The scenario file.
+        scenario: PathBuf,
+        /// The seed.
+        seed: u64,
+    },
+    /// The remote shuffle service.
+    ShuffleService,
+}
+
+impl Role {
+    /// Its node name, as in simulation (`jm`, `tm-0`, …) and in the cluster file's roles.
+    pub fn node(&self) -> String {
+        match self {
+            Role::JobMaster => "jm".to_string(),
+            Role::TaskManager(index) => format!("tm-{index}"),
+            Role::DurableStore => "durable-store".to_string(),
+            Role::TxnStore => "txn-store".to_string(),
+            Role::Log { .. } => "log".to_string(),
+            Role::ShuffleService => "shuffle-service".to_string(),
+        }
+    }
+}
+
+/// Where a process keeps its files.
+#[derive(Clone, Debug)]
+pub struct Dirs {
+    /// Its disk (a directory per node under it).
+    pub data: PathBuf,
+    /// Its trace file's directory.
+    pub trace: PathBuf,
+}
+
+/// Runs `role` until the process is killed; an error is why it could not start.
+pub fn run(role: &Role, cluster: &ClusterFile, dirs: &Dirs) -> Result<(), String> {
+    let node = role.node();
+    let own = cluster
+        .roles()
+        .into_iter()
+        .find(|(name, _)| *name == node)
+        .map(|(_, address)| address)
+        .ok_or_else(|| format!("{node}: the cluster file has no address for it"))?;
+    // Its clients bind where it listens, never to every interface.
+    sluice_engine::rpc::set_client_ip(own.ip());
+    let tracer: TracerHandle = Arc::new(
+        FileTracer::open(&dirs.trace.join(format!("{node}.jsonl")), &node)
+            .map_err(|error| format!("{node}: cannot open its trace file: {error}"))?,
+    );
+    let disk = |name: &str| -> Result<Arc<dyn Storage>, String> {
+        let root = dirs.data.join(name);
+        let storage = FileStorage::open(&root).map_err(|error| format!("{node}: disk {}: {error}", root.display()))?;
+        Ok(Arc::new(storage))
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|error| format!("{node}: cannot start its runtime: {error}"))?;
+    let timing = ClusterTiming::default();
+    let durable = cluster.durable_store;
+    let durable_storage: StorageFactory = Arc::new(move || Arc::new(RemoteStorage::new(durable)) as Arc<dyn Storage>);
+    match role {
+        Role::JobMaster => runtime.block_on(run_job_master(JobMasterConfig {
+            address: cluster.job_master,
+            heartbeat_timeout: timing.heartbeat_timeout,
+            slot_request_timeout: timing.slot_request_timeout,
+            worker_recovery_timeout: timing.worker_recovery_timeout,
+            external: cluster.external_systems(),
+            storage: durable_storage,
+            tracer,
+        })),
+        Role::TaskManager(index) => {
+            let address = *cluster.task_managers.get(*index as usize).ok_or_else(|| {
+                format!("{node}: the cluster file lists {} TaskManagers", cluster.task_managers.len())
+            })?;
+            let config = TaskManagerConfig {
+                name: node.clone(),
+                address,
+                slots: cluster.slots_per_task_manager,
+                job_master: cluster.job_master,
+                heartbeat_interval: timing.heartbeat_interval,
+                job_master_timeout: timing.heartbeat_timeout,
+                partition_grace: timing.partition_grace,
+                storage: disk(&node)?,
+                checkpoint_storage: durable_storage,
+                // The job's own shuffle settings arrive with each task; this is the default.
+                shuffle: sluice_engine::shuffle::ShuffleConfig::default(),
+                costs: Arc::new(ZeroCost),
+                cores: cluster.slots_per_task_manager,
+                tracer,
+            };
+            runtime.block_on(run_task_manager(config));
+        }
+        Role::DurableStore => {
+            let storage = disk(&node)?;
+            runtime.block_on(serve_storage(cluster.durable_store, storage));
+        }
+        Role::TxnStore => runtime.block_on(run_txn_store(cluster.txn_store, tracer)),
+        Role::Log { scenario, seed } => {
+            let scenario = load_scenario(scenario)?;
+            let input = Arc::new(generate_input(&scenario, *seed));
+            runtime.block_on(run_log_server(cluster.log, input));
+        }
+        Role::ShuffleService => {
+            let config = ShuffleServiceConfig {
+                address: cluster.shuffle_service,
+                storage: disk(&node)?,
+                resources: Arc::new(Resources::free()),
+                tracer,
+            };
+            runtime.block_on(run_shuffle_service(config));
+        }
+    }
+    Ok(())
+}
+
+/// Loads a scenario, the error as the simulation reports it (file, line and field).
+pub fn load_scenario(path: &Path) -> Result<Scenario, String> {
+    Scenario::load(path).map_err(|error| error.to_string())
+}
+
+/// The durable store: [`StorageCall`]s applied to a real disk.
+async fn serve_storage(address: SocketAddr, storage: Arc<dyn Storage>) {
+    let endpoint = bind(address, "durable-store").await;
+    serve(&endpoint, move |call: StorageCall| {
+        let storage = Arc::clone(&storage);
+        async move { apply(&*storage, call.operation).await }
+    });
+    std::future::pending::<()>().await;
+}
+
+/// The transactional store, with reads of what it committed.
+///
+/// FIXME(real mode): its transactions live in memory, so killing this process loses them; the
+/// real-mode tests kill only the JobMaster and TaskManagers. A persistent store (its staged and
+/// committed transactions in a [`FileStorage`]) is what remains of issue 13's item 3.
+async fn run_txn_store(address: SocketAddr, tracer: TracerHandle) {
+    let endpoint = bind(address, "txn-store").await;
+    let state = Arc::new(Mutex::new(TxnStoreState::default()));
+    serve_transactions(&endpoint, Arc::clone(&state), tracer);
+    serve_reads(&endpoint, state);
+    std::future::pending::<()>().await;
+}
+
+async fn bind(address: SocketAddr, node: &str) -> sluice_engine::rpc::Endpoint {
+    sluice_engine::rpc::bind(address).await.unwrap_or_else(|error| {
+        eprintln!("{node}: cannot listen on {address}: {error}");
+        std::process::exit(1)
+    })
+}

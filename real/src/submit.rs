@@ -1,0 +1,84 @@
+//! `sluice-real submit`: runs a scenario's job on a cluster started by hand (`sluice-real serve`
+//! on each machine, one cluster file), as a client: it waits for the TaskManagers, submits the
+//! job in one mode, waits for its end, reads what the transactional store committed, and checks
+//! it against the reference. The check needs a store that held nothing before the job (its
+//! tables are the job's output); on a store already holding tables it says so and only runs
+//! the job.
+
+use std::path::Path;
+use std::time::Instant;
+
+use sluice_engine::catalog;
+use sluice_engine::graph::ExecutionMode;
+use sluice_sim::check::exactly_once;
+use sluice_sim::runner::client::submit_and_wait;
+use sluice_sim::runner::{RunOutcome, generate_input, job_spec, shuffle_config};
+use sluice_sim::scenario::Scenario;
+use sluice_sim::words::counted;
+
+use crate::cluster::ClusterFile;
+use crate::local::read_committed;
+
+/// Runs the job once in `mode` (the scenario's only mode by default); the exit status.
+pub fn run_submit(
+    scenario_path: &Path,
+    cluster: &Path,
+    mode: Option<ExecutionMode>,
+    seed: Option<u64>,
+) -> Result<i32, String> {
+    let scenario = Scenario::load(scenario_path).map_err(|error| error.to_string())?;
+    let cluster = ClusterFile::load(cluster)?;
+    let mode = match (mode, scenario.modes.as_slice()) {
+        (Some(mode), _) => mode,
+        (None, [mode]) => *mode,
+        (None, _) => return Err("the scenario has several modes: choose one with --mode".to_string()),
+    };
+    let seed = seed.unwrap_or(scenario.seeds.start);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| format!("the client's runtime: {error}"))?;
+    let started = Instant::now();
+    let (before, outcome, committed) = runtime.block_on(async {
+        let before = read_committed(cluster.txn_store).await?;
+        let (submitted, _) = tokio::sync::oneshot::channel();
+        let spec = job_spec(&scenario, mode, shuffle_config(&scenario));
+        let outcome = submit_and_wait(
+            cluster.job_master,
+            spec,
+            u32::try_from(cluster.task_managers.len()).expect("a checked cluster file"),
+            scenario.time_limit,
+            submitted,
+        )
+        .await;
+        let committed = read_committed(cluster.txn_store).await?;
+        Ok::<_, String>((before, outcome, committed))
+    })?;
+    let rows: usize = committed.values().map(|table| table.log.len()).sum();
+    let wall = started.elapsed().as_secs_f64();
+    println!(
+        "scenario `{}` on {}: {mode} {outcome}, {} committed, wall {wall:.3}s",
+        scenario.name,
+        cluster.job_master,
+        counted(rows as u64, "row")
+    );
+    if outcome != RunOutcome::Finished {
+        return Ok(1);
+    }
+    if !before.is_empty() {
+        println!("  not checked: the store held {} before the job", counted(before.len() as u64, "table"));
+        return Ok(0);
+    }
+    let job = catalog::find(&scenario.job).map_err(|error| error.to_string())?;
+    let expected = (job.reference)(&scenario.job_params(), &generate_input(&scenario, seed), mode);
+    match exactly_once(&committed, &expected) {
+        Ok(()) => {
+            println!("  PASS  exactly the reference output, once");
+            Ok(0)
+        }
+        Err(failure) => {
+            println!("  FAIL  {failure}");
+            Ok(1)
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! The real engine as real processes: `sluice-real local` starts a cluster of OS processes on
+//! 127.0.0.1 (JobMaster, three TaskManagers, the durable store, the transactional store, the log,
+//! the shuffle service), runs WordCount over 500,000 generated words in both modes, and judges
+//! what the store committed with the simulation's checks: exactly the reference output, once,
+//! nothing committed before its checkpoint, and both modes agreeing. Then the same with a
+//! TaskManager, and with the JobMaster, killed by SIGKILL mid-job and started again.
+//!
+//! The binary is the real build (`cargo real-build`, without `--cfg madsim`), built once here
+//! into `target/real`. Each run's files live in a temporary directory removed when the test
+//! ends; every process listens on 127.0.0.1 only and exits when its launcher does.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the crate is in the workspace")
+}
+
+/// Builds the real binary once per test process; the path to it.
+fn real_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let output = Command::new(env!("CARGO"))
+            .arg("real-build")
+            .current_dir(workspace())
+            // Any of these would replace the real build's flags (and, set for simulation, put
+            // `--cfg madsim` back); the build must not depend on the caller's environment.
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("CARGO_TARGET_DIR")
+            .env_remove("CARGO_BUILD_TARGET_DIR")
+            .output()
+            .expect("cargo runs");
+        assert!(output.status.success(), "`cargo real-build` failed:\n{}", String::from_utf8_lossy(&output.stderr));
+        workspace().join("target/real/release/sluice-real")
+    })
+}
+
+/// One cluster at a time: the machine has two cores, and a cluster is nine processes.
+static ONE_CLUSTER: Mutex<()> = Mutex::new(());
+
+/// Runs `sluice-real local` on the real-mode WordCount scenario; its exit status and output.
+fn local(arguments: &[&str]) -> (i32, String) {
+    let binary = real_binary();
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let work = tempfile::tempdir().expect("a temporary directory");
+    let output = Command::new(binary)
+        .arg("local")
+        .arg(workspace().join("scenarios/real/wordcount.yaml"))
+        .arg("--work-dir")
+        .arg(work.path())
+        .args(arguments)
+        .output()
+        .expect("sluice-real runs");
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.code().unwrap_or(-1), text)
+}
+
+/// The verdict line of a mode, and the lines under it.
+fn mode_block<'a>(output: &'a str, mode: &str) -> &'a str {
+    let start = output.find(&format!("  {mode} ")).unwrap_or_else(|| panic!("no {mode} line in:\n{output}"));
+    let rest = &output[start..];
+    // The block ends at the next line that is not indented under it.
+    let mut end = rest.len();
+    let mut offset = rest.find('\n').map_or(rest.len(), |newline| newline + 1);
+    while offset < rest.len() {
+        if !rest[offset..].starts_with("   ") {
+            end = offset;
+            break;
+        }
+        offset += rest[offset..].find('\n').map_or(rest.len() - offset, |newline| newline + 1);
+    }
+    &rest[..end]
+}
+
+fn assert_passes_in_both_modes(status: i32, output: &str) {
+    assert_eq!(status, 0, "sluice-real local failed:\n{output}");
+    for mode in ["streaming", "batch"] {
+        let block = mode_block(output, mode);
+        assert!(block.contains("PASS"), "{mode} did not pass:\n{output}");
+    }
+    assert!(mode_block(output, "streaming").contains("committed 500000 rows"), "{output}");
+    assert!(output.contains("streaming == batch: agree"), "{output}");
+}
+
+#[test]
+fn a_local_cluster_of_processes_commits_the_reference_output_in_both_modes() {
+    let (status, output) = local(&[]);
+    assert_passes_in_both_modes(status, &output);
+}
+
+/// A kill that fired while the job ran, and the job restarted after it.
+fn assert_killed_mid_job(output: &str, node: &str) {
+    for mode in ["streaming", "batch"] {
+        let block = mode_block(output, mode);
+        assert!(block.contains(&format!("kill -9 {node}")), "{mode}: the kill did not fire mid-job:\n{output}");
+        assert!(!block.contains("never fired"), "{mode}: the kill came after the job ended:\n{output}");
+        assert!(!block.contains(" 0 restarts"), "{mode}: the kill did not restart anything:\n{output}");
+    }
+}
+
+#[test]
+fn a_task_manager_killed_with_sigkill_mid_job_still_commits_exactly_the_reference_output_once() {
+    let (status, output) = local(&["--kill", "tm-0@300ms"]);
+    assert_passes_in_both_modes(status, &output);
+    assert_killed_mid_job(&output, "tm-0");
+}
+
+#[test]
+fn a_job_master_killed_with_sigkill_mid_job_still_commits_exactly_the_reference_output_once() {
+    let (status, output) = local(&["--kill", "jm@300ms"]);
+    assert_passes_in_both_modes(status, &output);
+    assert_killed_mid_job(&output, "jm");
+}
+
+#[test]
+fn a_simulation_build_of_sluice_real_refuses_to_run_and_says_how_to_build_it() {
+    let output = Command::new(env!("CARGO_BIN_EXE_sluice-real"))
+        .args(["local", "scenarios/real/wordcount.yaml"])
+        .current_dir(workspace())
+        .output()
+        .expect("sluice-real runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("cargo real"));
+}
+
+/// A cluster started by hand: one `sluice-real serve <node>` per role from one cluster file, as
+/// on several machines, then `sluice-real submit`.
+#[test]
+fn a_cluster_started_by_hand_from_a_cluster_file_runs_a_submitted_job_exactly_once() {
+    let binary = real_binary();
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let work = tempfile::tempdir().expect("a temporary directory");
+    let cluster = sluice_real::cluster::ClusterFile::on_loopback(3, 2).expect("free ports");
+    let cluster_file = work.path().join("cluster.yaml");
+    std::fs::write(&cluster_file, cluster.to_yaml()).unwrap();
+    let scenario = workspace().join("scenarios/real/wordcount.yaml");
+    let mut children: Vec<std::process::Child> = cluster
+        .roles()
+        .into_iter()
+        .map(|(node, _)| {
+            Command::new(binary)
+                .args(["serve", &node, "--exit-with-stdin", "--cluster"])
+                .arg(&cluster_file)
+                .arg("--data")
+                .arg(work.path().join("data"))
+                .arg("--trace")
+                .arg(work.path().join("trace"))
+                .arg("--scenario")
+                .arg(&scenario)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("a node starts")
+        })
+        .collect();
+    let output = Command::new(binary)
+        .args(["submit", "--mode", "batch", "--cluster"])
+        .arg(&cluster_file)
+        .arg(&scenario)
+        .output()
+        .expect("sluice-real runs");
+    for child in &mut children {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(text.contains("batch finished, 4944 rows committed"), "{text}");
+    assert!(text.contains("PASS  exactly the reference output, once"), "{text}");
+}

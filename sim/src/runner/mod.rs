@@ -1,0 +1,168 @@
+//! Runs one scenario for one seed in one mode, in a fresh OS thread with its own madsim runtime
+//! (`simulate.rs`, simulation builds only), and what such a run reports.
+//!
+//! A fresh thread per run is what makes a seed replay: std's `HashMap` seeds are per thread, and
+//! madsim seeds them only for a thread that has not made one yet. The job's input is generated
+//! from the seed (its own `workload` stream) before the simulation starts, so both modes of one
+//! seed read the same input.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_engine::catalog::{self, ExpectedOutput, ExternalInput};
+use sluice_engine::graph::ExecutionMode;
+use sluice_engine::prng::Prng;
+use sluice_engine::runtime::JobSpec;
+use sluice_engine::runtime::trace::TraceEvent;
+use sluice_engine::shuffle::ShuffleConfig;
+
+use crate::external::txn_store::CommittedView;
+use crate::faults::Fault;
+use crate::recovery::RecoveryMetrics;
+use crate::scenario::Scenario;
+use crate::trace::TraceRecord;
+
+pub mod client;
+#[cfg(madsim)]
+mod simulate;
+#[cfg(madsim)]
+pub use simulate::run;
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunOutcome {
+    /// The job finished.
+    Finished,
+    /// The JobMaster rejected the job or failed it.
+    JobFailed(String),
+    /// The job did not finish within the scenario's time limit.
+    TimedOut(Duration),
+    /// A process panicked: an internal invariant broke.
+    Panicked(String),
+}
+
+impl fmt::Display for RunOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunOutcome::Finished => f.write_str("finished"),
+            RunOutcome::JobFailed(reason) => write!(f, "job failed: {reason}"),
+            RunOutcome::TimedOut(limit) => {
+                write!(f, "did not finish within {} s of simulated time", limit.as_secs_f64())
+            }
+            RunOutcome::Panicked(message) => write!(f, "panicked: {message}"),
+        }
+    }
+}
+
+/// Everything observed in one run.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The scenario it ran, as given (so that a test can write a replay file of the run).
+    pub source: Arc<Scenario>,
+    /// The mode.
+    pub mode: ExecutionMode,
+    /// The seed.
+    pub seed: u64,
+    /// How it ended.
+    pub outcome: RunOutcome,
+    /// What the store committed.
+    pub committed: CommittedView,
+    /// What the reference implementation says must be committed.
+    pub expected: ExpectedOutput,
+    /// The fault schedule it ran with (explicit and random faults).
+    pub schedule: Vec<Fault>,
+    /// What recovering from failures cost.
+    pub recovery: RecoveryMetrics,
+    /// Simulated time from start to the job's end.
+    pub makespan: Duration,
+    /// Wall-clock time the simulation took.
+    pub wall_time: Duration,
+    /// The event trace.
+    pub trace: Vec<TraceRecord>,
+    /// Its canonical hash.
+    pub trace_hash: u64,
+}
+
+impl RunReport {
+    /// Rows committed over all tables.
+    pub fn records_committed(&self) -> usize {
+        self.committed.values().map(|table| table.log.len()).sum()
+    }
+
+    /// Restarts the job took (see [`RecoveryMetrics::restarts`]).
+    pub fn restarts(&self) -> u64 {
+        self.recovery.restarts
+    }
+
+    /// Positions in the schedule of the faults that never fired in this run.
+    pub fn unfired_faults(&self) -> Vec<usize> {
+        let fired: std::collections::BTreeSet<usize> = self
+            .trace
+            .iter()
+            .filter_map(|record| match record.event {
+                TraceEvent::FaultInjected { index, .. } => Some(index),
+                _ => None,
+            })
+            .collect();
+        (0..self.schedule.len()).filter(|index| !fired.contains(index)).collect()
+    }
+}
+
+/// Timing of the cluster's processes (simulated and real).
+#[derive(Clone, Copy, Debug)]
+pub struct ClusterTiming {
+    /// TaskManager heartbeat interval.
+    pub heartbeat_interval: Duration,
+    /// Silence after which the JobMaster declares a TaskManager lost.
+    pub heartbeat_timeout: Duration,
+    /// How long a region may wait for slots it can never get.
+    pub slot_request_timeout: Duration,
+    /// How long a restarted JobMaster waits for TaskManagers to report the partitions they hold.
+    pub worker_recovery_timeout: Duration,
+    /// How long a TaskManager without a JobMaster keeps its finished partitions.
+    pub partition_grace: Duration,
+}
+
+impl Default for ClusterTiming {
+    fn default() -> Self {
+        ClusterTiming {
+            heartbeat_interval: Duration::from_millis(100),
+            heartbeat_timeout: Duration::from_secs(1),
+            slot_request_timeout: Duration::from_secs(10),
+            worker_recovery_timeout: Duration::from_secs(2),
+            partition_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The job a scenario submits in `mode`.
+pub fn job_spec(scenario: &Scenario, mode: ExecutionMode, shuffle: ShuffleConfig) -> JobSpec {
+    JobSpec {
+        job_id: scenario.name.clone(),
+        job_name: scenario.job.clone(),
+        params: scenario.job_params(),
+        mode,
+        parallelism: scenario.parallelism,
+        max_parallelism: sluice_engine::graph::partitioner::default_max_parallelism(scenario.parallelism),
+        exchange_mode: scenario.exchange_mode,
+        adaptive: scenario.adaptive_batch,
+        restart_strategy: scenario.restart_strategy,
+        failover_strategy: scenario.failover_strategy,
+        shuffle,
+        checkpoint: scenario.checkpoints,
+    }
+}
+
+/// The shuffle settings a scenario runs with.
+pub fn shuffle_config(scenario: &Scenario) -> ShuffleConfig {
+    ShuffleConfig { buffer_size: scenario.buffer_size, kind: scenario.shuffle, ..ShuffleConfig::default() }
+}
+
+/// The job's input for a seed: the same in every mode.
+pub fn generate_input(scenario: &Scenario, seed: u64) -> ExternalInput {
+    let job = catalog::find(&scenario.job).expect("validated when the scenario was loaded");
+    (job.generate_input)(&scenario.job_params(), &mut Prng::fork(seed, "workload"))
+}

@@ -1,0 +1,103 @@
+//! One simulated run: a fresh OS thread with its own madsim runtime, the cluster, the client
+//! that submits the job and waits for it, and the faults injected from the acknowledged
+//! submission on. Simulation builds only (it drives madsim's runtime).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_engine::catalog::{self, ExternalInput};
+use sluice_engine::graph::ExecutionMode;
+use sluice_engine::runtime::trace::TraceEvent;
+
+use super::client::submit_and_wait;
+use super::{RunOutcome, RunReport, generate_input, job_spec, shuffle_config};
+use crate::cluster::{CLIENT_IP, Cluster, JOB_MASTER_ADDRESS};
+use crate::external::txn_store::CommittedView;
+use crate::faults::{self, Fault};
+use crate::recovery::recovery_metrics;
+use crate::scenario::Scenario;
+use crate::trace::{TraceLog, TraceRecord, trace_hash};
+
+struct Simulated {
+    outcome: RunOutcome,
+    committed: CommittedView,
+    trace: Vec<TraceRecord>,
+}
+
+/// Runs one seed of a scenario in one mode; see the module doc.
+pub fn run(scenario: &Scenario, mode: ExecutionMode, seed: u64) -> RunReport {
+    let input = Arc::new(generate_input(scenario, seed));
+    let job = catalog::find(&scenario.job).expect("validated when the scenario was loaded");
+    let expected = (job.reference)(&scenario.job_params(), &input, mode);
+    let schedule = scenario.schedule(seed);
+    let thread_scenario = scenario.clone();
+    let thread_schedule = schedule.clone();
+    let started = std::time::Instant::now();
+    let joined = std::thread::Builder::new()
+        .name(format!("sim-{}-{mode}-{seed}", scenario.name))
+        .spawn(move || simulate(&thread_scenario, &thread_schedule, mode, seed, input))
+        .expect("cannot spawn a simulation thread")
+        .join();
+    let wall_time = started.elapsed();
+    let simulated = joined.unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(ToString::to_string))
+            .unwrap_or_else(|| "a panic without a message".to_string());
+        Simulated { outcome: RunOutcome::Panicked(message), committed: CommittedView::new(), trace: Vec::new() }
+    });
+    let end = simulated
+        .trace
+        .iter()
+        .rev()
+        .find(|record| matches!(record.event, TraceEvent::JobFinished { .. } | TraceEvent::JobFailed { .. }));
+    RunReport {
+        scenario: scenario.name.clone(),
+        source: Arc::new(scenario.clone()),
+        mode,
+        seed,
+        makespan: end.map_or(Duration::ZERO, |record| record.time),
+        recovery: recovery_metrics(&simulated.trace),
+        outcome: simulated.outcome,
+        committed: simulated.committed,
+        expected,
+        schedule,
+        wall_time,
+        trace_hash: trace_hash(&simulated.trace),
+        trace: simulated.trace,
+    }
+}
+
+fn simulate(
+    scenario: &Scenario,
+    schedule: &[Fault],
+    mode: ExecutionMode,
+    seed: u64,
+    input: Arc<ExternalInput>,
+) -> Simulated {
+    let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
+    runtime.block_on(async move {
+        let trace = TraceLog::start();
+        let shuffle = shuffle_config(scenario);
+        let cluster = Arc::new(Cluster::start(scenario, shuffle, input, &trace));
+        let spec = job_spec(scenario, mode, shuffle);
+        let client = madsim::runtime::Handle::current().create_node().name("client").ip(CLIENT_IP).build();
+        let limit = scenario.time_limit;
+        let task_managers = scenario.cluster.task_managers;
+        let (submitted, on_submitted) = tokio::sync::oneshot::channel();
+        let client_task = client
+            .spawn(async move { submit_and_wait(JOB_MASTER_ADDRESS, spec, task_managers, limit, submitted).await });
+        // Fault times count from the job's submission, once the cluster is up. The trace says
+        // when that was, so that its readers (timelines) can count from there too. Nothing waits
+        // on the trace before the faults are injected, so this record wakes no task and changes
+        // nothing else in the run.
+        if on_submitted.await.is_ok() {
+            trace.record("client", TraceEvent::SubmissionAcknowledged { job_id: scenario.name.clone() });
+            faults::inject::inject(&cluster, schedule);
+        }
+        let outcome = client_task.await.expect("internal: the client node is never killed");
+        let committed = cluster.store().lock().expect("store lock").committed();
+        Simulated { outcome, committed, trace: trace.records() }
+    })
+}
