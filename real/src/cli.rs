@@ -42,6 +42,10 @@ enum Command {
         /// Keep the work directories of passing modes too.
         #[arg(long)]
         keep: bool,
+        /// A directory of text files for a job that reads files (wordcount-files), instead of
+        /// the files the scenario generates; read, never written.
+        #[arg(long, value_name = "DIR")]
+        input: Option<PathBuf>,
     },
     /// Run a scenario's job in one mode on a cluster started with `serve`, and check what it
     /// committed against the reference (on a store that held nothing before).
@@ -74,9 +78,13 @@ enum Command {
         /// The scenario whose input the log serves (the log only).
         #[arg(long)]
         scenario: Option<PathBuf>,
-        /// The seed of that input (the log only).
+        /// The seed of that input (the log and files only).
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// The directory the files node serves (the files only) [default: the scenario's
+        /// generated files].
+        #[arg(long, value_name = "DIR")]
+        input: Option<PathBuf>,
         /// Exit when standard input closes: a launcher (`local`) holds the other end, so its
         /// processes never outlive it, however it ends.
         #[arg(long, hide = true)]
@@ -92,7 +100,10 @@ fn parse_mode(text: &str) -> Result<ExecutionMode, String> {
     }
 }
 
-fn parse_role(node: &str, scenario: Option<PathBuf>, seed: u64) -> Result<Role, String> {
+fn parse_role(node: &str, scenario: Option<PathBuf>, seed: u64, input: Option<PathBuf>) -> Result<Role, String> {
+    if input.is_some() && node != "files" {
+        return Err(format!("--input is the files node's; `{node}` takes none"));
+    }
     match node {
         "jm" => Ok(Role::JobMaster),
         "durable-store" => Ok(Role::DurableStore),
@@ -102,9 +113,16 @@ fn parse_role(node: &str, scenario: Option<PathBuf>, seed: u64) -> Result<Role, 
             Some(scenario) => Ok(Role::Log { scenario, seed }),
             None => Err("the log serves a scenario's input: give --scenario".to_string()),
         },
+        "files" => match (input, scenario) {
+            (input @ Some(_), scenario) => Ok(Role::Files { input, scenario: scenario.unwrap_or_default(), seed }),
+            (None, Some(scenario)) => Ok(Role::Files { input: None, scenario, seed }),
+            (None, None) => Err("the files node serves --input, or a scenario's generated files: give one".to_string()),
+        },
         _ => match node.strip_prefix("tm-").and_then(|index| index.parse::<u32>().ok()) {
             Some(index) => Ok(Role::TaskManager(index)),
-            None => Err(format!("`{node}`: not a node (jm, tm-N, durable-store, txn-store, log, shuffle-service)")),
+            None => {
+                Err(format!("`{node}`: not a node (jm, tm-N, durable-store, txn-store, log, files, shuffle-service)"))
+            }
         },
     }
 }
@@ -125,15 +143,16 @@ pub fn main_process() -> i32 {
         return 2;
     }
     let result = match cli.command {
-        Command::Local { scenario, seed, mode, kill, work_dir, keep } => {
-            run_local(&LocalOptions { scenario, seed, modes: mode, kills: kill, work_dir, keep })
+        Command::Local { scenario, seed, mode, kill, work_dir, keep, input } => {
+            run_local(&LocalOptions { scenario, seed, modes: mode, kills: kill, work_dir, keep, input })
         }
         Command::Submit { scenario, cluster, mode, seed } => run_submit(&scenario, &cluster, mode, seed),
-        Command::Serve { node, cluster, data, trace, scenario, seed, exit_with_stdin } => {
+        Command::Serve { node, cluster, data, trace, scenario, seed, input, exit_with_stdin } => {
             if exit_with_stdin {
                 exit_when_stdin_closes();
             }
-            serve(&node, &cluster, data, trace, scenario, seed).map(|()| 0)
+            let role = parse_role(&node, scenario, seed, input);
+            role.and_then(|role| serve(&role, &cluster, data, trace)).map(|()| 0)
         }
     };
     result.unwrap_or_else(|error| {
@@ -152,15 +171,7 @@ fn exit_when_stdin_closes() {
     });
 }
 
-fn serve(
-    node: &str,
-    cluster: &std::path::Path,
-    data: PathBuf,
-    trace: PathBuf,
-    scenario: Option<PathBuf>,
-    seed: u64,
-) -> Result<(), String> {
-    let role = parse_role(node, scenario, seed)?;
+fn serve(role: &Role, cluster: &std::path::Path, data: PathBuf, trace: PathBuf) -> Result<(), String> {
     let cluster = ClusterFile::load(cluster)?;
-    run(&role, &cluster, &Dirs { data, trace })
+    run(role, &cluster, &Dirs { data, trace })
 }

@@ -6,6 +6,7 @@
 //! durable_store: 10.0.0.1:9800
 //! txn_store: 10.0.0.2:5432
 //! log: 10.0.0.2:9092
+//! files: 10.0.0.2:9900
 //! shuffle_service: 10.0.0.3:9700
 //! task_managers: [10.0.0.4:6121, 10.0.0.5:6121]
 //! slots_per_task_manager: 2
@@ -19,7 +20,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use sluice_engine::connectors::{LOG_SYSTEM, TXN_STORE_SYSTEM};
+use sluice_engine::connectors::{FILES_SYSTEM, LOG_SYSTEM, TXN_STORE_SYSTEM};
 use sluice_engine::graph::ExternalSystems;
 use sluice_engine::runtime::jobmaster::SHUFFLE_SERVICE;
 use sluice_sim::scenario::limits::{MAX_SLOTS, MAX_TASK_MANAGERS};
@@ -39,6 +40,8 @@ pub struct ClusterFile {
     pub txn_store: SocketAddr,
     /// The log the sources read.
     pub log: SocketAddr,
+    /// The input files the file sources read.
+    pub files: SocketAddr,
     /// The remote shuffle service.
     pub shuffle_service: SocketAddr,
     /// The TaskManagers, `tm-0` first.
@@ -52,7 +55,7 @@ impl ClusterFile {
     pub fn on_loopback(task_managers: u32, slots_per_task_manager: u32) -> std::io::Result<ClusterFile> {
         // Hold every listener until all ports are chosen, so that no two roles get one port.
         let listeners: Vec<TcpListener> =
-            (0..5 + task_managers).map(|_| TcpListener::bind("127.0.0.1:0")).collect::<Result<_, _>>()?;
+            (0..6 + task_managers).map(|_| TcpListener::bind("127.0.0.1:0")).collect::<Result<_, _>>()?;
         let ports: Vec<SocketAddr> = listeners.iter().map(TcpListener::local_addr).collect::<Result<_, _>>()?;
         Ok(ClusterFile {
             job_master: ports[0],
@@ -60,7 +63,8 @@ impl ClusterFile {
             txn_store: ports[2],
             log: ports[3],
             shuffle_service: ports[4],
-            task_managers: ports[5..].to_vec(),
+            files: ports[5],
+            task_managers: ports[6..].to_vec(),
             slots_per_task_manager,
         })
     }
@@ -104,6 +108,7 @@ impl ClusterFile {
             (TXN_STORE_SYSTEM.to_string(), self.txn_store),
             (LOG_SYSTEM.to_string(), self.log),
             ("shuffle-service".to_string(), self.shuffle_service),
+            (FILES_SYSTEM.to_string(), self.files),
         ];
         roles.extend(self.task_managers.iter().enumerate().map(|(index, address)| (format!("tm-{index}"), *address)));
         roles
@@ -115,6 +120,7 @@ impl ClusterFile {
             .with(LOG_SYSTEM, self.log)
             .with(TXN_STORE_SYSTEM, self.txn_store)
             .with(SHUFFLE_SERVICE, self.shuffle_service)
+            .with(FILES_SYSTEM, self.files)
     }
 
     /// The file's text.
@@ -130,7 +136,7 @@ mod tests {
     #[test]
     fn a_loopback_cluster_round_trips_and_a_bad_one_is_named() {
         let cluster = ClusterFile::on_loopback(2, 3).unwrap();
-        assert_eq!(cluster.roles().len(), 7);
+        assert_eq!(cluster.roles().len(), 8);
         assert_eq!(serde_yaml::from_str::<ClusterFile>(&cluster.to_yaml()).unwrap(), cluster);
         let directory = tempfile::tempdir().unwrap();
         let path = directory.path().join("cluster.yaml");

@@ -28,7 +28,8 @@ const JOURNAL: &str = ".synced";
 /// A directory used as a node's disk; see the module doc.
 pub struct FileStorage {
     root: PathBuf,
-    journal: Mutex<File>,
+    /// `None` for a read-only directory (input files), which is never recovered or written.
+    journal: Option<Mutex<File>>,
 }
 
 impl FileStorage {
@@ -54,12 +55,27 @@ impl FileStorage {
         }
         rewrite_journal(&root, &kept)?;
         let journal = OpenOptions::new().append(true).open(root.join(JOURNAL))?;
-        Ok(FileStorage { root, journal: Mutex::new(journal) })
+        Ok(FileStorage { root, journal: Some(Mutex::new(journal)) })
+    }
+
+    /// A directory of files to read (input), as it is: no recovery, and every write refused.
+    pub fn read_only(root: impl Into<PathBuf>) -> io::Result<FileStorage> {
+        let root = root.into();
+        if !fs::metadata(&root)?.is_dir() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is not a directory", root.display())));
+        }
+        Ok(FileStorage { root, journal: None })
     }
 
     /// The directory.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    fn writable(&self) -> Result<&Mutex<File>, StorageError> {
+        self.journal
+            .as_ref()
+            .ok_or_else(|| StorageError::Unavailable(format!("{} is read-only (input files)", self.root.display())))
     }
 
     fn file(&self, path: &str) -> Result<PathBuf, StorageError> {
@@ -74,13 +90,14 @@ impl FileStorage {
     }
 
     fn record(&self, line: &str) -> Result<(), StorageError> {
-        let mut journal = self.journal.lock().expect("journal lock");
+        let mut journal = self.writable()?.lock().expect("journal lock");
         journal.write_all(line.as_bytes()).and_then(|()| journal.sync_data()).map_err(|error| failed(JOURNAL, &error))
     }
 }
 
 impl ImmediateStorage for FileStorage {
     fn append_now(&self, path: &str, bytes: &[u8]) -> Result<(), StorageError> {
+        self.writable()?;
         let file = self.file(path)?;
         if let Some(parent) = file.parent() {
             fs::create_dir_all(parent).map_err(|error| failed(path, &error))?;
@@ -91,6 +108,7 @@ impl ImmediateStorage for FileStorage {
     }
 
     fn sync_now(&self, path: &str) -> Result<(), StorageError> {
+        self.writable()?;
         let file = self.file(path)?;
         let handle = File::open(&file).map_err(|error| failed(path, &error))?;
         handle.sync_all().map_err(|error| failed(path, &error))?;
@@ -119,6 +137,7 @@ impl ImmediateStorage for FileStorage {
     }
 
     fn delete_now(&self, path: &str) -> Result<(), StorageError> {
+        self.writable()?;
         match fs::remove_file(self.file(path)?) {
             Ok(()) => self.record(&format!("- {path}\n")),
             Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
@@ -293,6 +312,19 @@ mod tests {
         }
         assert!(!directory.path().join("escape").exists());
         assert_eq!(now(disk.list("")).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_read_only_directory_is_read_as_it_is_and_never_written() {
+        let directory = tempfile::tempdir().unwrap();
+        std::fs::write(directory.path().join("words.txt"), b"never synced by us").unwrap();
+        let input = FileStorage::read_only(directory.path()).unwrap();
+        assert_eq!(now(input.list("")).unwrap(), vec!["words.txt".to_string()]);
+        assert_eq!(now(input.read("words.txt", 0, 5)).unwrap(), b"never");
+        assert!(matches!(now(input.append("words.txt", b"!")), Err(StorageError::Unavailable(_))));
+        assert!(matches!(now(input.delete("words.txt")), Err(StorageError::Unavailable(_))));
+        assert_eq!(std::fs::read(directory.path().join("words.txt")).unwrap(), b"never synced by us");
+        assert!(FileStorage::read_only(directory.path().join("words.txt")).is_err());
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! kept and named.
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -21,12 +22,14 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sluice_engine::catalog;
+use sluice_engine::catalog::wordcount::FILES_TOPIC;
+use sluice_engine::catalog::{self, ExternalInput};
 use sluice_engine::duration::{format_duration, parse_duration};
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::rpc::RpcClient;
 use sluice_engine::runtime::messages::{JobStatus, RequestJobStatus};
 use sluice_engine::runtime::trace::{TraceEvent, Tracer};
+use sluice_engine::storage::ImmediateStorage;
 use sluice_sim::check::{CheckFailure, check_run, modes_agree};
 use sluice_sim::external::txn_store::{CommittedPage, CommittedView, ReadCommitted, table_from_log};
 use sluice_sim::recovery::recovery_metrics;
@@ -34,7 +37,7 @@ use sluice_sim::runner::client::submit_and_wait;
 use sluice_sim::runner::{RunOutcome, RunReport, generate_input, job_spec, shuffle_config};
 use sluice_sim::scenario::Scenario;
 use sluice_sim::trace::trace_hash;
-use sluice_sim::words::counted;
+use sluice_sim::words::{counted, size};
 
 use crate::cluster::ClusterFile;
 use crate::trace::{FileTracer, merge, now};
@@ -55,11 +58,11 @@ impl FromStr for Kill {
     fn from_str(text: &str) -> Result<Kill, String> {
         let (node, after) =
             text.split_once('@').ok_or_else(|| format!("`{text}`: expected NODE@TIME, such as tm-0@300ms"))?;
-        let killable = ["jm", "durable-store", "log", "shuffle-service"].contains(&node)
+        let killable = ["jm", "durable-store", "log", "files", "shuffle-service"].contains(&node)
             || node.strip_prefix("tm-").is_some_and(|index| index.parse::<u32>().is_ok());
         if !killable {
             return Err(format!(
-                "`{node}`: not a node that survives a kill (jm, tm-N, durable-store, log, shuffle-service; \
+                "`{node}`: not a node that survives a kill (jm, tm-N, durable-store, log, files, shuffle-service; \
                  the txn-store keeps its transactions in memory)"
             ));
         }
@@ -92,6 +95,8 @@ pub struct LocalOptions {
     pub work_dir: Option<PathBuf>,
     /// Keep passing modes' work directories.
     pub keep: bool,
+    /// A directory of input files (for a job that reads files) instead of generated ones.
+    pub input: Option<PathBuf>,
 }
 
 /// One mode's run: its report and what the checks found.
@@ -104,6 +109,8 @@ pub struct ModeRun {
     pub kills: Vec<String>,
     /// The mode's work directory.
     pub work: PathBuf,
+    /// Each process's peak resident memory (bytes) when the job ended, by node.
+    pub peak_memory: BTreeMap<String, u64>,
 }
 
 /// Runs every mode and prints each verdict; the exit status (0 passed, 1 a check failed).
@@ -111,6 +118,9 @@ pub fn run_local(options: &LocalOptions) -> Result<i32, String> {
     let scenario = Scenario::load(&options.scenario).map_err(|error| error.to_string())?;
     let seed = options.seed.unwrap_or(scenario.seeds.start);
     let modes = if options.modes.is_empty() { scenario.modes.clone() } else { options.modes.clone() };
+    if options.input.is_some() && scenario.job != "wordcount-files" {
+        return Err(format!("--input: job `{}` does not read files (wordcount-files does)", scenario.job));
+    }
     for kill in &options.kills {
         if let Some(index) = kill.node.strip_prefix("tm-").and_then(|index| index.parse::<u32>().ok())
             && index >= scenario.cluster.task_managers
@@ -138,7 +148,7 @@ pub fn run_local(options: &LocalOptions) -> Result<i32, String> {
     let mut runs = Vec::new();
     for mode in modes {
         let work = root.join(mode.to_string());
-        let run = run_mode(&options.scenario, &scenario, mode, seed, &options.kills, &work)?;
+        let run = run_mode(&options.scenario, &scenario, mode, seed, &options.kills, options.input.as_deref(), &work)?;
         println!("{}", report_line(&run));
         let keep = options.keep || !run.failures.is_empty();
         if keep {
@@ -178,6 +188,9 @@ fn report_line(run: &ModeRun) -> String {
         report.wall_time.as_secs_f64(),
         counted(report.restarts(), "restart"),
     );
+    if let Some((node, bytes)) = run.peak_memory.iter().max_by_key(|(_, bytes)| **bytes) {
+        line.push_str(&format!("  peak memory {} ({node})", size(*bytes)));
+    }
     for kill in &run.kills {
         line.push_str(&format!("\n             {kill}"));
     }
@@ -193,6 +206,7 @@ fn run_mode(
     mode: ExecutionMode,
     seed: u64,
     kills: &[Kill],
+    input: Option<&Path>,
     work: &Path,
 ) -> Result<ModeRun, String> {
     let io = |what: &str, error: std::io::Error| format!("{what}: {error}");
@@ -203,7 +217,7 @@ fn run_mode(
     std::fs::write(&cluster_file, cluster.to_yaml()).map_err(|error| io("cluster.yaml", error))?;
     let origin = now();
     let started = Instant::now();
-    let processes = Arc::new(Mutex::new(Processes::new(&cluster_file, work, scenario_path, seed)?));
+    let processes = Arc::new(Mutex::new(Processes::new(&cluster_file, work, scenario_path, seed, input)?));
     for (node, _) in cluster.roles() {
         processes.lock().expect("processes lock").start(&node)?;
     }
@@ -216,10 +230,14 @@ fn run_mode(
     let spec = job_spec(scenario, mode, shuffle_config(scenario));
     let (outcome, committed, kills) =
         runtime.block_on(drive(&cluster, spec, scenario, kills, Arc::clone(&processes), &client_tracer));
-    processes.lock().expect("processes lock").stop_all();
     let wall_time = started.elapsed();
+    let peak_memory = processes.lock().expect("processes lock").peak_memory();
+    processes.lock().expect("processes lock").stop_all();
     let trace = merge(&work.join("trace"), origin)?;
-    let input = generate_input(scenario, seed);
+    let input = match input {
+        Some(directory) => input_files(directory)?,
+        None => generate_input(scenario, seed),
+    };
     let job = catalog::find(&scenario.job).map_err(|error| error.to_string())?;
     let expected = (job.reference)(&scenario.job_params(), &input, mode);
     let report = RunReport {
@@ -238,7 +256,21 @@ fn run_mode(
         trace,
     };
     let failures = check_run(&report);
-    Ok(ModeRun { report, failures, kills, work: work.to_path_buf() })
+    Ok(ModeRun { report, failures, kills, work: work.to_path_buf(), peak_memory })
+}
+
+/// A directory's files, as a job that reads files sees them (for its reference): in name order,
+/// hidden files left out, as the file source lists them.
+fn input_files(directory: &Path) -> Result<ExternalInput, String> {
+    let storage = crate::disk::FileStorage::read_only(directory)
+        .map_err(|error| format!("--input {}: {error}", directory.display()))?;
+    let paths = storage.list_now("").map_err(|error| format!("--input {}: {error}", directory.display()))?;
+    let mut files = Vec::new();
+    for path in paths {
+        let contents = std::fs::read(directory.join(&path)).map_err(|error| format!("{path}: {error}"))?;
+        files.push(contents);
+    }
+    Ok(ExternalInput { topics: BTreeMap::from([(FILES_TOPIC.to_string(), vec![files])]) })
 }
 
 /// Submits the job, injects the kills from the acknowledged submission on, waits for the end,
@@ -359,11 +391,18 @@ struct Processes {
     work: PathBuf,
     scenario: PathBuf,
     seed: u64,
+    input: Option<PathBuf>,
     children: BTreeMap<String, Child>,
 }
 
 impl Processes {
-    fn new(cluster_file: &Path, work: &Path, scenario: &Path, seed: u64) -> Result<Processes, String> {
+    fn new(
+        cluster_file: &Path,
+        work: &Path,
+        scenario: &Path,
+        seed: u64,
+        input: Option<&Path>,
+    ) -> Result<Processes, String> {
         let executable = std::env::current_exe().map_err(|error| format!("cannot find sluice-real itself: {error}"))?;
         Ok(Processes {
             executable,
@@ -371,6 +410,7 @@ impl Processes {
             work: work.to_path_buf(),
             scenario: scenario.to_path_buf(),
             seed,
+            input: input.map(Path::to_path_buf),
             children: BTreeMap::new(),
         })
     }
@@ -399,6 +439,12 @@ impl Processes {
             .arg("--seed")
             .arg(self.seed.to_string())
             .arg("--exit-with-stdin")
+            .args(
+                self.input
+                    .iter()
+                    .filter(|_| node == "files")
+                    .flat_map(|input| [OsStr::new("--input"), input.as_os_str()]),
+            )
             .stdin(Stdio::piped())
             .stdout(log)
             .stderr(error_log);
@@ -414,6 +460,17 @@ impl Processes {
             let _ = child.wait();
         }
         self.start(node)
+    }
+
+    /// Each running process's peak resident memory (Linux's `VmHWM`; empty elsewhere).
+    fn peak_memory(&self) -> BTreeMap<String, u64> {
+        let peak = |pid: u32| -> Option<u64> {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+            let kilobytes: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kilobytes * 1024)
+        };
+        self.children.iter().filter_map(|(node, child)| Some((node.clone(), peak(child.id())?))).collect()
     }
 
     fn stop_all(&mut self) {

@@ -9,11 +9,13 @@
 //! | `durable-store` | the storage protocol over [`FileStorage`] | job metadata, operation logs, checkpoints |
 //! | `txn-store` | the transactional store, and reads of what it committed | in memory (FIXME below) |
 //! | `log` | the log server, with the scenario's input for the seed | none: generated from the seed |
+//! | `files` | the input files, read-only: a directory given with `--input`, or the files the scenario generates for the seed | the input directory |
 //! | `shuffle-service` | `run_shuffle_service` | remote blocking partitions |
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use sluice_engine::rpc::serve;
 use sluice_engine::runtime::jobmaster::{JobMasterConfig, run_job_master};
@@ -23,6 +25,7 @@ use sluice_engine::runtime::trace::TracerHandle;
 use sluice_engine::shuffle::remote::{ShuffleServiceConfig, run_shuffle_service};
 use sluice_engine::storage::remote::{RemoteStorage, StorageCall, apply};
 use sluice_engine::storage::{Storage, StorageFactory};
+use sluice_sim::external::files::{load as load_files, run_file_server};
 use sluice_sim::external::log::run_log_server;
 use sluice_sim::external::txn_store::{TxnStoreState, serve_reads, serve_transactions};
 use sluice_sim::runner::{ClusterTiming, generate_input};
@@ -52,6 +55,15 @@ pub enum Role {
     },
     /// The remote shuffle service.
     ShuffleService,
+    /// The input files: a directory, or (none given) those the scenario generates for a seed.
+    Files {
+        /// The directory.
+        input: Option<PathBuf>,
+        /// The scenario file.
+        scenario: PathBuf,
+        /// The seed.
+        seed: u64,
+    },
 }
 
 impl Role {
@@ -64,6 +76,7 @@ impl Role {
             Role::TxnStore => "txn-store".to_string(),
             Role::Log { .. } => "log".to_string(),
             Role::ShuffleService => "shuffle-service".to_string(),
+            Role::Files { .. } => "files".to_string(),
         }
     }
 }
@@ -97,12 +110,19 @@ pub fn run(role: &Role, cluster: &ClusterFile, dirs: &Dirs) -> Result<(), String
         let storage = FileStorage::open(&root).map_err(|error| format!("{node}: disk {}: {error}", root.display()))?;
         Ok(Arc::new(storage))
     };
+    // A task runs its operator chain without yielding for as long as a batch takes (a sort of
+    // its whole input, in batch mode): with a thread per slot and two to spare, heartbeats and
+    // RPC handlers always find a thread.
+    let threads = match role {
+        Role::TaskManager(_) => cluster.slots_per_task_manager as usize + 2,
+        _ => 2,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(threads)
         .enable_all()
         .build()
         .map_err(|error| format!("{node}: cannot start its runtime: {error}"))?;
-    let timing = ClusterTiming::default();
+    let timing = real_timing();
     let durable = cluster.durable_store;
     let durable_storage: StorageFactory = Arc::new(move || Arc::new(RemoteStorage::new(durable)) as Arc<dyn Storage>);
     match role {
@@ -147,6 +167,19 @@ pub fn run(role: &Role, cluster: &ClusterFile, dirs: &Dirs) -> Result<(), String
             let input = Arc::new(generate_input(&scenario, *seed));
             runtime.block_on(run_log_server(cluster.log, input));
         }
+        Role::Files { input, scenario, seed } => {
+            let files: Arc<dyn Storage> = match input {
+                Some(directory) => Arc::new(
+                    FileStorage::read_only(directory)
+                        .map_err(|error| format!("{node}: input {}: {error}", directory.display()))?,
+                ),
+                None => {
+                    let scenario = load_scenario(scenario)?;
+                    Arc::new(load_files(&generate_input(&scenario, *seed)).unwrap_or_default())
+                }
+            };
+            runtime.block_on(run_file_server(cluster.files, files));
+        }
         Role::ShuffleService => {
             let config = ShuffleServiceConfig {
                 address: cluster.shuffle_service,
@@ -158,6 +191,16 @@ pub fn run(role: &Role, cluster: &ClusterFile, dirs: &Dirs) -> Result<(), String
         }
     }
     Ok(())
+}
+
+/// The simulation's timing, with a heartbeat timeout a loaded machine can keep: real processes
+/// share cores, and a TaskManager busy on both of them answers late (Flink's default is 50 s).
+pub fn real_timing() -> ClusterTiming {
+    ClusterTiming {
+        heartbeat_interval: Duration::from_millis(250),
+        heartbeat_timeout: Duration::from_secs(5),
+        ..ClusterTiming::default()
+    }
 }
 
 /// Loads a scenario, the error as the simulation reports it (file, line and field).

@@ -170,3 +170,46 @@ fn a_cluster_started_by_hand_from_a_cluster_file_runs_a_submitted_job_exactly_on
     assert!(text.contains("batch finished, 4944 rows committed"), "{text}");
     assert!(text.contains("PASS  exactly the reference output, once"), "{text}");
 }
+
+/// A user's directory of text files, read by the file source in both modes with a TaskManager
+/// killed mid-job, and left exactly as it was.
+#[test]
+fn a_directory_of_text_files_is_counted_exactly_once_through_a_sigkill_and_left_unchanged() {
+    let input = tempfile::tempdir().expect("a temporary directory");
+    let mut contents = Vec::new();
+    for file in 0..3u64 {
+        let mut text = String::new();
+        for line in 0..20_000u64 {
+            let words: Vec<String> =
+                (0..(line % 12 + 1)).map(|word| format!("w{}", (line * 7 + word * 13 + file) % 3000)).collect();
+            text.push_str(&words.join(" "));
+            text.push_str(if line % 5 == 0 { "\r\n" } else { "\n" });
+        }
+        let path = input.path().join(format!("part-{file}.txt"));
+        std::fs::write(&path, &text).unwrap();
+        contents.push((path, text));
+    }
+    let binary = real_binary();
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let work = tempfile::tempdir().expect("a temporary directory");
+    let output = Command::new(binary)
+        .arg("local")
+        .arg(workspace().join("scenarios/real/wordcount-files.yaml"))
+        .arg("--input")
+        .arg(input.path())
+        .args(["--kill", "tm-0@300ms", "--work-dir"])
+        .arg(work.path())
+        .output()
+        .expect("sluice-real runs");
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    for mode in ["streaming", "batch"] {
+        assert!(mode_block(&text, mode).contains("PASS"), "{mode}:\n{text}");
+    }
+    assert_killed_mid_job(&text, "tm-0");
+    assert!(text.contains("streaming == batch: agree"), "{text}");
+    for (path, written) in contents {
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), written, "{} changed", path.display());
+    }
+    assert_eq!(std::fs::read_dir(input.path()).unwrap().count(), 3, "nothing was added to the input");
+}

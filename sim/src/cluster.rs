@@ -17,7 +17,7 @@ use madsim::net::NetSim;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
 use sluice_engine::catalog::ExternalInput;
-use sluice_engine::connectors::{LOG_SYSTEM, TXN_STORE_SYSTEM};
+use sluice_engine::connectors::{FILES_SYSTEM, LOG_SYSTEM, TXN_STORE_SYSTEM};
 use sluice_engine::graph::ExternalSystems;
 use sluice_engine::runtime::jobmaster::SHUFFLE_SERVICE;
 use sluice_engine::runtime::jobmaster::{JobMasterConfig, run_job_master};
@@ -30,6 +30,7 @@ use sluice_engine::storage::{MemoryStorage, Storage, StorageFactory};
 
 use crate::cost::NodeCosts;
 use crate::external::durable_store::{DurableStoreState, run_durable_store};
+use crate::external::files::run_file_server;
 use crate::external::log::run_log_server;
 use crate::external::txn_store::{TxnStoreState, run_txn_store};
 pub use crate::runner::ClusterTiming;
@@ -44,6 +45,7 @@ const LOG_ADDRESS: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 
 const TXN_STORE_ADDRESS: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 3, 1)), 5432);
 const SHUFFLE_SERVICE_ADDRESS: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 5, 1)), 9700);
 const DURABLE_STORE_ADDRESS: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 6, 1)), 9800);
+const FILES_ADDRESS: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 7, 1)), 9900);
 
 /// The shuffle service's node name.
 pub const SHUFFLE_SERVICE_NODE: &str = "shuffle-service";
@@ -75,12 +77,26 @@ impl Cluster {
         let mut costs = BTreeMap::new();
         let handle = Handle::current();
         let timing = ClusterTiming::default();
-        let external = ExternalSystems::default()
+        let mut external = ExternalSystems::default()
             .with(LOG_SYSTEM, LOG_ADDRESS)
             .with(TXN_STORE_SYSTEM, TXN_STORE_ADDRESS)
             .with(SHUFFLE_SERVICE, SHUFFLE_SERVICE_ADDRESS);
         let mut nodes = BTreeMap::new();
         let mut disks = BTreeMap::new();
+        // The files node exists only for jobs that read files, so that no other run gains a node
+        // (a node changes the simulation's draws, and so every trace).
+        if let Some(files) = crate::external::files::load(&input) {
+            external = external.with(FILES_SYSTEM, FILES_ADDRESS);
+            let disk: Arc<dyn Storage> = Arc::new(files.clone());
+            let node = handle
+                .create_node()
+                .name(FILES_SYSTEM)
+                .ip(FILES_ADDRESS.ip())
+                .init(move || run_file_server(FILES_ADDRESS, Arc::clone(&disk)))
+                .build();
+            nodes.insert(FILES_SYSTEM.to_string(), node.id());
+            disks.insert(FILES_SYSTEM.to_string(), files);
+        }
 
         // The durable store: where the JobMaster keeps submitted jobs and their attempts, so
         // that a restarted JobMaster resumes them.

@@ -11,7 +11,7 @@
 pub mod alerts;
 mod tpcds;
 pub mod windowed;
-mod wordcount;
+pub mod wordcount;
 
 pub mod event_time_input {
     //! How the event-time jobs (`windowed`, `alerts`) pace their input so that no element is late.
@@ -147,7 +147,7 @@ impl fmt::Debug for CatalogJob {
 
 /// Every registered job.
 pub fn jobs() -> &'static [CatalogJob] {
-    &[wordcount::WORDCOUNT, tpcds::TPCDS, windowed::WINDOWED, alerts::ALERTS]
+    &[wordcount::WORDCOUNT, wordcount::WORDCOUNT_FILES, tpcds::TPCDS, windowed::WINDOWED, alerts::ALERTS]
 }
 
 /// A job by name.

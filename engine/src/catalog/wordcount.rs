@@ -1,4 +1,5 @@
-//! `wordcount`: lines of text from the log, split into words, counted per word.
+//! `wordcount`: lines of text from the log, split into words, counted per word; and
+//! `wordcount-files`, the same count over the lines of a directory of text files.
 //!
 //! Streaming commits a running count per input word (an upsert changelog: `(w, 1)`, `(w, 2)`,
 //! …); batch commits one final count per word. The final value per key agrees.
@@ -6,27 +7,35 @@
 use std::collections::BTreeMap;
 
 use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobParams, ParamSpec, Updates};
+use crate::api::DataStream;
 use crate::api::{ExecutionMode, Record, StreamEnv};
-use crate::connectors::{LogSource, Row, SinkKind, TxnStoreSink};
+use crate::connectors::{FileSource, LogSource, Row, SinkKind, TxnStoreSink};
 use crate::prng::Prng;
 
 const TOPIC: &str = "lines";
+/// `wordcount-files`'s input, as the simulation holds it: one record per file, its contents.
+pub const FILES_TOPIC: &str = "files";
 const TABLE: &str = "word_counts";
+
+/// The vocabulary, shared by both jobs' generators.
+const DISTINCT_WORDS: ParamSpec = ParamSpec {
+    name: "distinct_words",
+    default: 500,
+    min: 1,
+    max: 100_000,
+    doc: "vocabulary size (skewed towards low word numbers)",
+};
+const MAX_WORDS_PER_LINE: ParamSpec =
+    ParamSpec { name: "max_words_per_line", default: 12, min: 1, max: 1_000, doc: "longest line, in words" };
 
 pub(super) const WORDCOUNT: CatalogJob = CatalogJob {
     name: "wordcount",
     description: "counts words of lines read from the log; upserts (word, count)",
     params: &[
         ParamSpec { name: "words", default: 20_000, min: 0, max: 1_000_000, doc: "total words in the input" },
-        ParamSpec {
-            name: "distinct_words",
-            default: 500,
-            min: 1,
-            max: 100_000,
-            doc: "vocabulary size (skewed towards low word numbers)",
-        },
+        DISTINCT_WORDS,
         ParamSpec { name: "partitions", default: 4, min: 1, max: 64, doc: "partitions of the input topic" },
-        ParamSpec { name: "max_words_per_line", default: 12, min: 1, max: 1_000, doc: "longest line, in words" },
+        MAX_WORDS_PER_LINE,
     ],
     build,
     generate_input,
@@ -34,7 +43,12 @@ pub(super) const WORDCOUNT: CatalogJob = CatalogJob {
 };
 
 fn build(env: &StreamEnv, _params: &JobParams) {
-    env.from_source(LogSource::<String>::new(TOPIC))
+    count_words(env.from_source(LogSource::<String>::new(TOPIC)));
+}
+
+/// Lines → words → a running count per word → the `word_counts` table.
+fn count_words(lines: DataStream<String>) {
+    lines
         .flat_map(|line: String| line.split_whitespace().map(str::to_string).collect::<Vec<_>>())
         .name("Tokenize")
         .map(|word: String| (word, 1i64))
@@ -46,13 +60,21 @@ fn build(env: &StreamEnv, _params: &JobParams) {
 }
 
 fn generate_input(params: &JobParams, prng: &mut Prng) -> ExternalInput {
+    let partitions = params.get("partitions") as usize;
+    let mut topic: Vec<Vec<Vec<u8>>> = vec![Vec::new(); partitions];
+    for (line_number, line) in generate_lines(params, prng).into_iter().enumerate() {
+        topic[line_number % partitions].push(line.to_bytes());
+    }
+    ExternalInput { topics: BTreeMap::from([(TOPIC.to_string(), topic)]) }
+}
+
+/// `words` words drawn from `distinct_words`, in lines of 1 to `max_words_per_line`.
+fn generate_lines(params: &JobParams, prng: &mut Prng) -> Vec<String> {
     let words = params.get("words");
     let distinct = params.get("distinct_words");
-    let partitions = params.get("partitions") as usize;
     let max_per_line = params.get("max_words_per_line");
-    let mut topic: Vec<Vec<Vec<u8>>> = vec![Vec::new(); partitions];
+    let mut lines = Vec::new();
     let mut written = 0;
-    let mut line_number = 0usize;
     while written < words {
         let length = prng.range_inclusive(1, max_per_line).min(words - written);
         let line: Vec<String> = (0..length)
@@ -63,24 +85,27 @@ fn generate_input(params: &JobParams, prng: &mut Prng) -> ExternalInput {
                 format!("w{word}")
             })
             .collect();
-        topic[line_number % partitions].push(line.join(" ").to_bytes());
+        lines.push(line.join(" "));
         written += length;
-        line_number += 1;
     }
-    ExternalInput { topics: BTreeMap::from([(TOPIC.to_string(), topic)]) }
+    lines
 }
 
 fn reference(_params: &JobParams, input: &ExternalInput, mode: ExecutionMode) -> ExpectedOutput {
+    let lines =
+        input.topics[TOPIC].iter().flatten().map(|bytes| String::from_bytes(bytes).expect("generated lines decode"));
+    reference_of_lines(lines, mode)
+}
+
+/// The table the count of `lines` commits in `mode`.
+fn reference_of_lines(lines: impl Iterator<Item = String>, mode: ExecutionMode) -> ExpectedOutput {
     let mut counts: BTreeMap<String, i64> = BTreeMap::new();
     let mut updates = Vec::new();
-    for partition in &input.topics[TOPIC] {
-        for bytes in partition {
-            let line = String::from_bytes(bytes).expect("generated lines decode");
-            for word in line.split_whitespace() {
-                let count = counts.entry(word.to_string()).or_insert(0);
-                *count += 1;
-                updates.push(Row { key: word.to_string(), value: count.to_string() });
-            }
+    for line in lines {
+        for word in line.split_whitespace() {
+            let count = counts.entry(word.to_string()).or_insert(0);
+            *count += 1;
+            updates.push(Row { key: word.to_string(), value: count.to_string() });
         }
     }
     let mut rows = match mode {
@@ -89,4 +114,54 @@ fn reference(_params: &JobParams, input: &ExternalInput, mode: ExecutionMode) ->
     };
     rows.sort();
     BTreeMap::from([(TABLE.to_string(), ExpectedTable { kind: SinkKind::Upsert, rows, updates: Updates::Exact })])
+}
+
+pub(super) const WORDCOUNT_FILES: CatalogJob = CatalogJob {
+    name: "wordcount-files",
+    description: "counts words of the lines of text files; upserts (word, count)",
+    params: &[
+        ParamSpec {
+            name: "words",
+            default: 20_000,
+            min: 0,
+            max: 1_000_000,
+            doc: "total words in the generated files (a real run may read a directory instead)",
+        },
+        DISTINCT_WORDS,
+        ParamSpec { name: "files", default: 3, min: 1, max: 64, doc: "files the words are written to" },
+        ParamSpec {
+            name: "split_bytes",
+            default: crate::connectors::files::SPLIT_BYTES,
+            min: 1,
+            max: 1 << 30,
+            doc: "the largest split of a file (splits are line-aligned)",
+        },
+        MAX_WORDS_PER_LINE,
+    ],
+    build: build_files,
+    generate_input: generate_files,
+    reference: reference_files,
+};
+
+fn build_files(env: &StreamEnv, params: &JobParams) {
+    count_words(env.from_source(FileSource::lines().with_split_bytes(params.get("split_bytes"))));
+}
+
+/// The generated lines, dealt round-robin into `files` files of newline-ended lines.
+fn generate_files(params: &JobParams, prng: &mut Prng) -> ExternalInput {
+    let mut files = vec![Vec::new(); params.get("files") as usize];
+    let count = files.len();
+    for (line_number, line) in generate_lines(params, prng).into_iter().enumerate() {
+        let file = &mut files[line_number % count];
+        file.extend_from_slice(line.as_bytes());
+        file.push(b'\n');
+    }
+    ExternalInput { topics: BTreeMap::from([(FILES_TOPIC.to_string(), vec![files])]) }
+}
+
+fn reference_files(_params: &JobParams, input: &ExternalInput, mode: ExecutionMode) -> ExpectedOutput {
+    let files = input.topics[FILES_TOPIC].iter().flatten();
+    let lines =
+        files.flat_map(|contents| String::from_utf8_lossy(contents).lines().map(str::to_string).collect::<Vec<_>>());
+    reference_of_lines(lines, mode)
 }

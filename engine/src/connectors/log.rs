@@ -10,7 +10,7 @@ use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 
-use super::{LOG_SYSTEM, call_with_retries};
+use super::{LOG_SYSTEM, call_with_retries, decode_position, encode_position};
 use crate::api::{BoxFuture, OperatorError, Record, Source, SourceReader, TaskInfo};
 use crate::rpc::RpcClient;
 use crate::rpc_request;
@@ -181,18 +181,13 @@ impl<T: Record> SourceReader<T> for LogReader<T> {
     }
 
     fn snapshot_state(&self) -> Vec<u8> {
-        let position: Option<Position> = match &self.state {
-            Some(state) => Some((state.splits.clone(), state.next_split as u64)),
-            // Not opened yet: nothing was read since the start (or since the restored position).
-            None => self.restored.clone(),
-        };
-        position.to_bytes()
+        let current: Option<Position> =
+            self.state.as_ref().map(|state| (state.splits.clone(), state.next_split as u64));
+        encode_position(current, &self.restored)
     }
 
     fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError> {
-        let position = Option::<Position>::from_bytes(state)
-            .map_err(|error| OperatorError::new(format!("log reader state of `{}`: {error}", self.topic)))?;
-        self.restored = position;
+        self.restored = decode_position(state, &format!("log reader of `{}`", self.topic))?;
         Ok(())
     }
 }

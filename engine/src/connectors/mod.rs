@@ -1,5 +1,5 @@
-//! Connectors to external systems: a replayable log to read from ([`log`]) and a
-//! transactional store to commit to ([`txn_store`]).
+//! Connectors to external systems: a replayable log ([`log`]) and a directory of text files
+//! ([`files`]) to read from, and a transactional store to commit to ([`txn_store`]).
 //!
 //! Each connector owns its wire protocol (the messages its external system answers), so that the
 //! system's server, wherever it runs (the simulation harness runs both as nodes), speaks exactly
@@ -9,9 +9,11 @@
 //! a source reads by explicit offsets, so a restarted reader replays the same records; a sink's
 //! transaction ids are stable across attempts and its commits are idempotent.
 
+pub mod files;
 pub mod log;
 pub mod txn_store;
 
+pub use files::{FILES_SYSTEM, FileSource};
 pub use log::LogSource;
 pub use txn_store::{Row, SinkKind, TxnCommittable, TxnStoreSink};
 
@@ -19,6 +21,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::graph::OperatorError;
+use crate::record::Record;
 use crate::rpc::{Request, RpcClient, RpcError};
 
 /// The name under which the log's address is registered in `ExternalSystems`.
@@ -32,6 +35,17 @@ pub const CALL_TIMEOUT: Duration = Duration::from_millis(500);
 pub const CALL_ATTEMPTS: u32 = 10;
 
 /// Calls an external system, retrying on timeouts: only for idempotent requests.
+/// A bounded reader's checkpointed position: the current one once it opened, else the one it
+/// was restored from (nothing was read since), `None` for a reader that starts from the start.
+pub(crate) fn encode_position<P: crate::api::Record>(current: Option<P>, restored: &Option<P>) -> Vec<u8> {
+    current.or_else(|| restored.clone()).to_bytes()
+}
+
+/// Reads back [`encode_position`]; `what` names the reader in errors.
+pub(crate) fn decode_position<P: crate::api::Record>(state: &[u8], what: &str) -> Result<Option<P>, OperatorError> {
+    Option::<P>::from_bytes(state).map_err(|error| OperatorError::new(format!("{what} state: {error}")))
+}
+
 pub(crate) async fn call_with_retries<R: Request + Clone>(
     client: &RpcClient,
     peer: SocketAddr,

@@ -19,7 +19,7 @@ use crate::rpc_request;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StreamItem {
     /// A sealed buffer of records.
-    Buffer(Vec<u8>),
+    Buffer(#[serde(with = "serde_bytes")] Vec<u8>),
     /// An encoded event, broadcast to every subpartition.
     Event(Vec<u8>),
 }

@@ -25,6 +25,7 @@ pub enum StorageOperation {
         /// Where the bytes start.
         offset: u64,
         /// The bytes.
+        #[serde(with = "serde_bytes")]
         bytes: Vec<u8>,
     },
     /// Make the file durable.
@@ -64,7 +65,7 @@ pub enum StorageAnswer {
     /// Done.
     Done,
     /// Bytes read.
-    Bytes(Vec<u8>),
+    Bytes(#[serde(with = "serde_bytes")] Vec<u8>),
     /// A length.
     Length(u64),
     /// Paths, sorted.

@@ -29,7 +29,7 @@ pub(super) enum PlanFormat {
 
 #[derive(Debug, Args)]
 pub(super) struct PlanArgs {
-    /// A catalog job: wordcount, tpcds, windowed or alerts.
+    /// A catalog job: wordcount, wordcount-files, tpcds, windowed or alerts.
     job: String,
     /// The mode to plan.
     #[arg(long, value_enum, default_value = "batch")]

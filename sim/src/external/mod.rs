@@ -6,5 +6,6 @@
 //! to check the run.
 
 pub mod durable_store;
+pub mod files;
 pub mod log;
 pub mod txn_store;

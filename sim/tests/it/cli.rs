@@ -60,7 +60,7 @@ fn plan_prints_the_plan_as_text_and_as_dot() {
     assert!(dot.starts_with("digraph \"tpcds\""), "{dot}");
     let (status, _, stderr) = sluice(&["plan", "wordcont"]);
     assert_eq!(status, 2);
-    assert!(stderr.contains("wordcount, tpcds"), "{stderr}");
+    assert!(stderr.contains("known jobs: wordcount, wordcount-files, tpcds"), "{stderr}");
 }
 
 #[test]

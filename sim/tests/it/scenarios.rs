@@ -123,3 +123,8 @@ fn a_keyed_process_function_with_state_and_timers_commits_the_same_alerts_in_bot
     assert!(scenario.seeds.end - scenario.seeds.start >= 200, "the suite runs at least 200 seeds per catalog job");
     random_fault_scenario("scenarios/alerts-checkpoints.yaml");
 }
+
+#[test]
+fn wordcount_over_files_in_line_aligned_splits_survives_faults_exactly_once() {
+    random_fault_scenario("scenarios/wordcount-files.yaml");
+}

@@ -1,0 +1,288 @@
+//! A directory of text files and the bounded [`FileSource`] that reads their lines (Flink's
+//! `FileSource` with a text-line format).
+//!
+//! The files live on a storage node (the `files` external system), which serves them over the
+//! storage protocol of [`crate::storage::remote`], read-only: a directory on a real disk, or the
+//! simulation's files loaded into a simulated disk — the reader is the same. Each file is cut
+//! into splits of at most [`SPLIT_BYTES`]; split `j` (files in name order, splits in file order)
+//! belongs to subtask `j % parallelism`. A split `[start, end)` holds the lines that *start* in
+//! it: a reader of a split that starts inside a line skips to the next line, and reads past `end`
+//! to finish its last line, so every line is read exactly once whatever the split size. The
+//! position, checkpointed, is each split's next line start and the next split to read; a reader
+//! restored from it reads exactly the lines after it.
+
+use std::marker::PhantomData;
+
+use super::{call_with_retries, decode_position, encode_position};
+use crate::api::{BoxFuture, OperatorError, Source, SourceReader, TaskInfo};
+use crate::rpc::RpcClient;
+use crate::storage::StorageError;
+use crate::storage::remote::{StorageAnswer, StorageCall, StorageOperation};
+
+/// The external system that serves the input files.
+pub const FILES_SYSTEM: &str = "files";
+/// The largest split, unless the source says otherwise.
+pub const SPLIT_BYTES: u64 = 4 << 20;
+/// Bytes read per request.
+const CHUNK_BYTES: u64 = 1 << 20;
+/// The longest line a reader accepts: a file with a longer one is not a text file.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// Reads every line of every file the `files` system serves, as `String`s (without the line
+/// break; `\r\n` counts as one).
+pub struct FileSource<T> {
+    split_bytes: u64,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl FileSource<String> {
+    /// Lines of text, in splits of [`SPLIT_BYTES`].
+    pub fn lines() -> FileSource<String> {
+        FileSource { split_bytes: SPLIT_BYTES, _type: PhantomData }
+    }
+
+    /// Splits of at most `split_bytes` (at least 1).
+    pub fn with_split_bytes(mut self, split_bytes: u64) -> FileSource<String> {
+        assert!(split_bytes > 0, "a split holds at least one byte");
+        self.split_bytes = split_bytes;
+        self
+    }
+}
+
+impl Source<String> for FileSource<String> {
+    fn name(&self) -> String {
+        "files".to_string()
+    }
+
+    fn create_reader(&self, task: &TaskInfo) -> Box<dyn SourceReader<String>> {
+        Box::new(LineReader { task: task.clone(), split_bytes: self.split_bytes, state: None, restored: None })
+    }
+}
+
+/// One split: file, end, the next line start, and whether that is known to start a line.
+type Split = (String, u64, u64, bool);
+/// A reader's position: its splits still unread and the next one to read.
+type Position = (Vec<Split>, u64);
+
+struct ReaderState {
+    client: RpcClient,
+    files: std::net::SocketAddr,
+    splits: Vec<Split>,
+    next_split: usize,
+}
+
+struct LineReader {
+    task: TaskInfo,
+    split_bytes: u64,
+    state: Option<ReaderState>,
+    restored: Option<Position>,
+}
+
+/// The splits of `split_bytes` of files (name, length) in order, those of subtask `index` of
+/// `parallelism`.
+pub fn assign_splits(files: &[(String, u64)], split_bytes: u64, index: u32, parallelism: u32) -> Vec<Split> {
+    let all = files.iter().flat_map(|(path, length)| {
+        (0..length.div_ceil(split_bytes)).map(move |split| {
+            let start = split * split_bytes;
+            (path.clone(), (start + split_bytes).min(*length), start, start == 0)
+        })
+    });
+    all.enumerate()
+        .filter(|(number, _)| *number as u64 % parallelism as u64 == index as u64)
+        .map(|(_, split)| split)
+        .collect()
+}
+
+/// The lines that start in `bytes` (read from `offset` of a file of `length` bytes) before
+/// `end`, and where the next unread line starts; `None` if no line ends in `bytes` (read more).
+fn lines_in(bytes: &[u8], offset: u64, end: u64, length: u64) -> Option<(Vec<String>, u64)> {
+    let mut lines = Vec::new();
+    let mut start = 0usize;
+    while offset + (start as u64) < end {
+        let rest = &bytes[start..];
+        let line_end = match rest.iter().position(|byte| *byte == b'\n') {
+            Some(newline) => newline,
+            // The file's last line need not end with a newline.
+            None if offset + bytes.len() as u64 == length => rest.len(),
+            None => break,
+        };
+        let line = &rest[..line_end];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        lines.push(String::from_utf8_lossy(line).into_owned());
+        start += (line_end + 1).min(rest.len());
+        if start >= bytes.len() {
+            break;
+        }
+    }
+    (start > 0 || offset + (bytes.len() as u64) >= length).then_some((lines, offset + start as u64))
+}
+
+impl LineReader {
+    async fn call(&self, operation: StorageOperation) -> Result<StorageAnswer, OperatorError> {
+        let state = self.state.as_ref().expect("opened");
+        let answer = call_with_retries(&state.client, state.files, StorageCall { operation }, FILES_SYSTEM).await?;
+        answer.map_err(|error: StorageError| OperatorError::new(format!("{FILES_SYSTEM}: {error}")))
+    }
+
+    async fn open(&mut self) -> Result<(), OperatorError> {
+        let client = RpcClient::bind_ephemeral().await.map_err(|error| OperatorError::new(error.to_string()))?;
+        let files = self.task.external.address(FILES_SYSTEM)?;
+        self.state = Some(ReaderState { client, files, splits: Vec::new(), next_split: 0 });
+        if let Some((splits, next_split)) = self.restored.take() {
+            let state = self.state.as_mut().expect("set above");
+            state.splits = splits;
+            state.next_split = next_split as usize;
+            return Ok(());
+        }
+        let StorageAnswer::Paths(paths) = self.call(StorageOperation::List { prefix: String::new() }).await? else {
+            return Err(OperatorError::new("files: a listing answered out of turn"));
+        };
+        let mut files = Vec::new();
+        for path in paths {
+            let StorageAnswer::Length(length) = self.call(StorageOperation::Length { path: path.clone() }).await?
+            else {
+                return Err(OperatorError::new("files: a length answered out of turn"));
+            };
+            files.push((path, length));
+        }
+        self.state.as_mut().expect("set above").splits =
+            assign_splits(&files, self.split_bytes, self.task.subtask_index, self.task.parallelism);
+        Ok(())
+    }
+
+    async fn read(&self, path: &str, offset: u64, length: u64) -> Result<Vec<u8>, OperatorError> {
+        let operation = StorageOperation::Read { path: path.to_string(), offset, length };
+        match self.call(operation).await? {
+            StorageAnswer::Bytes(bytes) => Ok(bytes),
+            _ => Err(OperatorError::new("files: a read answered out of turn")),
+        }
+    }
+
+    async fn file_length(&self, path: &str) -> Result<u64, OperatorError> {
+        match self.call(StorageOperation::Length { path: path.to_string() }).await? {
+            StorageAnswer::Length(length) => Ok(length),
+            _ => Err(OperatorError::new("files: a length answered out of turn")),
+        }
+    }
+
+    /// Bytes from `offset` up to and including the first line end (or the file's end).
+    async fn read_lines_from(&self, path: &str, offset: u64, end: u64) -> Result<(Vec<String>, u64), OperatorError> {
+        let length = self.file_length(path).await?;
+        let mut bytes = Vec::new();
+        loop {
+            let at = offset + bytes.len() as u64;
+            let want = CHUNK_BYTES.min(length.saturating_sub(at));
+            bytes.extend(self.read(path, at, want).await?);
+            if let Some(found) = lines_in(&bytes, offset, end, length) {
+                return Ok(found);
+            }
+            if bytes.len() > MAX_LINE_BYTES {
+                return Err(OperatorError::new(format!(
+                    "files: `{path}` has a line longer than {MAX_LINE_BYTES} bytes at byte {offset}: not a text file"
+                )));
+            }
+        }
+    }
+
+    async fn next_batch(&mut self) -> Result<Option<Vec<String>>, OperatorError> {
+        if self.state.is_none() {
+            self.open().await?;
+        }
+        let state = self.state.as_ref().expect("opened above");
+        if state.splits.is_empty() {
+            return Ok(None);
+        }
+        let index = state.next_split % state.splits.len();
+        let (path, end, mut next, aligned) = state.splits[index].clone();
+        if !aligned {
+            // The split starts inside a line or at a line's start: the line that holds byte
+            // `next - 1` belongs to the split before.
+            let (_, after) = self.read_lines_from(&path, next - 1, next).await?;
+            next = after;
+        }
+        let (lines, after) =
+            if next < end { self.read_lines_from(&path, next, end).await? } else { (Vec::new(), next) };
+        let state = self.state.as_mut().expect("opened above");
+        if after >= end {
+            state.splits.remove(index);
+        } else {
+            state.splits[index] = (path, end, after, true);
+            state.next_split = index + 1;
+        }
+        Ok(Some(lines))
+    }
+}
+
+impl SourceReader<String> for LineReader {
+    fn poll_next(&mut self) -> BoxFuture<'_, Result<Option<Vec<String>>, OperatorError>> {
+        Box::pin(self.next_batch())
+    }
+
+    fn snapshot_state(&self) -> Vec<u8> {
+        let current: Option<Position> =
+            self.state.as_ref().map(|state| (state.splits.clone(), state.next_split as u64));
+        encode_position(current, &self.restored)
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError> {
+        self.restored = decode_position(state, "file reader")?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads a split of `text` the way a reader does, from `lines_in` alone.
+    fn read_split(text: &[u8], (_, end, next, aligned): Split) -> Vec<String> {
+        let length = text.len() as u64;
+        let mut next = next;
+        if !aligned {
+            next = lines_in(&text[next as usize - 1..], next - 1, next, length).expect("whole file").1;
+        }
+        let mut lines = Vec::new();
+        while next < end {
+            let (found, after) = lines_in(&text[next as usize..], next, end, length).expect("whole file");
+            lines.extend(found);
+            next = after;
+        }
+        lines
+    }
+
+    #[test]
+    fn every_line_is_read_once_whatever_the_split_size() {
+        let text = b"alpha beta\ngamma\r\n\ndelta epsilon zeta\nlast line without a newline";
+        let want: Vec<String> = String::from_utf8_lossy(text).lines().map(str::to_string).collect();
+        for split_bytes in 1..=text.len() as u64 + 1 {
+            for parallelism in 1..=3 {
+                let mut lines = Vec::new();
+                for index in 0..parallelism {
+                    for split in assign_splits(&[("f".to_string(), text.len() as u64)], split_bytes, index, parallelism)
+                    {
+                        lines.extend(read_split(text, split));
+                    }
+                }
+                let (mut got, mut expected) = (lines.clone(), want.clone());
+                got.sort();
+                expected.sort();
+                assert_eq!(got, expected, "split {split_bytes} bytes, parallelism {parallelism}");
+            }
+        }
+    }
+
+    #[test]
+    fn splits_are_dealt_round_robin_over_files_in_order() {
+        let files = [("a".to_string(), 10), ("b".to_string(), 0), ("c".to_string(), 5)];
+        let splits = |index| assign_splits(&files, 4, index, 2);
+        assert_eq!(splits(0), vec![("a".into(), 4, 0, true), ("a".into(), 10, 8, false), ("c".into(), 5, 4, false)]);
+        assert_eq!(splits(1), vec![("a".into(), 8, 4, false), ("c".into(), 4, 0, true)]);
+    }
+
+    #[test]
+    fn an_unfinished_line_asks_for_more_bytes() {
+        assert_eq!(lines_in(b"no newline yet", 0, 100, 1000), None);
+        assert_eq!(lines_in(b"one\ntwo", 0, 100, 1000), Some((vec!["one".to_string()], 4)));
+        assert_eq!(lines_in(b"one\ntwo", 0, 100, 7), Some((vec!["one".to_string(), "two".to_string()], 7)));
+    }
+}

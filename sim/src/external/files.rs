@@ -1,0 +1,50 @@
+//! The files node: a directory of input files served read-only over the storage protocol, which
+//! `sluice_engine::connectors::files::FileSource` reads. In simulation its disk is a simulated
+//! one holding the job's generated files (`part-00000`, …); for real (`sluice-real`) it is a
+//! directory on the machine's disk. A write of any kind is refused: input is never changed.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use sluice_engine::catalog::ExternalInput;
+use sluice_engine::catalog::wordcount::FILES_TOPIC;
+use sluice_engine::rpc::serve;
+use sluice_engine::storage::remote::{StorageCall, StorageOperation, apply};
+use sluice_engine::storage::{ImmediateStorage, MemoryStorage, Storage, StorageError};
+
+/// The job's input files on a simulated disk, if the job reads files: file `n` of the input's
+/// `files` topic is `part-0000n`, synced.
+pub fn load(input: &ExternalInput) -> Option<MemoryStorage> {
+    let files = input.topics.get(FILES_TOPIC)?;
+    let disk = MemoryStorage::new();
+    for (index, contents) in files.iter().flatten().enumerate() {
+        let path = part_name(index);
+        disk.append_now(&path, contents).expect("a simulated disk takes every append");
+        disk.sync_now(&path).expect("a file just written exists");
+    }
+    Some(disk)
+}
+
+/// The name of the `index`-th input file.
+pub fn part_name(index: usize) -> String {
+    format!("part-{index:05}")
+}
+
+/// Serves `files` at `address`, read-only, until the node is killed.
+pub async fn run_file_server(address: SocketAddr, files: Arc<dyn Storage>) {
+    let endpoint = sluice_engine::rpc::bind(address)
+        .await
+        .unwrap_or_else(|error| panic!("internal: the files node cannot bind {address}: {error}"));
+    serve(&endpoint, move |call: StorageCall| {
+        let files = Arc::clone(&files);
+        async move {
+            match call.operation {
+                StorageOperation::Append { .. } | StorageOperation::Sync { .. } | StorageOperation::Delete { .. } => {
+                    Err(StorageError::Unavailable("the input files are read-only".to_string()))
+                }
+                operation => apply(&*files, operation).await,
+            }
+        }
+    });
+    std::future::pending::<()>().await;
+}
