@@ -37,16 +37,23 @@ impl HashMapStateBackend {
         self.current_key.as_deref().expect("internal: keyed state accessed before a key was set")
     }
 
+    /// The current key's state, created if absent; the key is copied only when it is new.
     fn current(&mut self) -> &mut KeyState {
-        let key = self.key().to_vec();
-        self.states.entry(key).or_default()
+        let key = self.current_key.as_deref().expect("internal: keyed state accessed before a key was set");
+        if !self.states.contains_key(key) {
+            self.states.insert(key.to_vec(), KeyState::default());
+        }
+        self.states.get_mut(key).expect("inserted above")
     }
 }
 
 impl KeyedStateBackend for HashMapStateBackend {
     fn set_current_key(&mut self, key: &[u8]) {
-        if self.current_key.as_deref() != Some(key) {
-            self.current_key = Some(key.to_vec());
+        // The key's buffer is reused from record to record.
+        let current = self.current_key.get_or_insert_with(Vec::new);
+        if current.as_slice() != key {
+            current.clear();
+            current.extend_from_slice(key);
         }
     }
 
@@ -55,7 +62,13 @@ impl KeyedStateBackend for HashMapStateBackend {
     }
 
     fn put(&mut self, name: &str, value: Vec<u8>) {
-        self.current().values.insert(name.to_string(), value);
+        let values = &mut self.current().values;
+        match values.get_mut(name) {
+            Some(slot) => *slot = value,
+            None => {
+                values.insert(name.to_string(), value);
+            }
+        }
     }
 
     fn list_append(&mut self, name: &str, value: Vec<u8>) {
