@@ -36,9 +36,14 @@ struct Inner {
 
 type Sender = HashMap<SocketAddr, mpsc::Sender<SendMsg>>;
 
+/// Sluice patch: a message owns its bytes. It used to borrow the caller's buffers (made
+/// `'static` by a transmute) on the promise that the caller waits until they are written; but a
+/// caller's future can be dropped while it waits (a `call_timeout` that expires, a cancelled
+/// task), after which the sending task wrote freed memory: a frame of garbage, which the peer
+/// could not decode ("malformed request"), or worse.
 struct SendMsg {
     tag: u64,
-    bufs: &'static mut [IoSlice<'static>],
+    data: Vec<u8>,
     done: oneshot::Sender<()>,
 }
 
@@ -134,23 +139,15 @@ impl Inner {
         trace!("setup connection: {addr} -> {peer}");
 
         let sender_task = task::spawn(async move {
-            while let Some(SendMsg {
-                tag,
-                mut bufs,
-                done,
-            }) = send_rx.recv().await
-            {
+            while let Some(SendMsg { tag, data, done }) = send_rx.recv().await {
                 // Sluice patch: a write to a dead peer ends this connection (the caller's
                 // `done` is dropped, so its send fails) instead of panicking the task.
-                let len = 8 + bufs.iter().map(|s| s.len()).sum::<usize>();
-                if writer.write_u32(len as _).await.is_err() || writer.write_u64(tag).await.is_err() {
+                let len = 8 + data.len();
+                if writer.write_u32(len as _).await.is_err()
+                    || writer.write_u64(tag).await.is_err()
+                    || writer.write_all(&data).await.is_err()
+                {
                     return;
-                }
-                while !bufs.is_empty() {
-                    match writer.write_vectored(bufs).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => advance_slices(&mut bufs, n),
-                    }
                 }
                 if writer.flush().await.is_err() {
                     return;
@@ -292,14 +289,14 @@ impl Endpoint {
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address"))?;
         trace!("send: {} -> {}, tag={}", self.addr, dst, tag);
         let sender = self.get_or_connect(dst).await?;
-        // Safety: sender task will refer the data until the `done` await return.
-        // (Sluice patch: on every path below the sender task has dropped or finished with
-        // the message before this function returns: a failed `send` hands the message back,
-        // and `done` resolves only once the task sent or dropped it.)
-        let bufs = unsafe { std::mem::transmute::<&mut [IoSlice<'_>], &mut [IoSlice<'_>]>(bufs) };
+        // Sluice patch: the message owns a copy of its bytes (see `SendMsg`).
+        let mut data = Vec::with_capacity(len - 8);
+        for buf in bufs.iter() {
+            data.extend_from_slice(buf);
+        }
         let (done, done_recver) = oneshot::channel();
         let broken = || io::Error::new(io::ErrorKind::BrokenPipe, "the connection to the peer closed");
-        if sender.send(SendMsg { tag, bufs, done }).await.is_err() {
+        if sender.send(SendMsg { tag, data, done }).await.is_err() {
             return Err(broken());
         }
         done_recver.await.map_err(|_| broken())?;
@@ -383,26 +380,3 @@ impl Mailbox {
     }
 }
 
-// from std 1.60.0 `IoSlice::advance_slices`
-fn advance_slices(bufs: &mut &mut [IoSlice<'_>], n: usize) {
-    // Number of buffers to remove.
-    let mut remove = 0;
-    // Total length of all the to be removed buffers.
-    let mut accumulated_len = 0;
-    for buf in bufs.iter() {
-        if accumulated_len + buf.len() > n {
-            break;
-        } else {
-            accumulated_len += buf.len();
-            remove += 1;
-        }
-    }
-
-    *bufs = &mut std::mem::take(bufs)[remove..];
-    if !bufs.is_empty() {
-        // bufs[0].advance(n - accumulated_len)
-        bufs[0] = IoSlice::new(unsafe {
-            std::mem::transmute::<&[u8], &[u8]>(&bufs[0][n - accumulated_len..])
-        });
-    }
-}
