@@ -18,8 +18,8 @@
 //! | [`catalog`] | the built-in jobs and their sequential reference implementations |
 //!
 //! The engine never reads the wall clock, never spawns OS threads and never draws unseeded
-//! randomness: time, tasks and randomness come from `madsim`, so a whole distributed run replays
-//! from one seed.
+//! randomness: time, tasks and randomness come from the runtime seam [`rt`] (madsim's simulation,
+//! or tokio in the real build), so a whole simulated run replays from one seed.
 
 pub mod api;
 pub mod catalog;

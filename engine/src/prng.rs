@@ -5,8 +5,8 @@
 //! [`Ratio`]. Child generators are derived by name ([`Prng::fork`]), so that one purpose (say, the
 //! fault schedule) drawing more or fewer numbers never reshuffles another (say, the workload).
 //!
-//! The engine itself draws its internal randomness (jitter, tie-breaks) from `madsim::rand`, which
-//! is seeded by the simulation; this type is for code that is handed an explicit seed.
+//! The engine itself draws its internal randomness (jitter, tie-breaks) from [`crate::rt`] (`madsim::rand`),
+//! which is seeded by the simulation; this type is for code that is handed an explicit seed.
 
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -118,8 +118,10 @@ pub fn run_local(options: &LocalOptions) -> Result<i32, String> {
     let scenario = Scenario::load(&options.scenario).map_err(|error| error.to_string())?;
     let seed = options.seed.unwrap_or(scenario.seeds.start);
     let modes = if options.modes.is_empty() { scenario.modes.clone() } else { options.modes.clone() };
-    if options.input.is_some() && scenario.job != "wordcount-files" {
-        return Err(format!("--input: job `{}` does not read files (wordcount-files does)", scenario.job));
+    // A job reads files when its generated input is files (wordcount-files): the same test
+    // that decides whether a simulated cluster has a files node.
+    if options.input.is_some() && !generate_input(&scenario, seed).topics.contains_key(FILES_TOPIC) {
+        return Err(format!("--input: job `{}` does not read files", scenario.job));
     }
     for kill in &options.kills {
         if let Some(index) = kill.node.strip_prefix("tm-").and_then(|index| index.parse::<u32>().ok())

@@ -179,7 +179,7 @@ fn a_directory_of_text_files_is_counted_exactly_once_through_a_sigkill_and_left_
     let mut contents = Vec::new();
     for file in 0..3u64 {
         let mut text = String::new();
-        for line in 0..20_000u64 {
+        for line in 0..60_000u64 {
             let words: Vec<String> =
                 (0..(line % 12 + 1)).map(|word| format!("w{}", (line * 7 + word * 13 + file) % 3000)).collect();
             text.push_str(&words.join(" "));

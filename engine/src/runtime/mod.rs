@@ -9,7 +9,7 @@
 //! - [`messages`]: every message between client, JobMaster and TaskManagers.
 //! - [`trace`]: the structured events the processes report.
 //!
-//! This is the one layer that spawns tasks and keeps time (through `madsim`). Depends on every
+//! This is the one layer that spawns tasks and keeps time (through [`crate::rt`]). Depends on every
 //! layer below. Invariants: every remote call has a timeout; a message from an older job attempt
 //! or an older process incarnation is recognized and ignored; no `HashMap` iteration order
 //! reaches a message or a trace event.
