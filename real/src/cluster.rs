@@ -20,7 +20,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use sluice_engine::connectors::{FILES_SYSTEM, LOG_SYSTEM, TXN_STORE_SYSTEM};
+use sluice_engine::connectors::{DURABLE_STORE_SYSTEM, FILES_SYSTEM, LOG_SYSTEM, TXN_STORE_SYSTEM};
 use sluice_engine::graph::ExternalSystems;
 use sluice_engine::runtime::jobmaster::SHUFFLE_SERVICE;
 use sluice_sim::scenario::limits::{MAX_SLOTS, MAX_TASK_MANAGERS};
@@ -121,6 +121,7 @@ impl ClusterFile {
             .with(TXN_STORE_SYSTEM, self.txn_store)
             .with(SHUFFLE_SERVICE, self.shuffle_service)
             .with(FILES_SYSTEM, self.files)
+            .with(DURABLE_STORE_SYSTEM, self.durable_store)
     }
 
     /// The file's text.

@@ -38,7 +38,8 @@ impl FileStorage {
     pub fn open(root: impl Into<PathBuf>) -> io::Result<FileStorage> {
         let root = root.into();
         fs::create_dir_all(&root)?;
-        let synced = read_journal(&root.join(JOURNAL))?;
+        let (synced, renames) = read_journal(&root.join(JOURNAL))?;
+        finish_renames(&root, &synced, &renames)?;
         let mut kept = BTreeMap::new();
         for path in walk(&root)? {
             let file = root.join(&path);
@@ -150,6 +151,43 @@ impl ImmediateStorage for FileStorage {
         paths.retain(|path| path.starts_with(prefix));
         Ok(paths)
     }
+
+    /// The journal records the rename first (one line, so all or nothing), then the file system
+    /// does it; opening the directory finishes a rename the journal holds and the disk does not.
+    fn rename_now(&self, from: &str, to: &str) -> Result<(), StorageError> {
+        self.writable()?;
+        let (source, target) = (self.file(from)?, self.file(to)?);
+        if target.exists() {
+            return Err(StorageError::AlreadyExists(to.to_string()));
+        }
+        if !source.is_file() {
+            return Err(StorageError::NotFound(from.to_string()));
+        }
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent).map_err(|error| failed(to, &error))?;
+        }
+        self.record(&format!("> {} {from}{to}\n", from.len()))?;
+        fs::rename(&source, &target).map_err(|error| failed(from, &error))?;
+        sync_directories(&self.root, &source)
+            .and_then(|()| sync_directories(&self.root, &target))
+            .map_err(|error| failed(to, &error))
+    }
+}
+
+/// Finishes the renames a crash interrupted: a file the journal names (`to`, never deleted
+/// since) that is missing, while the file it was renamed from is still there and was not synced
+/// again under its old name.
+fn finish_renames(root: &Path, synced: &BTreeMap<String, u64>, renames: &BTreeMap<String, String>) -> io::Result<()> {
+    for (to, from) in renames {
+        let (source, target) = (root.join(from), root.join(to));
+        if synced.contains_key(to) && !synced.contains_key(from) && !target.exists() && source.is_file() {
+            if let Some(parent) = target.parent() {
+                fs::create_dir_all(parent)?;
+            }
+            fs::rename(&source, &target)?;
+        }
+    }
+    Ok(())
 }
 
 fn failed(path: &str, error: &io::Error) -> StorageError {
@@ -174,20 +212,39 @@ fn sync_directories(root: &Path, file: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// The journal's last word per path: its synced length (a deleted path has none).
-fn read_journal(journal: &Path) -> io::Result<BTreeMap<String, u64>> {
+/// A rename record's paths: `> <length of from> <from><to>` (paths may hold spaces).
+fn rename_record(record: &str) -> Option<(&str, &str)> {
+    let (length, paths) = record.split_once(' ')?;
+    let length: usize = length.parse().ok()?;
+    Some((paths.get(..length)?, paths.get(length..)?))
+}
+
+/// The journal's last word per path: its synced length (a deleted path has none); and, by
+/// new name, the last rename to it.
+type Journal = (BTreeMap<String, u64>, BTreeMap<String, String>);
+
+fn read_journal(journal: &Path) -> io::Result<Journal> {
     let text = match fs::read(journal) {
         Ok(bytes) => bytes,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Journal::default()),
         Err(error) => return Err(error),
     };
     let mut synced = BTreeMap::new();
+    let mut renames = BTreeMap::new();
     // A record cut short by a crash has no newline and was never acknowledged: ignore it.
     let complete = text.iter().rposition(|byte| *byte == b'\n').map_or(&[][..], |end| &text[..end]);
     for line in String::from_utf8_lossy(complete).lines() {
         match line.split_once(' ') {
             Some(("-", path)) => {
                 synced.remove(path);
+            }
+            Some((">", record)) => {
+                if let Some((from, to)) = rename_record(record)
+                    && let Some(length) = synced.remove(from)
+                {
+                    synced.insert(to.to_string(), length);
+                    renames.insert(to.to_string(), from.to_string());
+                }
             }
             Some((length, path)) => {
                 if let Ok(length) = length.parse::<u64>() {
@@ -197,7 +254,7 @@ fn read_journal(journal: &Path) -> io::Result<BTreeMap<String, u64>> {
             None => {}
         }
     }
-    Ok(synced)
+    Ok((synced, renames))
 }
 
 /// Replaces the journal with one record per kept file, atomically (write, fsync, rename, fsync).
@@ -342,5 +399,51 @@ mod tests {
         drop(journal);
         let disk = FileStorage::open(directory.path()).unwrap();
         assert_eq!(now(disk.length("f")).unwrap(), 6);
+    }
+
+    #[test]
+    fn a_rename_is_durable_refuses_to_replace_and_moves_pending_bytes_as_pending() {
+        let directory = tempfile::tempdir().unwrap();
+        {
+            let disk = FileStorage::open(directory.path()).unwrap();
+            now(disk.append("sinks/t/in progress/a", b"rows\n")).unwrap();
+            now(disk.sync("sinks/t/in progress/a")).unwrap();
+            now(disk.append("sinks/t/in progress/a", b"unsynced")).unwrap();
+            now(disk.rename("sinks/t/in progress/a", "sinks/t/part a")).unwrap();
+            assert_eq!(
+                now(disk.rename("sinks/t/in progress/a", "sinks/t/part a")),
+                Err(StorageError::AlreadyExists("sinks/t/part a".into())),
+                "a rename is applied once: its retry finds the name taken"
+            );
+            now(disk.append("b", b"b")).unwrap();
+            assert_eq!(
+                now(disk.rename("b", "sinks/t/part a")),
+                Err(StorageError::AlreadyExists("sinks/t/part a".into()))
+            );
+        }
+        let disk = FileStorage::open(directory.path()).unwrap();
+        assert_eq!(now(disk.list("")).unwrap(), vec!["sinks/t/part a".to_string()]);
+        assert_eq!(now(disk.read("sinks/t/part a", 0, 5)).unwrap(), b"rows\n");
+        assert_eq!(now(disk.length("sinks/t/part a")).unwrap(), 5, "the pending bytes were lost with the crash");
+    }
+
+    #[test]
+    fn a_rename_the_journal_holds_and_a_crash_interrupted_is_finished_on_open() {
+        let directory = tempfile::tempdir().unwrap();
+        {
+            let disk = FileStorage::open(directory.path()).unwrap();
+            now(disk.append("pending/x", b"done")).unwrap();
+            now(disk.sync("pending/x")).unwrap();
+        }
+        // The journal's record of the rename was written; the crash came before the rename.
+        let mut journal = OpenOptions::new().append(true).open(directory.path().join(JOURNAL)).unwrap();
+        journal.write_all(b"> 9 pending/xfinal/x\n").unwrap();
+        drop(journal);
+        let disk = FileStorage::open(directory.path()).unwrap();
+        assert_eq!(now(disk.list("")).unwrap(), vec!["final/x".to_string()]);
+        assert_eq!(now(disk.read("final/x", 0, 4)).unwrap(), b"done");
+        drop(disk);
+        let disk = FileStorage::open(directory.path()).unwrap();
+        assert_eq!(now(disk.list("")).unwrap(), vec!["final/x".to_string()], "and it stays finished");
     }
 }

@@ -24,13 +24,16 @@ use std::time::{Duration, Instant};
 
 use sluice_engine::catalog::wordcount::FILES_TOPIC;
 use sluice_engine::catalog::{self, ExternalInput};
+use sluice_engine::connectors::SinkKind;
 use sluice_engine::duration::{format_duration, parse_duration};
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::rpc::RpcClient;
 use sluice_engine::runtime::messages::{JobStatus, RequestJobStatus};
 use sluice_engine::runtime::trace::{TraceEvent, Tracer};
 use sluice_engine::storage::ImmediateStorage;
+use sluice_engine::storage::remote::RemoteStorage;
 use sluice_sim::check::{CheckFailure, check_run, modes_agree};
+use sluice_sim::external::durable_store::{file_tables, table_kinds};
 use sluice_sim::external::txn_store::{CommittedPage, CommittedView, ReadCommitted, table_from_log};
 use sluice_sim::recovery::recovery_metrics;
 use sluice_sim::runner::client::submit_and_wait;
@@ -46,7 +49,7 @@ use crate::trace::{FileTracer, merge, now};
 /// acknowledged) and start again at once on the same address and disk.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Kill {
-    /// The node (`jm`, `tm-N`, `durable-store`, `log`, `shuffle-service`).
+    /// The node (`jm`, `tm-N`, `durable-store`, `txn-store`, `log`, `files`, `shuffle-service`).
     pub node: String,
     /// When, counted from the acknowledged submission.
     pub after: Duration,
@@ -58,12 +61,12 @@ impl FromStr for Kill {
     fn from_str(text: &str) -> Result<Kill, String> {
         let (node, after) =
             text.split_once('@').ok_or_else(|| format!("`{text}`: expected NODE@TIME, such as tm-0@300ms"))?;
-        let killable = ["jm", "durable-store", "log", "files", "shuffle-service"].contains(&node)
+        let killable = ["jm", "durable-store", "txn-store", "log", "files", "shuffle-service"].contains(&node)
             || node.strip_prefix("tm-").is_some_and(|index| index.parse::<u32>().is_ok());
         if !killable {
             return Err(format!(
-                "`{node}`: not a node that survives a kill (jm, tm-N, durable-store, log, files, shuffle-service; \
-                 the txn-store keeps its transactions in memory)"
+                "`{node}`: not a node of the cluster (jm, tm-N, durable-store, txn-store, log, files, \
+                 shuffle-service)"
             ));
         }
         let after = parse_duration(after).map_err(|error| format!("`{text}`: {error}"))?;
@@ -155,6 +158,10 @@ pub fn run_local(options: &LocalOptions) -> Result<i32, String> {
         let keep = options.keep || !run.failures.is_empty();
         if keep {
             println!("             work directory: {}", work.display());
+            let sinks = work.join("data/durable-store/sinks");
+            if sinks.is_dir() {
+                println!("             committed files: {}/<table>/part-*", sinks.display());
+            }
         } else {
             let _ = std::fs::remove_dir_all(&work);
         }
@@ -217,6 +224,15 @@ fn run_mode(
         .map_err(|error| io("choosing ports on 127.0.0.1", error))?;
     let cluster_file = work.join("cluster.yaml");
     std::fs::write(&cluster_file, cluster.to_yaml()).map_err(|error| io("cluster.yaml", error))?;
+    let job = catalog::find(&scenario.job).map_err(|error| error.to_string())?;
+    let expected = {
+        let input = match input {
+            Some(directory) => input_files(directory)?,
+            None => generate_input(scenario, seed),
+        };
+        (job.reference)(&scenario.job_params(), &input, mode)
+    };
+    let kinds = table_kinds(&expected);
     let origin = now();
     let started = Instant::now();
     let processes = Arc::new(Mutex::new(Processes::new(&cluster_file, work, scenario_path, seed, input)?));
@@ -231,17 +247,11 @@ fn run_mode(
         .map_err(|error| io("the client's runtime", error))?;
     let spec = job_spec(scenario, mode, shuffle_config(scenario));
     let (outcome, committed, kills) =
-        runtime.block_on(drive(&cluster, spec, scenario, kills, Arc::clone(&processes), &client_tracer));
+        runtime.block_on(drive(&cluster, spec, scenario, kills, Arc::clone(&processes), &client_tracer, &kinds));
     let wall_time = started.elapsed();
     let peak_memory = processes.lock().expect("processes lock").peak_memory();
     processes.lock().expect("processes lock").stop_all();
     let trace = merge(&work.join("trace"), origin)?;
-    let input = match input {
-        Some(directory) => input_files(directory)?,
-        None => generate_input(scenario, seed),
-    };
-    let job = catalog::find(&scenario.job).map_err(|error| error.to_string())?;
-    let expected = (job.reference)(&scenario.job_params(), &input, mode);
     let report = RunReport {
         scenario: scenario.name.clone(),
         source: Arc::new(scenario.clone()),
@@ -284,6 +294,7 @@ async fn drive(
     kills: &[Kill],
     processes: Arc<Mutex<Processes>>,
     tracer: &FileTracer,
+    kinds: &BTreeMap<String, SinkKind>,
 ) -> (RunOutcome, CommittedView, Vec<String>) {
     let (submitted, on_submitted) = tokio::sync::oneshot::channel();
     let job_id = spec.job_id.clone();
@@ -321,7 +332,7 @@ async fn drive(
         }
     }
     let mut outcome = client.await.unwrap_or_else(|error| RunOutcome::Panicked(error.to_string()));
-    let committed = match read_committed(cluster.txn_store).await {
+    let committed = match read_committed(cluster, kinds).await {
         Ok(committed) => committed,
         Err(error) => {
             if outcome == RunOutcome::Finished {
@@ -347,8 +358,23 @@ async fn job_running(cluster: &ClusterFile, job_id: &str) -> bool {
 /// Rows per page when reading the store (a page stays far below the largest message).
 const PAGE_ROWS: u64 = 20_000;
 
-/// Everything the store committed, page by page; an error says why it could not be read.
-pub async fn read_committed(txn_store: std::net::SocketAddr) -> Result<CommittedView, String> {
+/// Everything the cluster committed: the transactional store's tables, page by page, and the
+/// files sinks committed to the durable store, their tables applying rows as `kinds` says; an
+/// error says why it could not be read.
+pub async fn read_committed(
+    cluster: &ClusterFile,
+    kinds: &BTreeMap<String, SinkKind>,
+) -> Result<CommittedView, String> {
+    let mut view = read_transactions(cluster.txn_store).await?;
+    let files = file_tables(&RemoteStorage::new(cluster.durable_store), kinds)
+        .await
+        .map_err(|error| format!("reading the durable store at {}: {error}", cluster.durable_store))?;
+    view.extend(files);
+    Ok(view)
+}
+
+/// Every table the transactional store committed, page by page.
+async fn read_transactions(txn_store: std::net::SocketAddr) -> Result<CommittedView, String> {
     let client = RpcClient::bind_ephemeral().await.map_err(|error| format!("cannot bind a client: {error}"))?;
     let ask = |table: Option<&String>, from| ReadCommitted { table: table.cloned(), from, max_rows: PAGE_ROWS };
     let call = |request: ReadCommitted| {

@@ -6,8 +6,8 @@
 //! |---|---|---|
 //! | `jm` | `run_job_master` | none: its metadata lives in the durable store |
 //! | `tm-N` | `run_task_manager` | blocking partitions |
-//! | `durable-store` | the storage protocol over [`FileStorage`] | job metadata, operation logs, checkpoints |
-//! | `txn-store` | the transactional store, and reads of what it committed | in memory (FIXME below) |
+//! | `durable-store` | the storage protocol over [`FileStorage`] | job metadata, operation logs, checkpoints, committed sink files (`sinks/`) |
+//! | `txn-store` | the transactional store, and reads of what it committed | its journal: every accepted request, replayed on restart |
 //! | `log` | the log server, with the scenario's input for the seed | none: generated from the seed |
 //! | `files` | the input files, read-only: a directory given with `--input`, or the files the scenario generates for the seed | the input directory |
 //! | `shuffle-service` | `run_shuffle_service` | remote blocking partitions |
@@ -23,8 +23,9 @@ use sluice_engine::runtime::resources::{Resources, ZeroCost};
 use sluice_engine::runtime::taskmanager::{TaskManagerConfig, run_task_manager};
 use sluice_engine::runtime::trace::TracerHandle;
 use sluice_engine::shuffle::remote::{ShuffleServiceConfig, run_shuffle_service};
-use sluice_engine::storage::remote::{RemoteStorage, StorageCall, apply};
+use sluice_engine::storage::remote::{RemoteStorage, StorageCall};
 use sluice_engine::storage::{Storage, StorageFactory};
+use sluice_sim::external::durable_store::apply_traced;
 use sluice_sim::external::files::{load as load_files, run_file_server};
 use sluice_sim::external::log::run_log_server;
 use sluice_sim::external::txn_store::{TxnStoreState, serve_reads, serve_transactions};
@@ -159,9 +160,14 @@ pub fn run(role: &Role, cluster: &ClusterFile, dirs: &Dirs) -> Result<(), String
         }
         Role::DurableStore => {
             let storage = disk(&node)?;
-            runtime.block_on(serve_storage(cluster.durable_store, storage));
+            runtime.block_on(serve_storage(cluster.durable_store, storage, tracer));
         }
-        Role::TxnStore => runtime.block_on(run_txn_store(cluster.txn_store, tracer)),
+        Role::TxnStore => {
+            let storage = FileStorage::open(dirs.data.join(&node))
+                .map_err(|error| format!("{node}: disk {}: {error}", dirs.data.join(&node).display()))?;
+            let state = TxnStoreState::recover(Arc::new(storage)).map_err(|error| format!("{node}: {error}"))?;
+            runtime.block_on(run_txn_store(cluster.txn_store, state, tracer));
+        }
         Role::Log { scenario, seed } => {
             let scenario = load_scenario(scenario)?;
             let input = Arc::new(generate_input(&scenario, *seed));
@@ -208,24 +214,20 @@ pub fn load_scenario(path: &Path) -> Result<Scenario, String> {
     Scenario::load(path).map_err(|error| error.to_string())
 }
 
-/// The durable store: [`StorageCall`]s applied to a real disk.
-async fn serve_storage(address: SocketAddr, storage: Arc<dyn Storage>) {
+/// The durable store: [`StorageCall`]s applied to a real disk, commits of sink files traced.
+async fn serve_storage(address: SocketAddr, storage: Arc<dyn Storage>, tracer: TracerHandle) {
     let endpoint = bind(address, "durable-store").await;
     serve(&endpoint, move |call: StorageCall| {
-        let storage = Arc::clone(&storage);
-        async move { apply(&*storage, call.operation).await }
+        let (storage, tracer) = (Arc::clone(&storage), Arc::clone(&tracer));
+        async move { apply_traced(&*storage, call.operation, &tracer).await }
     });
     std::future::pending::<()>().await;
 }
 
-/// The transactional store, with reads of what it committed.
-///
-/// FIXME(real mode): its transactions live in memory, so killing this process loses them; the
-/// real-mode tests kill only the JobMaster and TaskManagers. A persistent store (its staged and
-/// committed transactions in a [`FileStorage`]) is what remains of issue 13's item 3.
-async fn run_txn_store(address: SocketAddr, tracer: TracerHandle) {
+/// The transactional store, recovered from its journal, with reads of what it committed.
+async fn run_txn_store(address: SocketAddr, state: TxnStoreState, tracer: TracerHandle) {
     let endpoint = bind(address, "txn-store").await;
-    let state = Arc::new(Mutex::new(TxnStoreState::default()));
+    let state = Arc::new(Mutex::new(state));
     serve_transactions(&endpoint, Arc::clone(&state), tracer);
     serve_reads(&endpoint, state);
     std::future::pending::<()>().await;

@@ -18,6 +18,7 @@ use sluice_sim::words::counted;
 
 use crate::cluster::ClusterFile;
 use crate::local::read_committed;
+use sluice_sim::external::durable_store::table_kinds;
 
 /// Runs the job once in `mode` (the scenario's only mode by default); the exit status.
 pub fn run_submit(
@@ -38,9 +39,12 @@ pub fn run_submit(
         .enable_all()
         .build()
         .map_err(|error| format!("the client's runtime: {error}"))?;
+    let job = catalog::find(&scenario.job).map_err(|error| error.to_string())?;
+    let expected = (job.reference)(&scenario.job_params(), &generate_input(&scenario, seed), mode);
+    let kinds = table_kinds(&expected);
     let started = Instant::now();
     let (before, outcome, committed) = runtime.block_on(async {
-        let before = read_committed(cluster.txn_store).await?;
+        let before = read_committed(&cluster, &kinds).await?;
         let (submitted, _) = tokio::sync::oneshot::channel();
         let spec = job_spec(&scenario, mode, shuffle_config(&scenario));
         let outcome = submit_and_wait(
@@ -51,7 +55,7 @@ pub fn run_submit(
             submitted,
         )
         .await;
-        let committed = read_committed(cluster.txn_store).await?;
+        let committed = read_committed(&cluster, &kinds).await?;
         Ok::<_, String>((before, outcome, committed))
     })?;
     let rows: usize = committed.values().map(|table| table.log.len()).sum();
@@ -69,8 +73,6 @@ pub fn run_submit(
         println!("  not checked: the store held {} before the job", counted(before.len() as u64, "table"));
         return Ok(0);
     }
-    let job = catalog::find(&scenario.job).map_err(|error| error.to_string())?;
-    let expected = (job.reference)(&scenario.job_params(), &generate_input(&scenario, seed), mode);
     match exactly_once(&committed, &expected) {
         Ok(()) => {
             println!("  PASS  exactly the reference output, once");

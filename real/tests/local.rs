@@ -3,7 +3,8 @@
 //! the shuffle service), runs WordCount over 500,000 generated words in both modes, and judges
 //! what the store committed with the simulation's checks: exactly the reference output, once,
 //! nothing committed before its checkpoint, and both modes agreeing. Then the same with a
-//! TaskManager, and with the JobMaster, killed by SIGKILL mid-job and started again.
+//! TaskManager, the JobMaster, and the transactional store, killed by SIGKILL mid-job and
+//! started again.
 //!
 //! The binary is the real build (`cargo real-build`, without `--cfg madsim`), built once here
 //! into `target/real`. Each run's files live in a temporary directory removed when the test
@@ -114,6 +115,20 @@ fn a_job_master_killed_with_sigkill_mid_job_still_commits_exactly_the_reference_
     assert_killed_mid_job(&output, "jm");
 }
 
+/// The store's journal brings back what it answered: committed transactions stay committed
+/// (or the streaming run would commit fewer than its 500,000 rows), prepared ones committable,
+/// fences raised; a stage lost with the process fails its writer's prepare, and the task restarts.
+#[test]
+fn a_transactional_store_killed_with_sigkill_mid_job_recovers_its_journal_and_loses_no_commit() {
+    let (status, output) = local(&["--kill", "txn-store@400ms"]);
+    assert_passes_in_both_modes(status, &output);
+    for mode in ["streaming", "batch"] {
+        let block = mode_block(&output, mode);
+        assert!(block.contains("kill -9 txn-store"), "{mode}: the kill did not fire:\n{output}");
+        assert!(!block.contains("never fired"), "{mode}: the kill came after the job ended:\n{output}");
+    }
+}
+
 #[test]
 fn a_simulation_build_of_sluice_real_refuses_to_run_and_says_how_to_build_it() {
     let output = Command::new(env!("CARGO_BIN_EXE_sluice-real"))
@@ -172,7 +187,8 @@ fn a_cluster_started_by_hand_from_a_cluster_file_runs_a_submitted_job_exactly_on
 }
 
 /// A user's directory of text files, read by the file source in both modes with a TaskManager
-/// killed mid-job, and left exactly as it was.
+/// killed mid-job, and left exactly as it was; the counts come out as committed CSV files
+/// (the file sink: in-progress, pending at pre-commit, committed by rename).
 #[test]
 fn a_directory_of_text_files_is_counted_exactly_once_through_a_sigkill_and_left_unchanged() {
     let input = tempfile::tempdir().expect("a temporary directory");
@@ -197,12 +213,35 @@ fn a_directory_of_text_files_is_counted_exactly_once_through_a_sigkill_and_left_
         .arg(workspace().join("scenarios/real/wordcount-files.yaml"))
         .arg("--input")
         .arg(input.path())
-        .args(["--kill", "tm-0@300ms", "--work-dir"])
+        .args(["--kill", "tm-0@300ms", "--keep", "--work-dir"])
         .arg(work.path())
         .output()
         .expect("sluice-real runs");
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert_eq!(output.status.code(), Some(0), "{text}");
+    // What a user reads with any tool: the committed CSV files, one final count per word in batch.
+    let mut counts = std::collections::BTreeMap::<String, u64>::new();
+    for (_, written) in &contents {
+        for word in written.split_whitespace() {
+            *counts.entry(word.to_string()).or_default() += 1;
+        }
+    }
+    let sinks = work.path().join("batch/data/durable-store/sinks/word_counts");
+    let mut committed = std::collections::BTreeMap::<String, u64>::new();
+    for entry in std::fs::read_dir(&sinks).unwrap_or_else(|error| panic!("{}: {error}\n{text}", sinks.display())) {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type().unwrap().is_dir() {
+            assert_eq!(name, "in-progress", "only committed files and in-progress/ are there");
+            continue;
+        }
+        assert!(name.starts_with("part-"), "{name}");
+        for line in std::fs::read_to_string(entry.path()).unwrap().lines() {
+            let (word, count) = line.split_once(',').unwrap_or_else(|| panic!("{name}: `{line}` is not word,count"));
+            assert!(committed.insert(word.to_string(), count.parse().unwrap()).is_none(), "{word} twice");
+        }
+    }
+    assert_eq!(committed, counts, "the committed files hold exactly the counts");
     for mode in ["streaming", "batch"] {
         assert!(mode_block(&text, mode).contains("PASS"), "{mode}:\n{text}");
     }

@@ -17,7 +17,7 @@ use madsim::net::NetSim;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
 use sluice_engine::catalog::ExternalInput;
-use sluice_engine::connectors::{FILES_SYSTEM, LOG_SYSTEM, TXN_STORE_SYSTEM};
+use sluice_engine::connectors::{DURABLE_STORE_SYSTEM, FILES_SYSTEM, LOG_SYSTEM, TXN_STORE_SYSTEM};
 use sluice_engine::graph::ExternalSystems;
 use sluice_engine::runtime::jobmaster::SHUFFLE_SERVICE;
 use sluice_engine::runtime::jobmaster::{JobMasterConfig, run_job_master};
@@ -80,7 +80,8 @@ impl Cluster {
         let mut external = ExternalSystems::default()
             .with(LOG_SYSTEM, LOG_ADDRESS)
             .with(TXN_STORE_SYSTEM, TXN_STORE_ADDRESS)
-            .with(SHUFFLE_SERVICE, SHUFFLE_SERVICE_ADDRESS);
+            .with(SHUFFLE_SERVICE, SHUFFLE_SERVICE_ADDRESS)
+            .with(DURABLE_STORE_SYSTEM, DURABLE_STORE_ADDRESS);
         let mut nodes = BTreeMap::new();
         let mut disks = BTreeMap::new();
         // The files node exists only for jobs that read files, so that no other run gains a node
@@ -103,11 +104,12 @@ impl Cluster {
         let durable_store = DurableStoreState::default();
         disks.insert(DURABLE_STORE_NODE.to_string(), durable_store.disk.clone());
         let state = durable_store.clone();
+        let durable_tracer = trace.tracer_for(DURABLE_STORE_NODE);
         let node = handle
             .create_node()
             .name(DURABLE_STORE_NODE)
             .ip(DURABLE_STORE_ADDRESS.ip())
-            .init(move || run_durable_store(DURABLE_STORE_ADDRESS, state.clone()))
+            .init(move || run_durable_store(DURABLE_STORE_ADDRESS, state.clone(), Arc::clone(&durable_tracer)))
             .build();
         nodes.insert(DURABLE_STORE_NODE.to_string(), node.id());
 

@@ -1,5 +1,6 @@
 //! `wordcount`: lines of text from the log, split into words, counted per word; and
-//! `wordcount-files`, the same count over the lines of a directory of text files.
+//! `wordcount-files`, the same count over the lines of a directory of text files, committed as
+//! CSV files (`FileSink`).
 //!
 //! Streaming commits a running count per input word (an upsert changelog: `(w, 1)`, `(w, 2)`,
 //! …); batch commits one final count per word. The final value per key agrees.
@@ -9,7 +10,7 @@ use std::collections::BTreeMap;
 use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobParams, ParamSpec, Updates};
 use crate::api::DataStream;
 use crate::api::{ExecutionMode, Record, StreamEnv};
-use crate::connectors::{FileSource, LogSource, Row, SinkKind, TxnStoreSink};
+use crate::connectors::{FileSink, FileSource, LogSource, Row, SinkKind, TxnStoreSink};
 use crate::prng::Prng;
 
 const TOPIC: &str = "lines";
@@ -43,11 +44,13 @@ pub(super) const WORDCOUNT: CatalogJob = CatalogJob {
 };
 
 fn build(env: &StreamEnv, _params: &JobParams) {
-    count_words(env.from_source(LogSource::<String>::new(TOPIC)));
+    count_words(env.from_source(LogSource::<String>::new(TOPIC)))
+        .sink_to(TxnStoreSink::upsert(TABLE, count_row))
+        .name("Sink: word_counts");
 }
 
 /// Lines → words → a running count per word → the `word_counts` table.
-fn count_words(lines: DataStream<String>) {
+fn count_words(lines: DataStream<String>) -> DataStream<(String, i64)> {
     lines
         .flat_map(|line: String| line.split_whitespace().map(str::to_string).collect::<Vec<_>>())
         .name("Tokenize")
@@ -55,8 +58,10 @@ fn count_words(lines: DataStream<String>) {
         .name("Pair")
         .key_by(|pair: &(String, i64)| pair.0.clone())
         .sum()
-        .sink_to(TxnStoreSink::upsert(TABLE, |pair: &(String, i64)| (pair.0.clone(), pair.1.to_string())))
-        .name("Sink: word_counts");
+}
+
+fn count_row(pair: &(String, i64)) -> (String, String) {
+    (pair.0.clone(), pair.1.to_string())
 }
 
 fn generate_input(params: &JobParams, prng: &mut Prng) -> ExternalInput {
@@ -118,7 +123,7 @@ fn reference_of_lines(lines: impl Iterator<Item = String>, mode: ExecutionMode) 
 
 pub(super) const WORDCOUNT_FILES: CatalogJob = CatalogJob {
     name: "wordcount-files",
-    description: "counts words of the lines of text files; upserts (word, count)",
+    description: "counts words of the lines of text files; writes (word, count) as CSV files",
     params: &[
         ParamSpec {
             name: "words",
@@ -144,7 +149,9 @@ pub(super) const WORDCOUNT_FILES: CatalogJob = CatalogJob {
 };
 
 fn build_files(env: &StreamEnv, params: &JobParams) {
-    count_words(env.from_source(FileSource::lines().with_split_bytes(params.get("split_bytes"))));
+    count_words(env.from_source(FileSource::lines().with_split_bytes(params.get("split_bytes"))))
+        .sink_to(FileSink::upsert(TABLE, count_row))
+        .name("Sink: word_counts");
 }
 
 /// The generated lines, dealt round-robin into `files` files of newline-ended lines.

@@ -1,5 +1,6 @@
 //! Connectors to external systems: a replayable log ([`log`]) and a directory of text files
-//! ([`files`]) to read from, and a transactional store to commit to ([`txn_store`]).
+//! ([`files`]) to read from, and a transactional store ([`txn_store`]) and files in the durable
+//! store ([`file_sink`]) to commit to.
 //!
 //! Each connector owns its wire protocol (the messages its external system answers), so that the
 //! system's server, wherever it runs (the simulation harness runs both as nodes), speaks exactly
@@ -9,10 +10,12 @@
 //! a source reads by explicit offsets, so a restarted reader replays the same records; a sink's
 //! transaction ids are stable across attempts and its commits are idempotent.
 
+pub mod file_sink;
 pub mod files;
 pub mod log;
 pub mod txn_store;
 
+pub use file_sink::{DURABLE_STORE_SYSTEM, FileSink};
 pub use files::{FILES_SYSTEM, FileSource};
 pub use log::LogSource;
 pub use txn_store::{Row, SinkKind, TxnCommittable, TxnStoreSink};

@@ -222,7 +222,9 @@ impl ResultPartitionManager {
                 Err(StorageError::NotFound(_) | StorageError::OutOfRange { .. }) => {
                     return Err(PartitionRequestError::NotFound);
                 }
-                Err(StorageError::Unavailable(_)) => return Err(PartitionRequestError::NotFound),
+                Err(StorageError::Unavailable(_) | StorageError::AlreadyExists(_)) => {
+                    return Err(PartitionRequestError::NotFound);
+                }
             };
             self.resources.disk_read(bytes.len() as u64).await;
             items.push(if frame.event { StreamItem::Event(bytes) } else { StreamItem::Buffer(bytes) });

@@ -132,6 +132,16 @@ impl ImmediateStorage for MemoryStorage {
         }
     }
 
+    fn rename_now(&self, from: &str, to: &str) -> Result<(), StorageError> {
+        let mut disk = self.disk();
+        if disk.files.contains_key(to) {
+            return Err(StorageError::AlreadyExists(to.to_string()));
+        }
+        let file = disk.files.remove(from).ok_or_else(|| StorageError::NotFound(from.to_string()))?;
+        disk.files.insert(to.to_string(), file);
+        Ok(())
+    }
+
     fn length_now(&self, path: &str) -> Result<u64, StorageError> {
         self.disk()
             .files
@@ -207,5 +217,20 @@ mod tests {
         assert_eq!(disk.newest(""), Some("b".to_string()));
         disk.wipe();
         assert!(disk.paths("").is_empty());
+    }
+
+    #[test]
+    fn a_rename_applies_once_and_moves_synced_and_pending_bytes_as_they_are() {
+        let disk = MemoryStorage::new();
+        now(disk.append("pending", b"synced")).unwrap();
+        now(disk.sync("pending")).unwrap();
+        now(disk.append("pending", b"+pending")).unwrap();
+        now(disk.rename("pending", "committed")).unwrap();
+        assert_eq!(now(disk.rename("pending", "committed")), Err(StorageError::AlreadyExists("committed".into())));
+        assert_eq!(now(disk.rename("pending", "other")), Err(StorageError::NotFound("pending".into())));
+        disk.crash();
+        assert_eq!(disk.paths(""), vec!["committed".to_string()]);
+        assert_eq!(now(disk.read("committed", 0, 6)).unwrap(), b"synced");
+        assert_eq!(now(disk.length("committed")).unwrap(), 6);
     }
 }

@@ -40,6 +40,8 @@ pub enum StorageError {
     },
     /// The storage does not answer (a remote store that is down or unreachable).
     Unavailable(String),
+    /// A rename's target exists already.
+    AlreadyExists(String),
 }
 
 impl fmt::Display for StorageError {
@@ -48,6 +50,7 @@ impl fmt::Display for StorageError {
             StorageError::NotFound(path) => write!(f, "no file `{path}`"),
             StorageError::OutOfRange { path, length } => write!(f, "read beyond the end of `{path}` ({length} bytes)"),
             StorageError::Unavailable(detail) => write!(f, "storage unavailable: {detail}"),
+            StorageError::AlreadyExists(path) => write!(f, "`{path}` exists already"),
         }
     }
 }
@@ -68,6 +71,11 @@ pub trait Storage: Send + Sync {
     fn delete<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), StorageError>>;
     /// Paths starting with `prefix`, sorted.
     fn list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>, StorageError>>;
+    /// Gives the file `from` the name `to`, atomically and durably (its bytes move as they
+    /// are: synced ones stay synced, pending ones pending). `to` must not exist
+    /// (`AlreadyExists`), and `from` must (`NotFound`): a rename applied once is never applied
+    /// again, which is what makes it a commit.
+    fn rename<'a>(&'a self, from: &'a str, to: &'a str) -> BoxFuture<'a, Result<(), StorageError>>;
 }
 
 /// A storage whose every operation completes at once (the simulated disk, a local directory):
@@ -85,6 +93,8 @@ pub trait ImmediateStorage: Send + Sync {
     fn delete_now(&self, path: &str) -> Result<(), StorageError>;
     /// [`Storage::list`].
     fn list_now(&self, prefix: &str) -> Result<Vec<String>, StorageError>;
+    /// [`Storage::rename`].
+    fn rename_now(&self, from: &str, to: &str) -> Result<(), StorageError>;
 }
 
 impl<T: ImmediateStorage> Storage for T {
@@ -110,6 +120,10 @@ impl<T: ImmediateStorage> Storage for T {
 
     fn list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>, StorageError>> {
         Box::pin(std::future::ready(self.list_now(prefix)))
+    }
+
+    fn rename<'a>(&'a self, from: &'a str, to: &'a str) -> BoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(std::future::ready(self.rename_now(from, to)))
     }
 }
 

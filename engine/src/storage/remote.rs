@@ -57,6 +57,13 @@ pub enum StorageOperation {
         /// The prefix.
         prefix: String,
     },
+    /// Rename a file ([`Storage::rename`]).
+    Rename {
+        /// The file.
+        from: String,
+        /// Its new name.
+        to: String,
+    },
 }
 
 /// The answer to a [`StorageOperation`].
@@ -173,6 +180,13 @@ impl Storage for RemoteStorage {
             }
         })
     }
+
+    fn rename<'a>(&'a self, from: &'a str, to: &'a str) -> BoxFuture<'a, Result<(), StorageError>> {
+        // A retry of a rename that was applied answers `AlreadyExists`: the caller decides
+        // whether the file under the new name is the one it renamed.
+        let operation = StorageOperation::Rename { from: from.to_string(), to: to.to_string() };
+        Box::pin(async move { self.call(operation).await.map(|_| ()) })
+    }
 }
 
 /// Serves storage calls against `storage` (the storage node's side); an append at the wrong
@@ -201,5 +215,6 @@ pub async fn apply(storage: &dyn Storage, operation: StorageOperation) -> Result
         StorageOperation::Length { path } => storage.length(&path).await.map(StorageAnswer::Length),
         StorageOperation::Delete { path } => storage.delete(&path).await.map(|()| StorageAnswer::Done),
         StorageOperation::List { prefix } => storage.list(&prefix).await.map(StorageAnswer::Paths),
+        StorageOperation::Rename { from, to } => storage.rename(&from, &to).await.map(|()| StorageAnswer::Done),
     }
 }

@@ -7,15 +7,30 @@
 //! (`Unavailable`), and it can lose its newest object outside `jobs/` (an object store rolling
 //! back its last write). The JobMaster's metadata under `jobs/` is the consistent part of the
 //! store, as Flink keeps it in ZooKeeper rather than in the blob store: losing it would let a
-//! restarted JobMaster reuse attempt numbers, which no engine survives.
+//! restarted JobMaster reuse attempt numbers, which no engine survives. Committed sink files
+//! under `sinks/` are not lost either: a file system that rolls back a rename loses committed
+//! output, which no sink survives.
+//!
+//! It is also the cluster's file system for [`FileSink`](sluice_engine::connectors::FileSink):
+//! a rename that commits a sink's file is traced as that file's commit (the events the
+//! transactional store records for its transactions), and [`file_tables`] reads the committed
+//! files back as tables.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use sluice_engine::catalog::ExpectedOutput;
+use sluice_engine::connectors::SinkKind;
+use sluice_engine::connectors::file_sink::{SINKS_PREFIX, committed_file_txn, in_progress_attempt, parse_csv_rows};
+use sluice_engine::connectors::txn_store::txn_checkpoint;
 use sluice_engine::rpc::serve;
-use sluice_engine::storage::remote::{StorageCall, apply};
-use sluice_engine::storage::{MemoryStorage, StorageError};
+use sluice_engine::runtime::trace::{TraceEvent, TracerHandle};
+use sluice_engine::storage::remote::{StorageAnswer, StorageCall, StorageOperation, apply};
+use sluice_engine::storage::{MemoryStorage, Storage, StorageError, read_all};
+
+use super::txn_store::{CommittedView, table_from_log};
 
 /// Where the JobMaster's HA metadata lives: never lost by [`DurableStoreState::lose_newest_object`].
 pub const METADATA_PREFIX: &str = "jobs/";
@@ -40,7 +55,7 @@ impl DurableStoreState {
             .disk
             .paths("")
             .into_iter()
-            .filter(|path| !path.starts_with(METADATA_PREFIX))
+            .filter(|path| !path.starts_with(METADATA_PREFIX) && committed_file_txn(path).is_none())
             .filter_map(|path| self.disk.write_order(&path).map(|order| (order, path)))
             .max()?
             .1;
@@ -49,21 +64,84 @@ impl DurableStoreState {
     }
 }
 
+/// How each table of a job's reference applies rows.
+pub fn table_kinds(expected: &ExpectedOutput) -> BTreeMap<String, SinkKind> {
+    expected.iter().map(|(table, expectation)| (table.clone(), expectation.kind)).collect()
+}
+
 /// Serves the store at `address` until the node is killed.
-pub async fn run_durable_store(address: SocketAddr, state: DurableStoreState) {
+pub async fn run_durable_store(address: SocketAddr, state: DurableStoreState, tracer: TracerHandle) {
     let endpoint = sluice_engine::rpc::bind(address)
         .await
         .unwrap_or_else(|error| panic!("internal: the durable store cannot bind {address}: {error}"));
     serve(&endpoint, move |call: StorageCall| {
-        let state = state.clone();
+        let (state, tracer) = (state.clone(), Arc::clone(&tracer));
         async move {
             if state.unavailable.load(Ordering::SeqCst) {
                 return Err(StorageError::Unavailable("the durable store refuses calls (fault)".to_string()));
             }
-            apply(&state.disk, call.operation).await
+            apply_traced(&state.disk, call.operation, &tracer).await
         }
     });
     std::future::pending::<()>().await;
+}
+
+/// Applies a storage call; a rename that commits a sink's file is traced as its commit, with
+/// the rows it made visible and the attempt that wrote them.
+pub async fn apply_traced(
+    storage: &dyn Storage,
+    operation: StorageOperation,
+    tracer: &TracerHandle,
+) -> Result<StorageAnswer, StorageError> {
+    let commit = match &operation {
+        StorageOperation::Rename { from, to } => {
+            committed_file_txn(to).map(|(_, txn_id)| (txn_id, in_progress_attempt(from).unwrap_or(0), to.clone()))
+        }
+        _ => None,
+    };
+    let answer = apply(storage, operation).await;
+    if let (Ok(_), Some((txn_id, epoch, path))) = (&answer, commit) {
+        let rows = match read_all(storage, &path).await {
+            Ok(bytes) => parse_csv_rows(&bytes).map_or(0, |rows| rows.len() as u64),
+            Err(_) => 0,
+        };
+        tracer.record(TraceEvent::TransactionCommitted { txn_id, epoch, rows });
+    }
+    answer
+}
+
+/// The tables file sinks committed to `disk`: each table's files in commit order (which, for
+/// the rows of one key, all written by one subtask, is checkpoint order), each file's rows in
+/// order, each table applying rows as `kinds` says (the job's reference; append if it does not
+/// say). An error names a committed file that cannot be read or is not CSV rows.
+pub async fn file_tables(disk: &dyn Storage, kinds: &BTreeMap<String, SinkKind>) -> Result<CommittedView, String> {
+    let paths = disk.list(SINKS_PREFIX).await.map_err(|error| format!("listing committed files: {error}"))?;
+    let mut files: Vec<(String, (u64, u64, u64), String)> = paths
+        .into_iter()
+        .filter_map(|path| {
+            let (table, txn_id) = committed_file_txn(&path)?;
+            let (_, place) = txn_id.split_once('#')?;
+            let mut parts = place.split('/');
+            let (operator, subtask) = (parts.next()?.parse().ok()?, parts.next()?.parse().ok()?);
+            // `c<N>` in checkpoint order; `eoi`, the only file without checkpoints, last.
+            let checkpoint = txn_checkpoint(&txn_id).unwrap_or(u64::MAX);
+            Some((table.to_string(), (operator, subtask, checkpoint), path))
+        })
+        .collect();
+    files.sort();
+    let mut logs: BTreeMap<String, Vec<_>> = BTreeMap::new();
+    for (table, _, path) in files {
+        let read = |error: String| format!("committed file `{path}`: {error}");
+        let bytes = read_all(disk, &path).await.map_err(|error| read(error.to_string()))?;
+        logs.entry(table).or_default().extend(parse_csv_rows(&bytes).map_err(read)?);
+    }
+    Ok(logs
+        .into_iter()
+        .map(|(table, log)| {
+            let kind = kinds.get(&table).copied().unwrap_or(SinkKind::Append);
+            (table, table_from_log(kind, log))
+        })
+        .collect())
 }
 
 #[cfg(test)]

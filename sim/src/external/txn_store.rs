@@ -3,6 +3,15 @@
 //! Implements the protocol documented in `sluice_engine::connectors::txn_store`. Invariants it
 //! maintains (and the checks rely on): only committed transactions are visible in a table, a
 //! transaction is applied at most once, and a committed transaction is never rolled back.
+//!
+//! In simulation the state outlives the store's node. A real store keeps a [`Journal`]: every
+//! request that changed the state, appended to a file in the order applied. Replaying it
+//! rebuilds the state exactly, because applying a request is a pure function of the state.
+//! Begins, prepares, commits and aborts are synced before they are answered; stages are not
+//! (they are many), and a prepare syncs them. A crash thus loses at most stages of unprepared
+//! transactions: the writer's prepare then finds a batch missing and fails, and its task
+//! restarts from its checkpoint. What was answered as begun, prepared, committed or fenced
+//! survives.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -17,6 +26,8 @@ use sluice_engine::connectors::{Row, SinkKind};
 use sluice_engine::rpc::{Endpoint, serve};
 use sluice_engine::rpc_request;
 use sluice_engine::runtime::trace::{TraceEvent, TracerHandle};
+use sluice_engine::storage::framed::{frame, unframe};
+use sluice_engine::storage::{ImmediateStorage, StorageError};
 
 /// A table's committed contents.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,9 +75,168 @@ pub struct TxnStoreState {
     fences: BTreeMap<String, u64>,
     /// Injected faults.
     pub faults: StoreFaults,
+    /// Where a real store journals what it accepts; `None` in simulation.
+    journal: Option<Journal>,
+    /// Why the journal could not be written: the store then refuses everything until it is
+    /// restarted and recovers from what the journal holds (its memory may be ahead of it).
+    broken: Option<String>,
+}
+
+/// The journal's file in the store's storage.
+pub const JOURNAL_PATH: &str = "txn-store/journal";
+
+/// A real store's journal; see the module doc.
+pub struct Journal {
+    storage: Arc<dyn ImmediateStorage>,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Journal")
+    }
+}
+
+/// A journal entry as written: the request as applied.
+#[derive(Serialize)]
+enum EntryRef<'a> {
+    Begin(&'a BeginTransaction),
+    Stage(&'a StageRows),
+    Prepare(&'a PrepareTransaction),
+    Commit(&'a CommitTransaction),
+    Abort(&'a AbortLingeringTransactions),
+}
+
+/// A journal entry as read back (the same encoding as [`EntryRef`]).
+#[derive(Deserialize)]
+enum Entry {
+    Begin(BeginTransaction),
+    Stage(StageRows),
+    Prepare(PrepareTransaction),
+    Commit(CommitTransaction),
+    Abort(AbortLingeringTransactions),
+}
+
+impl Journal {
+    fn write(&self, entry: &[u8], sync: bool) -> Result<(), StorageError> {
+        self.storage.append_now(JOURNAL_PATH, entry)?;
+        if sync { self.storage.sync_now(JOURNAL_PATH) } else { Ok(()) }
+    }
 }
 
 impl TxnStoreState {
+    /// A real store's state: what `storage`'s journal holds, replayed, and journaling from now
+    /// on. An error (a damaged journal, an entry that no longer applies) is why the store must
+    /// not start: serving anyway could roll back a commit.
+    pub fn recover(storage: Arc<dyn ImmediateStorage>) -> Result<TxnStoreState, String> {
+        let bytes = match storage.length_now(JOURNAL_PATH) {
+            Ok(length) => storage.read_now(JOURNAL_PATH, 0, length),
+            Err(StorageError::NotFound(_)) => Ok(Vec::new()),
+            Err(error) => Err(error),
+        }
+        .map_err(|error| format!("cannot read the journal `{JOURNAL_PATH}`: {error}"))?;
+        let (entries, damaged) = unframe(&bytes);
+        if damaged {
+            return Err(format!("the journal `{JOURNAL_PATH}` is damaged after entry {}", entries.len()));
+        }
+        let mut state = TxnStoreState::default();
+        for (index, bytes) in entries.iter().enumerate() {
+            let entry: Entry = rmp_serde::from_slice(bytes)
+                .map_err(|error| format!("journal entry {index} does not decode: {error}"))?;
+            state.replay(entry).map_err(|error| format!("journal entry {index} does not apply again: {error}"))?;
+        }
+        state.journal = Some(Journal { storage });
+        Ok(state)
+    }
+
+    /// Applies a journaled request again: it must be accepted as it was the first time.
+    fn replay(&mut self, entry: Entry) -> Result<(), TxnError> {
+        match entry {
+            Entry::Begin(request) => self.begin(request).map(drop),
+            Entry::Stage(request) => self.stage(request).map(drop),
+            Entry::Prepare(request) => self.prepare(request).map(drop),
+            Entry::Commit(request) => self.commit_rows(request).map(drop),
+            Entry::Abort(request) => {
+                self.abort_lingering(request);
+                Ok(())
+            }
+        }
+    }
+
+    /// True while the store refuses every request.
+    fn refuses(&self) -> bool {
+        self.faults.unavailable || self.broken.is_some()
+    }
+
+    /// The framed journal entry of a request, if this store journals.
+    fn entry(&self, entry: EntryRef<'_>) -> Option<Vec<u8>> {
+        self.journal
+            .as_ref()
+            .map(|_| frame(&rmp_serde::to_vec(&entry).expect("internal: a transaction request encodes as MessagePack")))
+    }
+
+    /// Journals an accepted request (synced if `sync`) before its answer goes out; an answer
+    /// that changed nothing is not journaled. A failed write breaks the store.
+    fn persist<A>(
+        &mut self,
+        entry: Option<Vec<u8>>,
+        answer: Result<A, TxnError>,
+        accepted: bool,
+        sync: bool,
+    ) -> Result<A, TxnError> {
+        let (Some(entry), Some(journal), true) = (entry, &self.journal, accepted) else { return answer };
+        match journal.write(&entry, sync) {
+            Ok(()) => answer,
+            Err(error) => {
+                eprintln!("txn-store: cannot write its journal, refusing every request until restarted: {error}");
+                self.broken = Some(error.to_string());
+                Err(TxnError::Unavailable)
+            }
+        }
+    }
+
+    /// Serves a begin, a stage or a prepare: refused while the store refuses, applied, and
+    /// journaled if it was done (synced if `sync`).
+    fn serve_step<R>(
+        &mut self,
+        request: R,
+        entry: fn(&R) -> EntryRef<'_>,
+        apply: fn(&mut TxnStoreState, R) -> Result<TxnOutcome, TxnError>,
+        sync: bool,
+    ) -> Result<TxnOutcome, TxnError> {
+        if self.refuses() {
+            return Err(TxnError::Unavailable);
+        }
+        let entry = self.entry(entry(&request));
+        let answer = apply(self, request);
+        let accepted = answer == Ok(TxnOutcome::Done);
+        self.persist(entry, answer, accepted, sync)
+    }
+
+    /// Serves a begin.
+    fn serve_begin(&mut self, request: BeginTransaction) -> Result<TxnOutcome, TxnError> {
+        self.serve_step(request, |request| EntryRef::Begin(request), TxnStoreState::begin, true)
+    }
+
+    /// Serves a stage (journaled, not synced: a prepare syncs it).
+    fn serve_stage(&mut self, request: StageRows) -> Result<TxnOutcome, TxnError> {
+        self.serve_step(request, |request| EntryRef::Stage(request), TxnStoreState::stage, false)
+    }
+
+    /// Serves a prepare.
+    fn serve_prepare(&mut self, request: PrepareTransaction) -> Result<TxnOutcome, TxnError> {
+        self.serve_step(request, |request| EntryRef::Prepare(request), TxnStoreState::prepare, true)
+    }
+
+    /// Serves an abort of lingering transactions (it always raises a fence).
+    fn serve_abort(&mut self, request: AbortLingeringTransactions) -> Result<u64, TxnError> {
+        if self.refuses() {
+            return Err(TxnError::Unavailable);
+        }
+        let entry = self.entry(EntryRef::Abort(&request));
+        let aborted = self.abort_lingering(request);
+        self.persist(entry, Ok(aborted), true, true)
+    }
+
     /// The committed view.
     pub fn committed(&self) -> CommittedView {
         self.tables.clone()
@@ -197,14 +367,17 @@ impl TxnStoreState {
     /// failed without applying while commits fail, applied but unanswered (the returned flag)
     /// while replies are lost.
     fn commit_with_faults(&mut self, request: CommitTransaction) -> (Result<(TxnOutcome, u64), TxnError>, bool) {
-        if self.faults.unavailable {
+        if self.refuses() {
             return (Err(TxnError::Unavailable), false);
         }
         if self.faults.failing_commits > 0 {
             self.faults.failing_commits -= 1;
             return (Err(TxnError::CommitFailed), false);
         }
+        let entry = self.entry(EntryRef::Commit(&request));
         let answer = self.commit_rows(request);
+        let accepted = matches!(answer, Ok((TxnOutcome::Done, _)));
+        let answer = self.persist(entry, answer, accepted, true);
         let lose_reply = self.faults.lost_commit_replies > 0;
         if lose_reply {
             self.faults.lost_commit_replies -= 1;
@@ -302,29 +475,22 @@ pub fn serve_transactions(endpoint: &Endpoint, state: Arc<Mutex<TxnStoreState>>,
     let endpoint = endpoint.clone();
     let shared = Arc::clone(&state);
     serve(&endpoint, move |request: BeginTransaction| {
-        let mut state = shared.lock().expect("store lock");
-        let answer = if state.faults.unavailable { Err(TxnError::Unavailable) } else { state.begin(request) };
+        let answer = shared.lock().expect("store lock").serve_begin(request);
         async move { answer }
     });
     let shared = Arc::clone(&state);
     let abort_tracer = tracer.clone();
     serve(&endpoint, move |request: AbortLingeringTransactions| {
-        let mut state = shared.lock().expect("store lock");
-        if state.faults.unavailable {
-            return std::future::ready(Err(TxnError::Unavailable));
-        }
         let (prefix, epoch) = (request.prefix.clone(), request.epoch);
-        let transactions = state.abort_lingering(request);
-        drop(state);
-        if transactions > 0 {
+        let answer = shared.lock().expect("store lock").serve_abort(request);
+        if let Ok(transactions @ 1..) = answer {
             abort_tracer.record(TraceEvent::TransactionsAborted { prefix, epoch, transactions });
         }
-        std::future::ready(Ok(transactions))
+        std::future::ready(answer)
     });
     let shared = Arc::clone(&state);
     serve(&endpoint, move |request: StageRows| {
-        let mut state = shared.lock().expect("store lock");
-        let answer = if state.faults.unavailable { Err(TxnError::Unavailable) } else { state.stage(request) };
+        let answer = shared.lock().expect("store lock").serve_stage(request);
         async move { answer }
     });
     let shared = Arc::clone(&state);
@@ -332,11 +498,8 @@ pub fn serve_transactions(endpoint: &Endpoint, state: Arc<Mutex<TxnStoreState>>,
     serve(&endpoint, move |request: PrepareTransaction| {
         let (txn_id, epoch) = (request.txn_id.clone(), request.epoch);
         let mut state = shared.lock().expect("store lock");
-        if state.faults.unavailable {
-            return std::future::ready(Err(TxnError::Unavailable));
-        }
         let was_prepared = state.transactions.get(&txn_id).is_some_and(|transaction| transaction.prepared);
-        let answer = state.prepare(request);
+        let answer = state.serve_prepare(request);
         drop(state);
         if answer == Ok(TxnOutcome::Done) && !was_prepared {
             prepare_tracer.record(TraceEvent::TransactionPrepared { txn_id, epoch });
@@ -369,6 +532,8 @@ pub fn serve_transactions(endpoint: &Endpoint, state: Arc<Mutex<TxnStoreState>>,
 
 #[cfg(test)]
 mod tests {
+    use sluice_engine::storage::MemoryStorage;
+
     use super::*;
 
     fn row(key: &str, value: &str) -> Row {
@@ -500,6 +665,118 @@ mod tests {
             }
         }
         assert_eq!(table_from_log(SinkKind::Upsert, log), view["t"]);
+    }
+
+    /// What a recovered store must hold exactly as the store that wrote the journal did.
+    fn durable_state(state: &TxnStoreState) -> String {
+        format!("{:?} {:?} {:?} {:?}", state.transactions, state.tables, state.commit_order, state.fences)
+    }
+
+    /// Two transactions of one writer: `c1` committed, `c2` prepared, `c3` staged only; a
+    /// second writer's older attempt fenced.
+    fn journaled_history(state: &mut TxnStoreState) {
+        let open = |state: &mut TxnStoreState, txn_id: &str, epoch: u64, prepare: bool| {
+            let begin = BeginTransaction { table: "t".into(), kind: SinkKind::Upsert, txn_id: txn_id.into(), epoch };
+            assert_eq!(state.serve_begin(begin), Ok(TxnOutcome::Done));
+            for batch in 0..2 {
+                let rows = vec![row(txn_id, &batch.to_string())];
+                assert_eq!(
+                    state.serve_stage(StageRows { txn_id: txn_id.into(), epoch, batch, rows }),
+                    Ok(TxnOutcome::Done)
+                );
+            }
+            if prepare {
+                let request = PrepareTransaction { txn_id: txn_id.into(), epoch, batches: 2 };
+                assert_eq!(state.serve_prepare(request), Ok(TxnOutcome::Done));
+            }
+        };
+        open(state, "j/t#1/0/c1", 0, true);
+        let commit = CommitTransaction { txn_id: "j/t#1/0/c1".into(), epoch: 0 };
+        assert_eq!(state.commit_with_faults(commit).0, Ok((TxnOutcome::Done, 2)));
+        open(state, "j/t#1/0/c2", 0, true);
+        open(state, "j/t#1/1/c2", 0, false);
+        let abort = AbortLingeringTransactions { prefix: "j/t#1/1/".into(), epoch: 1 };
+        assert_eq!(state.serve_abort(abort), Ok(1));
+        open(state, "j/t#1/0/c3", 0, false);
+    }
+
+    #[test]
+    fn a_recovered_store_holds_exactly_what_its_journal_accepted() {
+        let disk = Arc::new(MemoryStorage::new());
+        let mut state = TxnStoreState::recover(disk.clone()).expect("an empty disk recovers");
+        journaled_history(&mut state);
+        // Refused requests change nothing and are not journaled.
+        let zombie =
+            BeginTransaction { table: "t".into(), kind: SinkKind::Upsert, txn_id: "j/t#1/1/c9".into(), epoch: 0 };
+        assert_eq!(state.serve_begin(zombie), Err(TxnError::Fenced { current_epoch: 1 }));
+        let entries = unframe(&disk.read_now(JOURNAL_PATH, 0, disk.length_now(JOURNAL_PATH).unwrap()).unwrap()).0.len();
+        assert_eq!(entries, 4 + 8 + 2 + 1 + 1, "4 begins, 8 stages, 2 prepares, a commit, an abort");
+        let recovered = TxnStoreState::recover(disk.clone()).expect("the journal recovers");
+        assert_eq!(durable_state(&recovered), durable_state(&state));
+        assert_eq!(recovered.committed()["t"].log, vec![row("j/t#1/0/c1", "0"), row("j/t#1/0/c1", "1")]);
+    }
+
+    #[test]
+    fn a_crash_loses_only_stages_of_unprepared_transactions() {
+        let disk = Arc::new(MemoryStorage::new());
+        let mut state = TxnStoreState::recover(disk.clone()).unwrap();
+        journaled_history(&mut state);
+        disk.crash(); // c3's two stages were never synced
+        let mut recovered = TxnStoreState::recover(disk.clone()).unwrap();
+        let c3 = &recovered.transactions["j/t#1/0/c3"];
+        assert!(c3.staged.is_empty() && !c3.prepared, "c3 was begun (synced) but its stages were not");
+        // Its writer's prepare finds the batches missing: the task restarts, nothing is lost.
+        let prepare = PrepareTransaction { txn_id: "j/t#1/0/c3".into(), epoch: 0, batches: 2 };
+        assert_eq!(recovered.serve_prepare(prepare), Err(TxnError::MissingBatches { staged: 0, expected: 2 }));
+        // What was answered as prepared, committed or fenced survived.
+        assert!(recovered.transactions["j/t#1/0/c2"].prepared);
+        assert_eq!(recovered.commit_order(), ["j/t#1/0/c1"]);
+        assert_eq!(recovered.fence_of("j/t#1/1/c2"), Some(1));
+        let commit = CommitTransaction { txn_id: "j/t#1/0/c2".into(), epoch: 0 };
+        assert_eq!(recovered.commit_with_faults(commit).0, Ok((TxnOutcome::Done, 2)));
+    }
+
+    #[test]
+    fn a_damaged_journal_is_refused_and_a_failed_write_stops_the_store() {
+        let disk = Arc::new(MemoryStorage::new());
+        let mut state = TxnStoreState::recover(disk.clone()).unwrap();
+        journaled_history(&mut state);
+        assert!(disk.corrupt(JOURNAL_PATH, 30));
+        let error = TxnStoreState::recover(disk.clone()).expect_err("a damaged journal must not start a store");
+        assert!(error.contains("damaged after entry 0"), "{error}");
+
+        let mut state = TxnStoreState::recover(Arc::new(Unwritable)).expect("no journal yet");
+        let begin = BeginTransaction { table: "t".into(), kind: SinkKind::Upsert, txn_id: "x".into(), epoch: 0 };
+        assert_eq!(state.serve_begin(begin.clone()), Err(TxnError::Unavailable));
+        assert!(state.broken.is_some());
+        assert_eq!(state.serve_begin(begin), Err(TxnError::Unavailable), "a broken store refuses until restarted");
+    }
+
+    /// A disk whose every write fails.
+    struct Unwritable;
+
+    impl ImmediateStorage for Unwritable {
+        fn append_now(&self, path: &str, _: &[u8]) -> Result<(), StorageError> {
+            Err(StorageError::Unavailable(format!("{path}: disk full")))
+        }
+        fn sync_now(&self, path: &str) -> Result<(), StorageError> {
+            Err(StorageError::Unavailable(format!("{path}: disk full")))
+        }
+        fn read_now(&self, path: &str, _: u64, _: u64) -> Result<Vec<u8>, StorageError> {
+            Err(StorageError::NotFound(path.to_string()))
+        }
+        fn length_now(&self, path: &str) -> Result<u64, StorageError> {
+            Err(StorageError::NotFound(path.to_string()))
+        }
+        fn delete_now(&self, _: &str) -> Result<(), StorageError> {
+            Ok(())
+        }
+        fn list_now(&self, _: &str) -> Result<Vec<String>, StorageError> {
+            Ok(Vec::new())
+        }
+        fn rename_now(&self, from: &str, _: &str) -> Result<(), StorageError> {
+            Err(StorageError::NotFound(from.to_string()))
+        }
     }
 
     #[test]

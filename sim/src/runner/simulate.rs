@@ -2,16 +2,19 @@
 //! that submits the job and waits for it, and the faults injected from the acknowledged
 //! submission on. Simulation builds only (it drives madsim's runtime).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_engine::catalog::{self, ExternalInput};
+use sluice_engine::connectors::SinkKind;
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::runtime::trace::TraceEvent;
 
 use super::client::submit_and_wait;
 use super::{RunOutcome, RunReport, generate_input, job_spec, shuffle_config};
 use crate::cluster::{CLIENT_IP, Cluster, JOB_MASTER_ADDRESS};
+use crate::external::durable_store::{file_tables, table_kinds};
 use crate::external::txn_store::CommittedView;
 use crate::faults::{self, Fault};
 use crate::recovery::recovery_metrics;
@@ -30,12 +33,13 @@ pub fn run(scenario: &Scenario, mode: ExecutionMode, seed: u64) -> RunReport {
     let job = catalog::find(&scenario.job).expect("validated when the scenario was loaded");
     let expected = (job.reference)(&scenario.job_params(), &input, mode);
     let schedule = scenario.schedule(seed);
+    let kinds = table_kinds(&expected);
     let thread_scenario = scenario.clone();
     let thread_schedule = schedule.clone();
     let started = std::time::Instant::now();
     let joined = std::thread::Builder::new()
         .name(format!("sim-{}-{mode}-{seed}", scenario.name))
-        .spawn(move || simulate(&thread_scenario, &thread_schedule, mode, seed, input))
+        .spawn(move || simulate(&thread_scenario, &thread_schedule, mode, seed, input, &kinds))
         .expect("cannot spawn a simulation thread")
         .join();
     let wall_time = started.elapsed();
@@ -75,6 +79,7 @@ fn simulate(
     mode: ExecutionMode,
     seed: u64,
     input: Arc<ExternalInput>,
+    kinds: &BTreeMap<String, SinkKind>,
 ) -> Simulated {
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async move {
@@ -97,7 +102,11 @@ fn simulate(
             faults::inject::inject(&cluster, schedule);
         }
         let outcome = client_task.await.expect("internal: the client node is never killed");
-        let committed = cluster.store().lock().expect("store lock").committed();
+        let mut committed = cluster.store().lock().expect("store lock").committed();
+        let files = file_tables(&cluster.durable_store().disk, kinds)
+            .await
+            .unwrap_or_else(|error| panic!("internal: a file sink committed what it cannot read back: {error}"));
+        committed.extend(files);
         Simulated { outcome, committed, trace: trace.records() }
     })
 }

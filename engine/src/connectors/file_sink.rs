@@ -1,0 +1,351 @@
+//! [`FileSink`]: exactly-once rows as CSV files, with Flink's `FileSink` semantics.
+//!
+//! A file moves through three states, as in Flink's `FileSink` (FLIP-143) with its
+//! `OnCheckpointRollingPolicy`:
+//!
+//! ```text
+//!   in-progress ──(pre-commit: barrier or end of input, synced)──> pending ──(commit: rename)──> committed
+//!   sinks/<table>/in-progress/part-<op>-<subtask>-<suffix>.attempt-<a>      sinks/<table>/part-<op>-<subtask>-<suffix>
+//! ```
+//!
+//! The suffix is `c<N>` for the rows written before checkpoint `N`'s barrier (and after the
+//! previous one's), `eoi` without checkpoints. Files live in the durable store (the cluster's
+//! distributed file system: a directory on the real disk, `data/durable-store/sinks/`, in real
+//! mode), so a reader sees only committed files (`part-*`) and never a partial one. A commit is
+//! a rename, applied at most once: retried after a lost answer it finds the committed name
+//! taken, and so does a later attempt that wrote the same rows again (its pending file is then
+//! deleted). Pending files of failed
+//! attempts stay under `in-progress/` (Flink too leaves them to the user).
+//!
+//! Rows are `key,value` CSV lines (RFC 4180 quoting where needed), in write order; a table
+//! declared `upsert` reads as an upsert stream in commit order, the last row of a key winning.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use super::txn_store::{Row, SinkKind};
+use crate::api::{BoxFuture, Committer, DecodeError, OperatorError, Record, Sink, SinkWriter, TaskInfo};
+use crate::storage::remote::RemoteStorage;
+use crate::storage::{Storage, StorageError};
+
+/// The name under which the durable store's address is registered in `ExternalSystems`.
+pub const DURABLE_STORE_SYSTEM: &str = "durable-store";
+/// Where sinks keep their files in the durable store.
+pub const SINKS_PREFIX: &str = "sinks/";
+/// The transaction ids that commits of files are traced under: `files/<table>#<op>/<subtask>/<suffix>`.
+pub const FILE_TXN_PREFIX: &str = "files/";
+/// A writer ships its buffer to its in-progress file once it holds this many bytes.
+const FLUSH_BYTES: usize = 256 * 1024;
+
+type RowFunction<T> = Arc<dyn Fn(&T) -> (String, String) + Send + Sync>;
+
+/// An exactly-once sink of CSV files; see the module doc.
+pub struct FileSink<T> {
+    table: String,
+    kind: SinkKind,
+    to_row: RowFunction<T>,
+}
+
+impl<T: Record> FileSink<T> {
+    /// Files of rows read as an upsert stream (a key's last committed row is its value).
+    pub fn upsert(table: &str, to_row: impl Fn(&T) -> (String, String) + Send + Sync + 'static) -> FileSink<T> {
+        FileSink::new(table, SinkKind::Upsert, Arc::new(to_row))
+    }
+
+    /// Files of rows, every one kept.
+    pub fn append(table: &str, to_row: impl Fn(&T) -> (String, String) + Send + Sync + 'static) -> FileSink<T> {
+        FileSink::new(table, SinkKind::Append, Arc::new(to_row))
+    }
+
+    fn new(table: &str, kind: SinkKind, to_row: RowFunction<T>) -> FileSink<T> {
+        let valid = !table.is_empty() && table.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        assert!(valid, "a file sink's table is a directory name of letters, digits, `-` and `_`: `{table}`");
+        FileSink { table: table.to_string(), kind, to_row }
+    }
+}
+
+/// A pending file and the name that commits it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileCommittable {
+    /// The synced in-progress file.
+    pub pending: String,
+    /// Its committed name.
+    pub committed: String,
+}
+
+impl Record for FileCommittable {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.pending.encode(out);
+        self.committed.encode(out);
+    }
+    fn decode(input: &mut &[u8]) -> Result<Self, DecodeError> {
+        Ok(FileCommittable { pending: String::decode(input)?, committed: String::decode(input)? })
+    }
+}
+
+/// The committed file of a subtask's rows for `suffix` (`c<N>` or `eoi`).
+pub fn committed_path(table: &str, task: &TaskInfo, suffix: &str) -> String {
+    format!("{SINKS_PREFIX}{table}/part-{}-{}-{suffix}", task.operator_id, task.subtask_index)
+}
+
+/// The in-progress file an attempt writes those rows to.
+pub fn in_progress_path(table: &str, task: &TaskInfo, suffix: &str) -> String {
+    format!(
+        "{SINKS_PREFIX}{table}/in-progress/part-{}-{}-{suffix}.attempt-{}",
+        task.operator_id, task.subtask_index, task.attempt
+    )
+}
+
+/// A committed file's parts: its table and the transaction id its commit is traced under
+/// (so that `txn_table` and `txn_checkpoint` read them as a store's); `None` for other paths.
+pub fn committed_file_txn(path: &str) -> Option<(&str, String)> {
+    let (table, name) = path.strip_prefix(SINKS_PREFIX)?.split_once('/')?;
+    let mut parts = name.strip_prefix("part-")?.splitn(3, '-');
+    let (operator, subtask, suffix) = (parts.next()?, parts.next()?, parts.next()?);
+    let numeric = |text: &str| !text.is_empty() && text.bytes().all(|byte| byte.is_ascii_digit());
+    (numeric(operator) && numeric(subtask) && !suffix.contains('/'))
+        .then(|| (table, format!("{FILE_TXN_PREFIX}{table}#{operator}/{subtask}/{suffix}")))
+}
+
+/// The attempt that wrote an in-progress file.
+pub fn in_progress_attempt(path: &str) -> Option<u64> {
+    path.rsplit_once(".attempt-")?.1.parse().ok()
+}
+
+/// Appends one CSV record of two fields.
+pub fn write_csv_row(out: &mut Vec<u8>, key: &str, value: &str) {
+    write_csv_field(out, key);
+    out.push(b',');
+    write_csv_field(out, value);
+    out.push(b'\n');
+}
+
+fn write_csv_field(out: &mut Vec<u8>, field: &str) {
+    if field.contains([',', '"', '\n', '\r']) {
+        out.push(b'"');
+        out.extend_from_slice(field.replace('"', "\"\"").as_bytes());
+        out.push(b'"');
+    } else {
+        out.extend_from_slice(field.as_bytes());
+    }
+}
+
+/// The rows of a CSV file of two-field records, as [`write_csv_row`] writes them; an error
+/// names the record that is not one.
+pub fn parse_csv_rows(bytes: &[u8]) -> Result<Vec<Row>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|error| format!("not UTF-8: {error}"))?;
+    let mut rows = Vec::new();
+    let (mut fields, mut field, mut quoted, mut chars) = (Vec::new(), String::new(), false, text.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            (true, '"') => quoted = false,
+            (true, c) => field.push(c),
+            (false, '"') if field.is_empty() => quoted = true,
+            (false, ',') => fields.push(std::mem::take(&mut field)),
+            (false, '\r') if chars.peek() == Some(&'\n') => {}
+            (false, '\n') => {
+                fields.push(std::mem::take(&mut field));
+                let [key, value]: [String; 2] =
+                    std::mem::take(&mut fields).try_into().map_err(|fields: Vec<String>| {
+                        format!("record {} has {} fields, not 2", rows.len(), fields.len())
+                    })?;
+                rows.push(Row { key, value });
+            }
+            (false, c) => field.push(c),
+        }
+    }
+    if quoted || !field.is_empty() || !fields.is_empty() {
+        return Err(format!("record {} is cut short", rows.len()));
+    }
+    Ok(rows)
+}
+
+fn storage_of(task: &TaskInfo) -> Result<RemoteStorage, OperatorError> {
+    let address: SocketAddr = task.external.address(DURABLE_STORE_SYSTEM)?;
+    Ok(RemoteStorage::new(address))
+}
+
+fn failed(what: &str, path: &str, error: StorageError) -> OperatorError {
+    OperatorError::new(format!("{DURABLE_STORE_SYSTEM}: {what} `{path}`: {error}"))
+}
+
+impl<T: Record> Sink<T> for FileSink<T> {
+    type Committable = FileCommittable;
+
+    fn create_writer(&self, task: &TaskInfo) -> Box<dyn SinkWriter<T, FileCommittable>> {
+        let suffix = if task.checkpointing {
+            format!("c{}", task.restored_checkpoint.unwrap_or(0) + 1)
+        } else {
+            "eoi".to_string()
+        };
+        Box::new(FileWriter {
+            table: self.table.clone(),
+            to_row: Arc::clone(&self.to_row),
+            task: task.clone(),
+            storage: None,
+            suffix,
+            buffer: Vec::new(),
+            written: false,
+        })
+    }
+
+    fn create_committer(&self, task: &TaskInfo) -> Box<dyn Committer<FileCommittable>> {
+        Box::new(FileCommitter { task: task.clone(), storage: None })
+    }
+}
+
+impl<T> FileSink<T> {
+    /// How the table's rows apply.
+    pub fn kind(&self) -> SinkKind {
+        self.kind
+    }
+}
+
+struct FileWriter<T> {
+    table: String,
+    to_row: RowFunction<T>,
+    task: TaskInfo,
+    storage: Option<RemoteStorage>,
+    /// The suffix of the file being written: `c<N>` or `eoi`.
+    suffix: String,
+    buffer: Vec<u8>,
+    /// The in-progress file has bytes.
+    written: bool,
+}
+
+impl<T> FileWriter<T> {
+    fn in_progress(&self) -> String {
+        in_progress_path(&self.table, &self.task, &self.suffix)
+    }
+
+    async fn ship(&mut self) -> Result<(), OperatorError> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        if self.storage.is_none() {
+            self.storage = Some(storage_of(&self.task)?);
+        }
+        let path = self.in_progress();
+        let storage = self.storage.as_ref().expect("set above");
+        storage.append(&path, &self.buffer).await.map_err(|error| failed("append to", &path, error))?;
+        self.buffer.clear();
+        self.written = true;
+        Ok(())
+    }
+
+    async fn prepare(&mut self) -> Result<Vec<FileCommittable>, OperatorError> {
+        self.ship().await?;
+        if !self.written {
+            return Ok(Vec::new()); // no rows since the last checkpoint: no file
+        }
+        let pending = self.in_progress();
+        let storage = self.storage.as_ref().expect("written through it");
+        storage.sync(&pending).await.map_err(|error| failed("sync", &pending, error))?;
+        Ok(vec![FileCommittable { pending, committed: committed_path(&self.table, &self.task, &self.suffix) }])
+    }
+}
+
+impl<T: Record> SinkWriter<T, FileCommittable> for FileWriter<T> {
+    fn write(&mut self, element: T) -> Result<(), OperatorError> {
+        let (key, value) = (self.to_row)(&element);
+        write_csv_row(&mut self.buffer, &key, &value);
+        Ok(())
+    }
+
+    fn flush(&mut self, end_of_input: bool) -> BoxFuture<'_, Result<(), OperatorError>> {
+        Box::pin(async move {
+            if end_of_input || self.buffer.len() >= FLUSH_BYTES {
+                self.ship().await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn prepare_commit(&mut self) -> BoxFuture<'_, Result<Vec<FileCommittable>, OperatorError>> {
+        Box::pin(self.prepare())
+    }
+
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<Vec<u8>, OperatorError> {
+        // What follows the barrier goes into the next checkpoint's file.
+        self.suffix = format!("c{}", checkpoint_id + 1);
+        self.written = false;
+        Ok(Vec::new())
+    }
+}
+
+struct FileCommitter {
+    task: TaskInfo,
+    storage: Option<RemoteStorage>,
+}
+
+impl FileCommitter {
+    async fn commit_all(&mut self, committables: Vec<FileCommittable>) -> Result<(), OperatorError> {
+        if self.storage.is_none() {
+            self.storage = Some(storage_of(&self.task)?);
+        }
+        let storage = self.storage.as_ref().expect("set above");
+        for FileCommittable { pending, committed } in committables {
+            match storage.rename(&pending, &committed).await {
+                Ok(()) => {}
+                // Committed already: by this committer, whose answer was lost, or by an earlier
+                // attempt that wrote the same rows (this attempt's file is then not needed).
+                Err(StorageError::AlreadyExists(_)) => {
+                    storage.delete(&pending).await.map_err(|error| failed("delete", &pending, error))?;
+                }
+                // A retry of a rename that was applied (its answer was lost), or a pending file lost.
+                Err(StorageError::NotFound(_)) => match storage.length(&committed).await {
+                    Ok(_) => {}
+                    Err(error) => return Err(failed("commit (the pending file is gone)", &pending, error)),
+                },
+                Err(error) => return Err(failed("commit", &pending, error)),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Committer<FileCommittable> for FileCommitter {
+    fn commit(&mut self, committables: Vec<FileCommittable>) -> BoxFuture<'_, Result<(), OperatorError>> {
+        Box::pin(self.commit_all(committables))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_rows_round_trip_with_quoting_where_needed() {
+        let rows = [("plain", "1"), ("a,b", "say \"hi\""), ("multi\nline", ""), ("", "\r\n")];
+        let mut bytes = Vec::new();
+        for (key, value) in rows {
+            write_csv_row(&mut bytes, key, value);
+        }
+        assert!(bytes.starts_with(b"plain,1\n\"a,b\",\"say \"\"hi\"\"\"\n"));
+        let parsed = parse_csv_rows(&bytes).unwrap();
+        let expected: Vec<Row> =
+            rows.iter().map(|(key, value)| Row { key: key.to_string(), value: value.to_string() }).collect();
+        assert_eq!(parsed, expected);
+        assert_eq!(parse_csv_rows(b"a,b\r\nc,d\n").unwrap().len(), 2, "CRLF records too");
+        assert!(parse_csv_rows(b"a,b,c\n").unwrap_err().contains("3 fields"));
+        assert!(parse_csv_rows(b"a,b").unwrap_err().contains("cut short"));
+        assert!(parse_csv_rows(b"\"a,b\n").unwrap_err().contains("cut short"));
+    }
+
+    #[test]
+    fn committed_files_name_their_table_and_a_transaction_the_checks_read() {
+        let (table, txn_id) = committed_file_txn("sinks/counts/part-4-1-c7").unwrap();
+        assert_eq!(table, "counts");
+        assert_eq!(txn_id, "files/counts#4/1/c7");
+        assert_eq!(super::super::txn_store::txn_table(&txn_id), Some("counts"));
+        assert_eq!(super::super::txn_store::txn_checkpoint(&txn_id), Some(7));
+        assert_eq!(super::super::txn_store::txn_checkpoint("files/counts#4/1/eoi"), None);
+        assert_eq!(committed_file_txn("sinks/counts/in-progress/part-4-1-c7.attempt-0"), None);
+        assert_eq!(committed_file_txn("checkpoints/1"), None);
+        assert_eq!(in_progress_attempt("sinks/counts/in-progress/part-4-1-c7.attempt-12"), Some(12));
+    }
+}
