@@ -164,6 +164,46 @@ pub fn parse_csv_rows(bytes: &[u8]) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
+/// Counts the CSV records of a file fed in pieces of any size (a quoted newline is not a
+/// record's end), without holding the file or its rows.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CsvRecordCounter {
+    quoted: bool,
+    /// Records ended so far.
+    pub records: u64,
+}
+
+impl CsvRecordCounter {
+    /// Counts the records that end in `bytes`.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            match byte {
+                // `""` inside quotes toggles twice: still quoted.
+                b'"' => self.quoted = !self.quoted,
+                b'\n' if !self.quoted => self.records += 1,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Reads a whole file in pieces small enough for one storage call each.
+pub async fn read_in_pieces(
+    storage: &dyn Storage,
+    path: &str,
+    mut visit: impl FnMut(&[u8]),
+) -> Result<(), StorageError> {
+    const PIECE: u64 = 4 * 1024 * 1024;
+    let length = storage.length(path).await?;
+    let mut offset = 0;
+    while offset < length {
+        let piece = PIECE.min(length - offset);
+        visit(&storage.read(path, offset, piece).await?);
+        offset += piece;
+    }
+    Ok(())
+}
+
 fn storage_of(task: &TaskInfo) -> Result<RemoteStorage, OperatorError> {
     let address: SocketAddr = task.external.address(DURABLE_STORE_SYSTEM)?;
     Ok(RemoteStorage::new(address))
@@ -334,6 +374,11 @@ mod tests {
         assert!(parse_csv_rows(b"a,b,c\n").unwrap_err().contains("3 fields"));
         assert!(parse_csv_rows(b"a,b").unwrap_err().contains("cut short"));
         assert!(parse_csv_rows(b"\"a,b\n").unwrap_err().contains("cut short"));
+        for piece in [1, 3, bytes.len()] {
+            let mut counter = CsvRecordCounter::default();
+            bytes.chunks(piece).for_each(|chunk| counter.feed(chunk));
+            assert_eq!(counter.records, 4, "counted in pieces of {piece} bytes");
+        }
     }
 
     #[test]

@@ -74,6 +74,23 @@ impl BufferBuilder {
 
 /// Verifies a sealed buffer's checksum and decodes its records.
 pub fn decode_buffer(buffer: &[u8], type_info: &TypeInfo) -> Result<Vec<(Element, Option<Timestamp>)>, DecodeError> {
+    let mut elements = Vec::new();
+    for_each_record(buffer, |mut record, timestamp| {
+        elements.push((type_info.decode(&mut record)?, timestamp));
+        if !record.is_empty() {
+            return Err(DecodeError::new(format!("{} bytes left over in a {}", record.len(), type_info.name())));
+        }
+        Ok(())
+    })?;
+    Ok(elements)
+}
+
+/// Verifies a sealed buffer's checksum and hands each record's encoded bytes and timestamp to
+/// `visit`, in order, without decoding them.
+pub fn for_each_record(
+    buffer: &[u8],
+    mut visit: impl FnMut(&[u8], Option<Timestamp>) -> Result<(), DecodeError>,
+) -> Result<(), DecodeError> {
     if buffer.len() < 8 {
         return Err(DecodeError::new(format!("buffer of {} bytes has no checksum", buffer.len())));
     }
@@ -83,7 +100,6 @@ pub fn decode_buffer(buffer: &[u8], type_info: &TypeInfo) -> Result<Vec<(Element
         return Err(DecodeError::new("buffer checksum mismatch: the buffer is corrupt"));
     }
     let mut input = payload;
-    let mut elements = Vec::new();
     while !input.is_empty() {
         if input.len() < 4 {
             return Err(DecodeError::new("truncated record length"));
@@ -104,14 +120,11 @@ pub fn decode_buffer(buffer: &[u8], type_info: &TypeInfo) -> Result<Vec<(Element
         if rest.len() < length {
             return Err(DecodeError::new("truncated record"));
         }
-        let (mut record, rest) = rest.split_at(length);
-        elements.push((type_info.decode(&mut record)?, timestamp));
-        if !record.is_empty() {
-            return Err(DecodeError::new(format!("{} bytes left over in a {}", record.len(), type_info.name())));
-        }
+        let (record, rest) = rest.split_at(length);
+        visit(record, timestamp)?;
         input = rest;
     }
-    Ok(elements)
+    Ok(())
 }
 
 #[cfg(test)]

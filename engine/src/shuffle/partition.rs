@@ -74,6 +74,11 @@ impl ResultPartitionManager {
         ResultPartitionManager { entries: Default::default(), storage, config, resources }
     }
 
+    /// The TaskManager's disk, where its blocking partitions (and its tasks' sort spills) live.
+    pub fn storage(&self) -> Arc<dyn Storage> {
+        Arc::clone(&self.storage)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<ResultPartitionId, Entry>> {
         self.entries.lock().expect("partition lock")
     }

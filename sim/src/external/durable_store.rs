@@ -23,12 +23,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use sluice_engine::catalog::ExpectedOutput;
 use sluice_engine::connectors::SinkKind;
-use sluice_engine::connectors::file_sink::{SINKS_PREFIX, committed_file_txn, in_progress_attempt, parse_csv_rows};
+use sluice_engine::connectors::file_sink::{
+    CsvRecordCounter, SINKS_PREFIX, committed_file_txn, in_progress_attempt, parse_csv_rows, read_in_pieces,
+};
 use sluice_engine::connectors::txn_store::txn_checkpoint;
 use sluice_engine::rpc::serve;
 use sluice_engine::runtime::trace::{TraceEvent, TracerHandle};
 use sluice_engine::storage::remote::{StorageAnswer, StorageCall, StorageOperation, apply};
-use sluice_engine::storage::{MemoryStorage, Storage, StorageError, read_all};
+use sluice_engine::storage::{MemoryStorage, Storage, StorageError};
 
 use super::txn_store::{CommittedView, table_from_log};
 
@@ -101,8 +103,9 @@ pub async fn apply_traced(
     };
     let answer = apply(storage, operation).await;
     if let (Ok(_), Some((txn_id, epoch, path))) = (&answer, commit) {
-        let rows = match read_all(storage, &path).await {
-            Ok(bytes) => parse_csv_rows(&bytes).map_or(0, |rows| rows.len() as u64),
+        let mut counter = CsvRecordCounter::default();
+        let rows = match read_in_pieces(storage, &path, |piece| counter.feed(piece)).await {
+            Ok(()) => counter.records,
             Err(_) => 0,
         };
         tracer.record(TraceEvent::TransactionCommitted { txn_id, epoch, rows });
@@ -132,7 +135,10 @@ pub async fn file_tables(disk: &dyn Storage, kinds: &BTreeMap<String, SinkKind>)
     let mut logs: BTreeMap<String, Vec<_>> = BTreeMap::new();
     for (table, _, path) in files {
         let read = |error: String| format!("committed file `{path}`: {error}");
-        let bytes = read_all(disk, &path).await.map_err(|error| read(error.to_string()))?;
+        let mut bytes = Vec::new();
+        read_in_pieces(disk, &path, |piece| bytes.extend_from_slice(piece))
+            .await
+            .map_err(|error| read(error.to_string()))?;
         logs.entry(table).or_default().extend(parse_csv_rows(&bytes).map_err(read)?);
     }
     Ok(logs

@@ -19,6 +19,7 @@
 
 mod chain;
 mod checkpointing;
+pub mod sorter;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use std::sync::Arc;
 use chain::{ChainBody, ChainNode, OperatorChain};
 pub use checkpointing::{CheckpointEnvironment, TaskControl};
 use checkpointing::{Checkpointing, SinkCommitter};
+use sorter::{KeyedInputSorter, SORT_BUDGET_BYTES, SortedRecord};
 use tokio::sync::mpsc;
 
 use super::messages::{TaskDeploymentDescriptor, TaskFailure, TaskReport};
@@ -38,12 +40,13 @@ use crate::graph::{
 };
 use crate::record::{Element, KeySelector, TypeInfo};
 use crate::rpc::RpcClient;
-use crate::shuffle::buffer::decode_buffer;
+use crate::shuffle::buffer::{decode_buffer, for_each_record};
 use crate::shuffle::remote::RemoteWriter;
 use crate::shuffle::{
     GateEvent, GateEventKind, InputGate, InputGateConfig, PartitionLocation, RecordWriter, ResultPartitionManager,
     ShuffleWriter,
 };
+use crate::storage::{Storage, StorageError};
 use crate::time::{StatusWatermarkValve, Timestamp, Watermark};
 
 /// What a task needs from its TaskManager.
@@ -221,6 +224,37 @@ fn decode(
     })
 }
 
+/// A record's key, timestamp, and where its encoded bytes are in its buffer.
+type KeyedRecord = (Vec<u8>, Option<Timestamp>, std::ops::Range<usize>);
+
+/// A buffer's records with their keys, timestamps and where their bytes are in the buffer (for
+/// sorting them still encoded).
+fn keyed_records(
+    channel: &Channel,
+    bytes: &[u8],
+    selector: &KeySelector,
+    descriptor: &TaskDeploymentDescriptor,
+    index: usize,
+) -> Result<Vec<KeyedRecord>, TaskFailure> {
+    let mut records = Vec::new();
+    for_each_record(bytes, |record, timestamp| {
+        let mut rest = record;
+        let element = channel.element_type.decode(&mut rest)?;
+        if !rest.is_empty() {
+            let detail = format!("{} bytes left over in a {}", rest.len(), channel.element_type.name());
+            return Err(crate::record::DecodeError::new(detail));
+        }
+        let start = record.as_ptr().addr() - bytes.as_ptr().addr();
+        records.push((selector(element.as_ref()), timestamp, start..start + record.len()));
+        Ok(())
+    })
+    .map_err(|error| TaskFailure::CorruptInput {
+        partition: descriptor.inputs[index].partition(),
+        detail: error.message,
+    })?;
+    Ok(records)
+}
+
 /// No event is defined on data channels yet (checkpoint barriers come with checkpointing):
 /// one arriving means the partition's bytes are not what its producer wrote.
 fn expect_buffer(
@@ -347,15 +381,19 @@ impl Run<'_> {
         }
     }
 
-    /// Batch: reads the whole input, sorts it by key and input, then pushes it through.
+    /// Batch: reads the whole input, sorts it by key, input and timestamp within the sort
+    /// budget (spilling runs to the TaskManager's disk), then pushes it through.
     async fn read_sorted(
         &mut self,
         gate: &mut InputGate,
         channels: &[Channel],
         keys: &[Option<KeySelector>],
+        storage: Arc<dyn Storage>,
         cpu: &mut CpuMeter<'_>,
     ) -> Result<(), TaskFailure> {
-        let mut keyed: Vec<(Vec<u8>, u32, Option<Timestamp>, Element)> = Vec::new();
+        let spill_prefix = format!("spills/{}/{}", self.descriptor.spec.job_id, self.descriptor.execution);
+        let mut sorter = KeyedInputSorter::new(storage, spill_prefix, SORT_BUDGET_BYTES);
+        let mut records_in = 0u64;
         loop {
             match gate.next().await? {
                 GateEvent::EndOfInput => break,
@@ -372,23 +410,41 @@ impl Run<'_> {
                     let input = channels[channel].input;
                     let selector =
                         keys[input as usize].as_ref().expect("internal: batch sorting needs every input keyed");
-                    for (element, timestamp) in decode(&channels[channel], &bytes, self.descriptor, channel)? {
-                        keyed.push((selector(element.as_ref()), input, timestamp, element));
+                    for (key, timestamp, record) in
+                        keyed_records(&channels[channel], &bytes, selector, self.descriptor, channel)?
+                    {
+                        sorter
+                            .add(&key, input, timestamp, &bytes[record])
+                            .await
+                            .map_err(|error| self.spill_failed(error))?;
+                        records_in += 1;
                     }
                 }
             }
         }
-        self.metrics.records_in = keyed.len() as u64;
-        // Flink's order: by key, then input, then timestamp. Stable: elements of one key, input
-        // and timestamp keep their arrival order.
-        keyed.sort_by(|left, right| (&left.0, left.1, left.2).cmp(&(&right.0, right.1, right.2)));
-        let mut sorted = keyed.into_iter().peekable();
-        while let Some((_, input, _, _)) = sorted.peek() {
-            let input = *input;
-            let mut run = Vec::new();
-            while run.len() < 1024 && sorted.peek().is_some_and(|(_, next, _, _)| *next == input) {
-                let (_, _, timestamp, element) = sorted.next().expect("peeked");
-                run.push((element, timestamp));
+        self.metrics.records_in = records_in;
+        let types: Vec<Option<TypeInfo>> = (0..keys.len() as u32)
+            .map(|input| {
+                channels.iter().find(|channel| channel.input == input).map(|channel| channel.element_type.clone())
+            })
+            .collect();
+        let mut sorted = sorter.finish().await.map_err(|error| self.spill_failed(error))?;
+        let mut next = sorted.next().await.map_err(|error| self.spill_failed(error))?;
+        while let Some(first) = next.take() {
+            // Runs of one input, at most 1024 records, as they come in sorted order.
+            let input = first.input;
+            let mut run = vec![self.decode_sorted(&types, first)?];
+            loop {
+                next = sorted.next().await.map_err(|error| self.spill_failed(error))?;
+                match next.take() {
+                    Some(record) if record.input == input && run.len() < 1024 => {
+                        run.push(self.decode_sorted(&types, record)?);
+                    }
+                    other => {
+                        next = other;
+                        break;
+                    }
+                }
             }
             let count = run.len() as u64;
             self.chain.push_all(input, run)?;
@@ -396,6 +452,23 @@ impl Run<'_> {
             self.chain.flush(false).await?;
         }
         Ok(())
+    }
+
+    fn decode_sorted(
+        &self,
+        types: &[Option<TypeInfo>],
+        sorted: SortedRecord,
+    ) -> Result<(Element, Option<Timestamp>), TaskFailure> {
+        let type_info = types[sorted.input as usize].as_ref().expect("internal: a sorted record's input has a channel");
+        let element = type_info.decode(&mut sorted.record.as_slice()).map_err(|error| TaskFailure::CorruptInput {
+            partition: self.descriptor.inputs[0].partition(),
+            detail: format!("a sorted record does not decode: {}", error.message),
+        })?;
+        Ok((element, sorted.timestamp))
+    }
+
+    fn spill_failed(&self, error: StorageError) -> TaskFailure {
+        TaskFailure::Operator(format!("sorting the keyed input on the TaskManager's disk: {error}"))
     }
 }
 
@@ -431,7 +504,7 @@ pub async fn run_task(environment: TaskEnvironment) -> Result<TaskReport, TaskFa
         Head::Source => run.read_source(&mut cpu).await?,
         Head::Input { mut gate, channels, sort_by: None } => run.read_input(&mut gate, &channels, &mut cpu).await?,
         Head::Input { mut gate, channels, sort_by: Some(keys) } => {
-            run.read_sorted(&mut gate, &channels, &keys, &mut cpu).await?
+            run.read_sorted(&mut gate, &channels, &keys, partitions.storage(), &mut cpu).await?
         }
     }
     let Run { mut chain, source, mut checkpointing, mut controls, mut metrics, .. } = run;

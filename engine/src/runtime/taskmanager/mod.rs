@@ -9,7 +9,8 @@
 //!
 //! A new process is a new *instance* (a random id from the simulation's seeded generator): the
 //! JobMaster treats a new instance as the loss of the previous one and its tasks. On start the
-//! TaskManager deletes partition files left by a previous instance, which it cannot serve.
+//! TaskManager deletes partition files left by a previous instance, which it cannot serve, and
+//! its tasks' sort spills.
 //!
 //! Cancellation: the JobMaster cancels the task runs of restarted regions by name
 //! ([`CancelTasks`]), or every run before an attempt ([`CancelJobAttempts`], restart-all); a
@@ -104,9 +105,12 @@ struct TaskManager {
 pub async fn run_task_manager(config: TaskManagerConfig) {
     let instance: u64 = crate::rt::random_u64();
     config.tracer.record(TraceEvent::TaskManagerStarted { instance, slots: config.slots });
-    // Best effort: a file it cannot delete now is deleted by the next instance.
-    for path in config.storage.list("partitions/").await.unwrap_or_default() {
-        let _ = config.storage.delete(&path).await;
+    // Best effort: a file it cannot delete now is deleted by the next instance. Sort spills
+    // belong to tasks of the previous instance, which are gone.
+    for prefix in ["partitions/", "spills/"] {
+        for path in config.storage.list(prefix).await.unwrap_or_default() {
+            let _ = config.storage.delete(&path).await;
+        }
     }
     let endpoint = crate::rpc::bind(config.address).await.unwrap_or_else(|error| {
         panic!("internal: task manager {} cannot bind {}: {error}", config.name, config.address)

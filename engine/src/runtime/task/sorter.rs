@@ -1,0 +1,372 @@
+//! [`KeyedInputSorter`]: batch mode's keyed input sorted by key, input and timestamp within a
+//! memory budget (Flink's `SortingDataInput` over its managed memory).
+//!
+//! Records stay encoded: each is kept as its key's bytes and its own bytes in one arena, with a
+//! small entry saying where. Once the arena and the entries reach the budget they are sorted
+//! and spilled to the TaskManager's disk as a run (`spills/…/run-N`); at the end of input the
+//! runs and what is left in memory are merged. The order is Flink's: by key bytes, then input,
+//! then timestamp; records equal in all three keep their arrival order (the sort is stable and
+//! the merge prefers earlier runs), so spilling never changes what a task computes.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+use crate::storage::{Storage, StorageError};
+use crate::time::Timestamp;
+
+/// Bytes of records and entries a task's sorter holds before it spills a run (its vectors may
+/// hold up to twice that while they grow).
+pub const SORT_BUDGET_BYTES: usize = 32 * 1024 * 1024;
+/// Bytes read from a spilled run at a time.
+const READ_BYTES: u64 = 1024 * 1024;
+
+/// Where one record is in the arena, and what it sorts by besides its key.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    offset: usize,
+    key_length: u32,
+    record_length: u32,
+    input: u32,
+    timestamp: Option<Timestamp>,
+}
+
+/// One sorted record: its input, timestamp and encoded bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SortedRecord {
+    /// The head's input it arrived on.
+    pub input: u32,
+    /// Its event timestamp.
+    pub timestamp: Option<Timestamp>,
+    /// Its encoded bytes.
+    pub record: Vec<u8>,
+}
+
+/// See the module doc.
+pub struct KeyedInputSorter {
+    arena: Vec<u8>,
+    entries: Vec<Entry>,
+    budget: usize,
+    storage: Arc<dyn Storage>,
+    spill_prefix: String,
+    runs: Vec<String>,
+}
+
+impl KeyedInputSorter {
+    /// A sorter spilling to `storage` under `spill_prefix` once it holds `budget` bytes.
+    pub fn new(storage: Arc<dyn Storage>, spill_prefix: String, budget: usize) -> KeyedInputSorter {
+        KeyedInputSorter { arena: Vec::new(), entries: Vec::new(), budget, storage, spill_prefix, runs: Vec::new() }
+    }
+
+    /// Records added so far.
+    pub fn held_bytes(&self) -> usize {
+        self.arena.len() + self.entries.len() * std::mem::size_of::<Entry>()
+    }
+
+    /// Adds one record; may spill a run.
+    pub async fn add(
+        &mut self,
+        key: &[u8],
+        input: u32,
+        timestamp: Option<Timestamp>,
+        record: &[u8],
+    ) -> Result<(), StorageError> {
+        let length = |bytes: &[u8]| u32::try_from(bytes.len()).expect("internal: a record is under 4 GiB");
+        self.entries.push(Entry {
+            offset: self.arena.len(),
+            key_length: length(key),
+            record_length: length(record),
+            input,
+            timestamp,
+        });
+        self.arena.extend_from_slice(key);
+        self.arena.extend_from_slice(record);
+        if self.held_bytes() >= self.budget {
+            self.spill().await?;
+        }
+        Ok(())
+    }
+
+    fn key(&self, entry: &Entry) -> &[u8] {
+        &self.arena[entry.offset..entry.offset + entry.key_length as usize]
+    }
+
+    fn sort(&mut self) {
+        let mut entries = std::mem::take(&mut self.entries);
+        entries.sort_by(|left, right| {
+            self.key(left)
+                .cmp(self.key(right))
+                .then(left.input.cmp(&right.input))
+                .then(left.timestamp.cmp(&right.timestamp))
+        });
+        self.entries = entries;
+    }
+
+    async fn spill(&mut self) -> Result<(), StorageError> {
+        self.sort();
+        let path = format!("{}/run-{}", self.spill_prefix, self.runs.len());
+        let mut bytes = Vec::with_capacity(self.arena.len() + self.entries.len() * 21);
+        for entry in &self.entries {
+            let key = self.key(entry);
+            let start = entry.offset + key.len();
+            encode_entry(&mut bytes, key, entry, &self.arena[start..start + entry.record_length as usize]);
+            if bytes.len() >= READ_BYTES as usize {
+                self.storage.append(&path, &bytes).await?;
+                bytes.clear();
+            }
+        }
+        if !bytes.is_empty() {
+            self.storage.append(&path, &bytes).await?;
+        }
+        self.runs.push(path);
+        self.entries.clear();
+        self.arena.clear();
+        Ok(())
+    }
+
+    /// Every record added, in order: from memory if nothing was spilled, else merged from the
+    /// runs (what is left in memory spilled as the last one).
+    pub async fn finish(mut self) -> Result<SortedRecords, StorageError> {
+        if self.runs.is_empty() {
+            self.sort();
+            return Ok(SortedRecords::Memory { sorter: self, next: 0 });
+        }
+        if !self.entries.is_empty() {
+            self.spill().await?;
+        }
+        let mut readers = Vec::with_capacity(self.runs.len());
+        let mut heads = BinaryHeap::new();
+        for (run, path) in self.runs.iter().enumerate() {
+            let mut reader = RunReader::open(&*self.storage, path).await?;
+            if let Some(head) = reader.next(&*self.storage).await? {
+                heads.push(Head { record: head, run });
+            }
+            readers.push(reader);
+        }
+        Ok(SortedRecords::Merge { storage: Arc::clone(&self.storage), readers, heads })
+    }
+}
+
+/// The sorted records, one at a time; see [`KeyedInputSorter::finish`]. Spilled runs are
+/// deleted once read to their end.
+pub enum SortedRecords {
+    /// Nothing was spilled.
+    Memory {
+        /// The sorted arena.
+        sorter: KeyedInputSorter,
+        /// The next entry.
+        next: usize,
+    },
+    /// A merge of spilled runs.
+    Merge {
+        /// Where the runs are.
+        storage: Arc<dyn Storage>,
+        /// One per run.
+        readers: Vec<RunReader>,
+        /// Each unfinished run's next record.
+        heads: BinaryHeap<Head>,
+    },
+}
+
+impl SortedRecords {
+    /// The next record, `None` after the last.
+    pub async fn next(&mut self) -> Result<Option<SortedRecord>, StorageError> {
+        match self {
+            SortedRecords::Memory { sorter, next } => {
+                let Some(entry) = sorter.entries.get(*next) else { return Ok(None) };
+                *next += 1;
+                let start = entry.offset + entry.key_length as usize;
+                let record = sorter.arena[start..start + entry.record_length as usize].to_vec();
+                Ok(Some(SortedRecord { input: entry.input, timestamp: entry.timestamp, record }))
+            }
+            SortedRecords::Merge { storage, readers, heads } => {
+                let Some(Head { record: (_, sorted), run }) = heads.pop() else { return Ok(None) };
+                match readers[run].next(&**storage).await? {
+                    Some(next) => heads.push(Head { record: next, run }),
+                    // Best effort: a restarted TaskManager deletes `spills/`.
+                    None => {
+                        let _ = storage.delete(&readers[run].path).await;
+                    }
+                }
+                Ok(Some(sorted))
+            }
+        }
+    }
+}
+
+/// `[key length u32][record length u32][input u32][timestamp flag u8][timestamp i64?][key][record]`.
+fn encode_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry, record: &[u8]) {
+    out.extend_from_slice(&entry.key_length.to_be_bytes());
+    out.extend_from_slice(&entry.record_length.to_be_bytes());
+    out.extend_from_slice(&entry.input.to_be_bytes());
+    match entry.timestamp {
+        Some(timestamp) => {
+            out.push(1);
+            out.extend_from_slice(&timestamp.to_be_bytes());
+        }
+        None => out.push(0),
+    }
+    out.extend_from_slice(key);
+    out.extend_from_slice(record);
+}
+
+/// A run's next record in the merge: ordered so that the heap (a max-heap) pops the smallest
+/// key, input and timestamp first, and of equal ones the earliest run's.
+pub struct Head {
+    record: (Vec<u8>, SortedRecord),
+    run: usize,
+}
+
+impl Head {
+    fn order(&self, other: &Head) -> Ordering {
+        let (key, record) = &self.record;
+        let (other_key, other_record) = &other.record;
+        key.cmp(other_key)
+            .then(record.input.cmp(&other_record.input))
+            .then(record.timestamp.cmp(&other_record.timestamp))
+            .then(self.run.cmp(&other.run))
+    }
+}
+
+impl PartialEq for Head {
+    fn eq(&self, other: &Head) -> bool {
+        self.order(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Head {}
+
+impl PartialOrd for Head {
+    fn partial_cmp(&self, other: &Head) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Head {
+    fn cmp(&self, other: &Head) -> Ordering {
+        self.order(other).reverse()
+    }
+}
+
+/// Reads a spilled run's entries a piece at a time.
+pub struct RunReader {
+    path: String,
+    length: u64,
+    offset: u64,
+    buffer: Vec<u8>,
+    position: usize,
+}
+
+impl RunReader {
+    async fn open(storage: &dyn Storage, path: &str) -> Result<RunReader, StorageError> {
+        let length = storage.length(path).await?;
+        Ok(RunReader { path: path.to_string(), length, offset: 0, buffer: Vec::new(), position: 0 })
+    }
+
+    /// Makes at least `wanted` unread bytes available; false at the end of the run.
+    async fn fill(&mut self, storage: &dyn Storage, wanted: usize) -> Result<bool, StorageError> {
+        while self.buffer.len() - self.position < wanted {
+            if self.offset >= self.length {
+                return Ok(false);
+            }
+            self.buffer.drain(..self.position);
+            self.position = 0;
+            let piece = READ_BYTES.max(wanted as u64).min(self.length - self.offset);
+            self.buffer.extend_from_slice(&storage.read(&self.path, self.offset, piece).await?);
+            self.offset += piece;
+        }
+        Ok(true)
+    }
+
+    fn take(&mut self, count: usize) -> &[u8] {
+        let bytes = &self.buffer[self.position..self.position + count];
+        self.position += count;
+        bytes
+    }
+
+    async fn next(&mut self, storage: &dyn Storage) -> Result<Option<(Vec<u8>, SortedRecord)>, StorageError> {
+        if !self.fill(storage, 13).await? {
+            return Ok(None);
+        }
+        let word = |bytes: &[u8]| u32::from_be_bytes(bytes.try_into().expect("4 bytes"));
+        let header = self.take(13).to_vec();
+        let (key_length, record_length, input) = (word(&header[..4]), word(&header[4..8]), word(&header[8..12]));
+        let timestamp = if header[12] == 1 {
+            self.fill(storage, 8).await?;
+            Some(Timestamp::from_be_bytes(self.take(8).try_into().expect("8 bytes")))
+        } else {
+            None
+        };
+        let (key_length, record_length) = (key_length as usize, record_length as usize);
+        if !self.fill(storage, key_length + record_length).await? {
+            panic!("internal: spilled run `{}` ends inside a record: the sorter wrote it whole", self.path);
+        }
+        let key = self.take(key_length).to_vec();
+        let record = self.take(record_length).to_vec();
+        Ok(Some((key, SortedRecord { input, timestamp, record })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::MemoryStorage;
+
+    fn now<T>(future: impl std::future::Future<Output = T>) -> T {
+        let mut future = std::pin::pin!(future);
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        match future.as_mut().poll(&mut context) {
+            std::task::Poll::Ready(value) => value,
+            std::task::Poll::Pending => panic!("a MemoryStorage call waited"),
+        }
+    }
+
+    /// A key, an input, a timestamp, the record.
+    type Added = (Vec<u8>, u32, Option<Timestamp>, Vec<u8>);
+
+    /// Records with few keys, two inputs, timestamps and duplicates, in a scrambled order.
+    fn records() -> Vec<Added> {
+        (0..2_000u64)
+            .map(|index| {
+                let scrambled = index.wrapping_mul(2_654_435_761) % 1_000;
+                let key = format!("k{}", scrambled % 37).into_bytes();
+                let timestamp = (index % 3 != 0).then_some((scrambled % 5) as Timestamp);
+                (key, (index % 2) as u32, timestamp, index.to_be_bytes().to_vec())
+            })
+            .collect()
+    }
+
+    fn sorted_with_budget(budget: usize, storage: &MemoryStorage) -> (Vec<SortedRecord>, usize) {
+        let mut sorter = KeyedInputSorter::new(Arc::new(storage.clone()), "spills/j/t".to_string(), budget);
+        for (key, input, timestamp, record) in records() {
+            now(sorter.add(&key, input, timestamp, &record)).unwrap();
+        }
+        let runs = sorter.runs.len();
+        let mut sorted = now(sorter.finish()).unwrap();
+        let mut out = Vec::new();
+        while let Some(record) = now(sorted.next()).unwrap() {
+            out.push(record);
+        }
+        (out, runs)
+    }
+
+    #[test]
+    fn spilling_runs_and_merging_them_gives_the_stable_in_memory_order() {
+        let mut expected = records();
+        expected.sort_by(|left, right| (&left.0, left.1, left.2).cmp(&(&right.0, right.1, right.2)));
+        let expected: Vec<SortedRecord> = expected
+            .into_iter()
+            .map(|(_, input, timestamp, record)| SortedRecord { input, timestamp, record })
+            .collect();
+        let storage = MemoryStorage::new();
+        let (in_memory, runs) = sorted_with_budget(usize::MAX, &storage);
+        assert_eq!((in_memory.len(), runs), (2_000, 0));
+        assert_eq!(in_memory, expected);
+        for budget in [1, 4_096, 50_000] {
+            let (spilled, runs) = sorted_with_budget(budget, &storage);
+            assert!(runs > 1, "a budget of {budget} bytes spills");
+            assert_eq!(spilled, expected, "a budget of {budget} bytes");
+            assert!(storage.paths("spills/").is_empty(), "spilled runs are deleted once merged");
+        }
+    }
+}
