@@ -77,7 +77,7 @@ pub(crate) fn reduce_operator<T: Record, K: Key>(
     let state = ValueState::new("reduce");
     match task.mode {
         ExecutionMode::Streaming => {
-            Box::new(StreamGroupedReduceOperator { functions, backend, state, _key: PhantomData })
+            Box::new(StreamGroupedReduceOperator { functions, backend, state, key: Vec::new(), _key: PhantomData })
         }
         ExecutionMode::Batch => {
             Box::new(BatchGroupedReduceOperator { functions, backend, state, current_key: None, _key: PhantomData })
@@ -104,13 +104,17 @@ struct StreamGroupedReduceOperator<T, K> {
     functions: ReduceFunctions<T, K>,
     backend: Box<dyn KeyedStateBackend>,
     state: ValueState<T>,
+    /// The current record's encoded key, its buffer reused.
+    key: Vec<u8>,
     _key: PhantomData<fn() -> K>,
 }
 
 impl<T: Record, K: Key> StreamOperator for StreamGroupedReduceOperator<T, K> {
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
         let value = downcast::<T>(element, "reduce");
-        self.backend.set_current_key(&(self.functions.key_selector)(&value).to_bytes());
+        self.key.clear();
+        (self.functions.key_selector)(&value).encode(&mut self.key);
+        self.backend.set_current_key(&self.key);
         let reduced = accumulate(&self.functions, self.backend.as_mut(), &self.state, value)?;
         output.collect(Box::new(reduced));
         Ok(())

@@ -30,6 +30,12 @@ pub trait KeyedStateBackend: Send {
     fn get(&self, name: &str) -> Option<&[u8]>;
     /// Replaces the encoded value of state `name` for the current key.
     fn put(&mut self, name: &str, value: Vec<u8>);
+    /// Replaces it with what `encode` writes (a backend may reuse the old value's buffer).
+    fn put_encoded(&mut self, name: &str, encode: &dyn Fn(&mut Vec<u8>)) {
+        let mut value = Vec::new();
+        encode(&mut value);
+        self.put(name, value);
+    }
     /// Appends an encoded element to list state `name` of the current key.
     fn list_append(&mut self, name: &str, value: Vec<u8>);
     /// The encoded elements of list state `name` of the current key, in append order.
@@ -76,7 +82,7 @@ impl<T: Record> ValueState<T> {
 
     /// Replaces the current key's value.
     pub fn update(&self, backend: &mut dyn KeyedStateBackend, value: &T) {
-        backend.put(self.name, value.to_bytes());
+        backend.put_encoded(self.name, &|out| value.encode(out));
     }
 
     /// Removes the current key's value.
