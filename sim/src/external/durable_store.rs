@@ -7,9 +7,10 @@
 //! (`Unavailable`), and it can lose its newest object outside `jobs/` (an object store rolling
 //! back its last write). The JobMaster's metadata under `jobs/` is the consistent part of the
 //! store, as Flink keeps it in ZooKeeper rather than in the blob store: losing it would let a
-//! restarted JobMaster reuse attempt numbers, which no engine survives. Committed sink files
-//! under `sinks/` are not lost either: a file system that rolls back a rename loses committed
-//! output, which no sink survives.
+//! restarted JobMaster reuse attempt numbers, which no engine survives. Sink files under
+//! `sinks/` are not lost either: losing a committed file loses committed output, and losing a
+//! pending one (synced, and named by a completed checkpoint) loses rows no restore can bring
+//! back, which no sink survives.
 //!
 //! It is also the cluster's file system for [`FileSink`](sluice_engine::connectors::FileSink):
 //! a rename that commits a sink's file is traced as that file's commit (the events the
@@ -57,7 +58,7 @@ impl DurableStoreState {
             .disk
             .paths("")
             .into_iter()
-            .filter(|path| !path.starts_with(METADATA_PREFIX) && committed_file_txn(path).is_none())
+            .filter(|path| !path.starts_with(METADATA_PREFIX) && !path.starts_with(SINKS_PREFIX))
             .filter_map(|path| self.disk.write_order(&path).map(|order| (order, path)))
             .max()?
             .1;
@@ -161,8 +162,12 @@ mod tests {
         state.disk.append("checkpoints/1", b"one").await.unwrap();
         state.disk.append("checkpoints/2", b"two").await.unwrap();
         state.disk.append("jobs/j/attempts", b"a").await.unwrap();
+        state.disk.append("sinks/t/in-progress/part-1-0-c1.attempt-0", b"a,1\n").await.unwrap();
         assert_eq!(state.lose_newest_object().as_deref(), Some("checkpoints/2"));
-        assert_eq!(state.disk.paths(""), vec!["checkpoints/1".to_string(), "jobs/j/attempts".to_string()]);
+        assert_eq!(
+            state.disk.paths(""),
+            ["checkpoints/1", "jobs/j/attempts", "sinks/t/in-progress/part-1-0-c1.attempt-0"].map(String::from)
+        );
         assert_eq!(state.lose_newest_object().as_deref(), Some("checkpoints/1"));
         assert_eq!(state.lose_newest_object(), None);
     }
