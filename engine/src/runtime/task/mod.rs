@@ -27,7 +27,7 @@ use std::sync::Arc;
 use chain::{ChainBody, ChainNode, OperatorChain};
 pub use checkpointing::{CheckpointEnvironment, TaskControl};
 use checkpointing::{Checkpointing, SinkCommitter};
-use sorter::{KeyedInputSorter, SORT_BUDGET_BYTES, SortedRecord};
+use sorter::{KeyedInputSorter, SORT_BUDGET_BYTES, SortedRecord, SpillError};
 use tokio::sync::mpsc;
 
 use super::messages::{TaskDeploymentDescriptor, TaskFailure, TaskReport};
@@ -46,7 +46,7 @@ use crate::shuffle::{
     GateEvent, GateEventKind, InputGate, InputGateConfig, PartitionLocation, RecordWriter, ResultPartitionManager,
     ShuffleWriter,
 };
-use crate::storage::{Storage, StorageError};
+use crate::storage::Storage;
 use crate::time::{StatusWatermarkValve, Timestamp, Watermark};
 
 /// What a task needs from its TaskManager.
@@ -460,14 +460,14 @@ impl Run<'_> {
         sorted: SortedRecord,
     ) -> Result<(Element, Option<Timestamp>), TaskFailure> {
         let type_info = types[sorted.input as usize].as_ref().expect("internal: a sorted record's input has a channel");
-        let element = type_info.decode(&mut sorted.record.as_slice()).map_err(|error| TaskFailure::CorruptInput {
-            partition: self.descriptor.inputs[0].partition(),
-            detail: format!("a sorted record does not decode: {}", error.message),
-        })?;
+        // It decoded once (for its key) and came back through checksummed runs.
+        let element = type_info.decode(&mut sorted.record.as_slice()).unwrap_or_else(|error| {
+            panic!("internal: a record that decoded before sorting does not decode after it: {}", error.message)
+        });
         Ok((element, sorted.timestamp))
     }
 
-    fn spill_failed(&self, error: StorageError) -> TaskFailure {
+    fn spill_failed(&self, error: SpillError) -> TaskFailure {
         TaskFailure::Operator(format!("sorting the keyed input on the TaskManager's disk: {error}"))
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! Records stay encoded: each is kept as its key's bytes and its own bytes in one arena, with a
 //! small entry saying where. Once the arena and the entries reach the budget they are sorted
-//! and spilled to the TaskManager's disk as a run (`spills/…/run-N`); at the end of input the
+//! and spilled to the TaskManager's disk as a run (`spills/…/run-N`, checksummed frames, so
+//! that a damaged run fails the task rather than feeding it other records); at the end of input the
 //! runs and what is left in memory are merged. The order is Flink's: by key bytes, then input,
 //! then timestamp; records equal in all three keep their arrival order (the sort is stable and
 //! the merge prefers earlier runs), so spilling never changes what a task computes.
@@ -12,14 +13,16 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
-use crate::storage::{Storage, StorageError};
+use crate::prng::fnv1a64;
+use crate::storage::{Storage, StorageError, framed};
 use crate::time::Timestamp;
 
 /// Bytes of records and entries a task's sorter holds before it spills a run (its vectors may
 /// hold up to twice that while they grow).
 pub const SORT_BUDGET_BYTES: usize = 32 * 1024 * 1024;
-/// Bytes read from a spilled run at a time.
-const READ_BYTES: u64 = 1024 * 1024;
+/// A run is written as checksummed frames of whole entries, about this large, and read back a
+/// frame at a time (damage reads as an error, never as other records).
+const FRAME_BYTES: usize = 1024 * 1024;
 
 /// Where one record is in the arena, and what it sorts by besides its key.
 #[derive(Clone, Copy, Debug)]
@@ -58,7 +61,7 @@ impl KeyedInputSorter {
         KeyedInputSorter { arena: Vec::new(), entries: Vec::new(), budget, storage, spill_prefix, runs: Vec::new() }
     }
 
-    /// Records added so far.
+    /// Bytes of records and entries held in memory.
     pub fn held_bytes(&self) -> usize {
         self.arena.len() + self.entries.len() * std::mem::size_of::<Entry>()
     }
@@ -70,7 +73,7 @@ impl KeyedInputSorter {
         input: u32,
         timestamp: Option<Timestamp>,
         record: &[u8],
-    ) -> Result<(), StorageError> {
+    ) -> Result<(), SpillError> {
         let length = |bytes: &[u8]| u32::try_from(bytes.len()).expect("internal: a record is under 4 GiB");
         self.entries.push(Entry {
             offset: self.arena.len(),
@@ -102,7 +105,7 @@ impl KeyedInputSorter {
         self.entries = entries;
     }
 
-    async fn spill(&mut self) -> Result<(), StorageError> {
+    async fn spill(&mut self) -> Result<(), SpillError> {
         self.sort();
         let path = format!("{}/run-{}", self.spill_prefix, self.runs.len());
         let mut bytes = Vec::with_capacity(self.arena.len() + self.entries.len() * 21);
@@ -110,13 +113,13 @@ impl KeyedInputSorter {
             let key = self.key(entry);
             let start = entry.offset + key.len();
             encode_entry(&mut bytes, key, entry, &self.arena[start..start + entry.record_length as usize]);
-            if bytes.len() >= READ_BYTES as usize {
-                self.storage.append(&path, &bytes).await?;
+            if bytes.len() >= FRAME_BYTES {
+                self.storage.append(&path, &framed::frame(&bytes)).await?;
                 bytes.clear();
             }
         }
         if !bytes.is_empty() {
-            self.storage.append(&path, &bytes).await?;
+            self.storage.append(&path, &framed::frame(&bytes)).await?;
         }
         self.runs.push(path);
         self.entries.clear();
@@ -126,7 +129,7 @@ impl KeyedInputSorter {
 
     /// Every record added, in order: from memory if nothing was spilled, else merged from the
     /// runs (what is left in memory spilled as the last one).
-    pub async fn finish(mut self) -> Result<SortedRecords, StorageError> {
+    pub async fn finish(mut self) -> Result<SortedRecords, SpillError> {
         if self.runs.is_empty() {
             self.sort();
             return Ok(SortedRecords::Memory { sorter: self, next: 0 });
@@ -170,7 +173,7 @@ pub enum SortedRecords {
 
 impl SortedRecords {
     /// The next record, `None` after the last.
-    pub async fn next(&mut self) -> Result<Option<SortedRecord>, StorageError> {
+    pub async fn next(&mut self) -> Result<Option<SortedRecord>, SpillError> {
         match self {
             SortedRecords::Memory { sorter, next } => {
                 let Some(entry) = sorter.entries.get(*next) else { return Ok(None) };
@@ -248,61 +251,84 @@ impl Ord for Head {
     }
 }
 
-/// Reads a spilled run's entries a piece at a time.
+/// Reads a spilled run's entries a frame at a time.
 pub struct RunReader {
     path: String,
     length: u64,
+    /// Where the next frame starts.
     offset: u64,
-    buffer: Vec<u8>,
+    /// The current frame's entries.
+    frame: Vec<u8>,
     position: usize,
 }
 
+/// Why the sorter could not spill or read back a run: the disk failed, or a run is damaged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpillError(pub String);
+
+impl From<StorageError> for SpillError {
+    fn from(error: StorageError) -> SpillError {
+        SpillError(error.to_string())
+    }
+}
+
+impl std::fmt::Display for SpillError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 impl RunReader {
-    async fn open(storage: &dyn Storage, path: &str) -> Result<RunReader, StorageError> {
+    async fn open(storage: &dyn Storage, path: &str) -> Result<RunReader, SpillError> {
         let length = storage.length(path).await?;
-        Ok(RunReader { path: path.to_string(), length, offset: 0, buffer: Vec::new(), position: 0 })
+        Ok(RunReader { path: path.to_string(), length, offset: 0, frame: Vec::new(), position: 0 })
     }
 
-    /// Makes at least `wanted` unread bytes available; false at the end of the run.
-    async fn fill(&mut self, storage: &dyn Storage, wanted: usize) -> Result<bool, StorageError> {
-        while self.buffer.len() - self.position < wanted {
-            if self.offset >= self.length {
-                return Ok(false);
-            }
-            self.buffer.drain(..self.position);
-            self.position = 0;
-            let piece = READ_BYTES.max(wanted as u64).min(self.length - self.offset);
-            self.buffer.extend_from_slice(&storage.read(&self.path, self.offset, piece).await?);
-            self.offset += piece;
+    /// Reads the next frame, checking its checksum; false at the end of the run.
+    async fn next_frame(&mut self, storage: &dyn Storage) -> Result<bool, SpillError> {
+        if self.offset >= self.length {
+            return Ok(false);
         }
+        let corrupt = |detail: &str| SpillError(format!("spilled run `{}` is damaged: {detail}", self.path));
+        if self.length - self.offset < 12 {
+            return Err(corrupt("a frame header is cut short"));
+        }
+        let header = storage.read(&self.path, self.offset, 12).await?;
+        let length = u64::from(u32::from_be_bytes(header[..4].try_into().expect("4 bytes")));
+        let checksum = u64::from_be_bytes(header[4..12].try_into().expect("8 bytes"));
+        if self.length - self.offset - 12 < length {
+            return Err(corrupt("a frame is cut short"));
+        }
+        self.frame = storage.read(&self.path, self.offset + 12, length).await?;
+        if fnv1a64(&self.frame) != checksum {
+            return Err(corrupt("a frame fails its checksum"));
+        }
+        self.offset += 12 + length;
+        self.position = 0;
         Ok(true)
     }
 
-    fn take(&mut self, count: usize) -> &[u8] {
-        let bytes = &self.buffer[self.position..self.position + count];
+    fn take(&mut self, count: usize) -> Result<&[u8], SpillError> {
+        let bytes = self.frame.get(self.position..self.position + count).ok_or_else(|| {
+            SpillError(format!("spilled run `{}` is damaged: a record runs past its frame", self.path))
+        })?;
         self.position += count;
-        bytes
+        Ok(bytes)
     }
 
-    async fn next(&mut self, storage: &dyn Storage) -> Result<Option<(Vec<u8>, SortedRecord)>, StorageError> {
-        if !self.fill(storage, 13).await? {
+    async fn next(&mut self, storage: &dyn Storage) -> Result<Option<(Vec<u8>, SortedRecord)>, SpillError> {
+        if self.position >= self.frame.len() && !self.next_frame(storage).await? {
             return Ok(None);
         }
         let word = |bytes: &[u8]| u32::from_be_bytes(bytes.try_into().expect("4 bytes"));
-        let header = self.take(13).to_vec();
+        let header = self.take(13)?;
         let (key_length, record_length, input) = (word(&header[..4]), word(&header[4..8]), word(&header[8..12]));
-        let timestamp = if header[12] == 1 {
-            self.fill(storage, 8).await?;
-            Some(Timestamp::from_be_bytes(self.take(8).try_into().expect("8 bytes")))
-        } else {
-            None
+        let timestamp = match header[12] {
+            0 => None,
+            _ => Some(Timestamp::from_be_bytes(self.take(8)?.try_into().expect("8 bytes"))),
         };
-        let (key_length, record_length) = (key_length as usize, record_length as usize);
-        if !self.fill(storage, key_length + record_length).await? {
-            panic!("internal: spilled run `{}` ends inside a record: the sorter wrote it whole", self.path);
-        }
-        let key = self.take(key_length).to_vec();
-        let record = self.take(record_length).to_vec();
+        let key = self.take(key_length as usize)?.to_vec();
+        let record = self.take(record_length as usize)?.to_vec();
         Ok(Some((key, SortedRecord { input, timestamp, record })))
     }
 }
@@ -368,5 +394,37 @@ mod tests {
             assert_eq!(spilled, expected, "a budget of {budget} bytes");
             assert!(storage.paths("spills/").is_empty(), "spilled runs are deleted once merged");
         }
+    }
+
+    #[test]
+    fn a_damaged_or_cut_run_is_an_error_never_other_records() {
+        let storage = MemoryStorage::new();
+        let spill = |storage: &MemoryStorage| {
+            let mut sorter = KeyedInputSorter::new(Arc::new(storage.clone()), "spills/j/t".to_string(), 10_000);
+            for (key, input, timestamp, record) in records() {
+                now(sorter.add(&key, input, timestamp, &record)).unwrap();
+            }
+            sorter
+        };
+        let drain = |sorter: KeyedInputSorter| -> Result<usize, SpillError> {
+            let mut sorted = now(sorter.finish())?;
+            let mut count = 0;
+            while now(sorted.next())?.is_some() {
+                count += 1;
+            }
+            Ok(count)
+        };
+        let sorter = spill(&storage);
+        assert!(storage.corrupt("spills/j/t/run-1", 40));
+        let error = drain(sorter).expect_err("a flipped byte is found");
+        assert!(error.0.contains("run-1` is damaged: a frame fails its checksum"), "{error}");
+        storage.wipe();
+        let sorter = spill(&storage);
+        let length = storage.used_bytes_of("spills/j/t/run-0");
+        let cut = now(storage.read("spills/j/t/run-0", 0, length - 1)).unwrap();
+        assert!(storage.lose("spills/j/t/run-0"));
+        now(storage.append("spills/j/t/run-0", &cut)).unwrap();
+        let error = drain(sorter).expect_err("a cut run is found");
+        assert!(error.0.contains("run-0` is damaged: a frame is cut short"), "{error}");
     }
 }
