@@ -246,9 +246,11 @@ fn run_mode(
         .build()
         .map_err(|error| io("the client's runtime", error))?;
     let spec = job_spec(scenario, mode, shuffle_config(scenario));
-    let (outcome, committed, kills) =
+    let (outcome, committed, kills, job_ended) =
         runtime.block_on(drive(&cluster, spec, scenario, kills, Arc::clone(&processes), &client_tracer, &kinds));
-    let wall_time = started.elapsed();
+    // The job's time ends when the JobMaster reports it finished; reading the committed output
+    // back to check it is the launcher's work, not the job's.
+    let wall_time = job_ended.duration_since(started);
     let peak_memory = processes.lock().expect("processes lock").peak_memory();
     processes.lock().expect("processes lock").stop_all();
     let trace = merge(&work.join("trace"), origin)?;
@@ -295,7 +297,7 @@ async fn drive(
     processes: Arc<Mutex<Processes>>,
     tracer: &FileTracer,
     kinds: &BTreeMap<String, SinkKind>,
-) -> (RunOutcome, CommittedView, Vec<String>) {
+) -> (RunOutcome, CommittedView, Vec<String>, Instant) {
     let (submitted, on_submitted) = tokio::sync::oneshot::channel();
     let job_id = spec.job_id.clone();
     let client = tokio::spawn(submit_and_wait(
@@ -332,6 +334,7 @@ async fn drive(
         }
     }
     let mut outcome = client.await.unwrap_or_else(|error| RunOutcome::Panicked(error.to_string()));
+    let job_ended = Instant::now();
     let committed = match read_committed(cluster, kinds).await {
         Ok(committed) => committed,
         Err(error) => {
@@ -341,7 +344,7 @@ async fn drive(
             CommittedView::new()
         }
     };
-    (outcome, committed, done)
+    (outcome, committed, done, job_ended)
 }
 
 async fn job_running(cluster: &ClusterFile, job_id: &str) -> bool {

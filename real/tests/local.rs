@@ -1,6 +1,6 @@
 //! The real engine as real processes: `sluice-real local` starts a cluster of OS processes on
 //! 127.0.0.1 (JobMaster, three TaskManagers, the durable store, the transactional store, the log,
-//! the shuffle service), runs WordCount over 500,000 generated words in both modes, and judges
+//! the shuffle service), runs WordCount over 1,000,000 generated words in both modes, and judges
 //! what the store committed with the simulation's checks: exactly the reference output, once,
 //! nothing committed before its checkpoint, and both modes agreeing. Then the same with a
 //! TaskManager, the JobMaster, and the transactional store, killed by SIGKILL mid-job and
@@ -81,7 +81,7 @@ fn assert_passes_in_both_modes(status: i32, output: &str) {
         let block = mode_block(output, mode);
         assert!(block.contains("PASS"), "{mode} did not pass:\n{output}");
     }
-    assert!(mode_block(output, "streaming").contains("committed 500000 rows"), "{output}");
+    assert!(mode_block(output, "streaming").contains("committed 1000000 rows"), "{output}");
     assert!(output.contains("streaming == batch: agree"), "{output}");
 }
 
@@ -103,24 +103,24 @@ fn assert_killed_mid_job(output: &str, node: &str) {
 
 #[test]
 fn a_task_manager_killed_with_sigkill_mid_job_still_commits_exactly_the_reference_output_once() {
-    let (status, output) = local(&["--kill", "tm-0@300ms"]);
+    let (status, output) = local(&["--kill", "tm-0@120ms"]);
     assert_passes_in_both_modes(status, &output);
     assert_killed_mid_job(&output, "tm-0");
 }
 
 #[test]
 fn a_job_master_killed_with_sigkill_mid_job_still_commits_exactly_the_reference_output_once() {
-    let (status, output) = local(&["--kill", "jm@300ms"]);
+    let (status, output) = local(&["--kill", "jm@120ms"]);
     assert_passes_in_both_modes(status, &output);
     assert_killed_mid_job(&output, "jm");
 }
 
 /// The store's journal brings back what it answered: committed transactions stay committed
-/// (or the streaming run would commit fewer than its 500,000 rows), prepared ones committable,
+/// (or the streaming run would commit fewer than its 1,000,000 rows), prepared ones committable,
 /// fences raised; a stage lost with the process fails its writer's prepare, and the task restarts.
 #[test]
 fn a_transactional_store_killed_with_sigkill_mid_job_recovers_its_journal_and_loses_no_commit() {
-    let (status, output) = local(&["--kill", "txn-store@400ms"]);
+    let (status, output) = local(&["--kill", "txn-store@150ms"]);
     assert_passes_in_both_modes(status, &output);
     for mode in ["streaming", "batch"] {
         let block = mode_block(&output, mode);
@@ -182,7 +182,7 @@ fn a_cluster_started_by_hand_from_a_cluster_file_runs_a_submitted_job_exactly_on
     }
     let text = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&output.stderr));
-    assert!(text.contains("batch finished, 4944 rows committed"), "{text}");
+    assert!(text.contains("batch finished, 4972 rows committed"), "{text}");
     assert!(text.contains("PASS  exactly the reference output, once"), "{text}");
 }
 
@@ -213,7 +213,7 @@ fn a_directory_of_text_files_is_counted_exactly_once_through_a_sigkill_and_left_
         .arg(workspace().join("scenarios/real/wordcount-files.yaml"))
         .arg("--input")
         .arg(input.path())
-        .args(["--kill", "tm-0@300ms", "--keep", "--work-dir"])
+        .args(["--kill", "tm-0@120ms", "--keep", "--work-dir"])
         .arg(work.path())
         .output()
         .expect("sluice-real runs");

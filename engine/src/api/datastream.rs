@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use super::JobConfig;
 use super::operators::{
-    FilterOperator, FlatMapOperator, JoinFunctions, MapOperator, ReduceFunctions, join_operator, reduce_operator,
+    COMBINE_BUDGET_BYTES, CombineOperator, FilterOperator, FlatMapOperator, JoinFunctions, MapOperator,
+    ReduceFunctions, join_operator, reduce_operator,
 };
 use super::process::{KeyedProcessFunction, ProcessFunctions, process_operator};
 use super::source::{Source, erase_source};
@@ -62,6 +63,7 @@ fn add_node(graph: &Rc<RefCell<StreamGraph>>, config: JobConfig, new: NewNode) -
         name: new.name.to_string(),
         parallelism: config.parallelism,
         parallelism_explicit: false,
+        inherits_parallelism: false,
         max_parallelism: config.max_parallelism,
         output_type: new.output_type,
         chaining: new.chaining,
@@ -287,13 +289,35 @@ impl<T: Record, K: Key> KeyedStream<T, K> {
     pub fn reduce(&self, reduce: impl Fn(T, T) -> T + Send + Sync + 'static) -> DataStream<T> {
         let functions = ReduceFunctions { key_selector: Arc::clone(&self.key_selector), reduce: Arc::new(reduce) };
         let selector = self.erased_selector();
-        self.stream.with_partitioner(Partitioner::Hash(Arc::clone(&selector))).then(NewNode {
+        self.combined(&functions).with_partitioner(Partitioner::Hash(Arc::clone(&selector))).then(NewNode {
             name: "Reduce",
             body: NodeBody::Operator(Arc::new(move |task: &TaskInfo| reduce_operator(functions.clone(), task))),
             chaining: keyed_chaining(self.stream.config),
             input_keys: vec![Some(selector)],
             output_type: TypeInfo::of::<T>(),
         })
+    }
+
+    /// In batch mode, the stream through a combiner chained to the task that produces it
+    /// ([`CombineOperator`]): the reduce's partial values per key cross the exchange instead of
+    /// every element. Streaming emits a value per element, so it has none; neither has a union
+    /// of streams (no one task to chain it to).
+    fn combined(&self, functions: &ReduceFunctions<T, K>) -> DataStream<T> {
+        if self.stream.config.mode != ExecutionMode::Batch || self.stream.upstreams.len() != 1 {
+            return self.stream.clone();
+        }
+        // The combiner follows its producer; the exchange the program chose comes after it.
+        let mut input = self.stream.clone();
+        input.upstreams[0].partitioner = None;
+        let functions = functions.clone();
+        input
+            .operator::<T>(
+                "Combine",
+                Arc::new(move |_: &TaskInfo| {
+                    Box::new(CombineOperator::new(functions.clone(), COMBINE_BUDGET_BYTES)) as Box<dyn StreamOperator>
+                }),
+            )
+            .set("parallelism", |node| node.inherits_parallelism = true)
     }
 
     /// An inner join on the key with `other`: `function(left, right)` for every pair of elements

@@ -16,7 +16,8 @@
 //!     .sum()
 //!     .sink_to(TxnStoreSink::upsert("counts", |pair: &(String, i64)| (pair.0.clone(), pair.1.to_string())));
 //! let plan = env.into_stream_graph().unwrap();
-//! assert_eq!(plan.nodes().count(), 5);
+//! // Source, FlatMap, Map, the batch combiner before the keyed exchange, Sum and the sink.
+//! assert_eq!(plan.nodes().count(), 6);
 //! ```
 //!
 //! Depends on: [`crate::graph`] (it builds a `StreamGraph`), [`crate::state`] (keyed
@@ -118,9 +119,10 @@ impl StreamEnv {
         DataStream::source(Rc::clone(&self.graph), self.config, source)
     }
 
-    /// Finishes the plan: resolves default partitioners and validates it.
+    /// Finishes the plan: resolves inherited parallelism and default partitioners, and validates it.
     pub fn into_stream_graph(self) -> Result<StreamGraph, String> {
         let mut graph = self.graph.borrow().clone();
+        graph.resolve_inherited_parallelism();
         graph.resolve_default_partitioners();
         graph.validate()?;
         Ok(graph)
@@ -182,6 +184,30 @@ mod tests {
         assert_eq!(names, vec!["BROADCAST", "HASH"]);
         assert!(graph.edges.iter().all(|edge| edge.partition_type == ResultPartitionType::Pipelined));
         assert_eq!(graph.vertices.len(), 3, "a source with two outputs does not chain");
+    }
+
+    #[test]
+    fn a_batch_reduce_combines_in_the_producing_task_and_a_streaming_one_does_not() {
+        let build = |env: &StreamEnv| {
+            env.from_source(LogSource::<u64>::new("numbers"))
+                .set_parallelism(3)
+                .map(|value| (value % 7, 1u64))
+                .set_parallelism(3)
+                .key_by(|pair: &(u64, u64)| pair.0)
+                .sum()
+                .map(|pair| pair.1)
+                .sink_to(sink());
+        };
+        let batch = plan(ExecutionMode::Batch, build);
+        let names: Vec<&str> = batch.vertices.iter().map(|vertex| vertex.name.as_str()).collect();
+        // The combiner takes its producer's parallelism (3), not the job's (2), so it chains.
+        assert_eq!(names, vec!["Source: log `numbers` -> Map -> Combine", "Sum -> Map -> Sink"]);
+        assert_eq!(batch.vertices[0].parallelism, 3);
+        assert_eq!(batch.edges.len(), 1);
+        assert_eq!(batch.edges[0].partitioner.name(), "HASH");
+        let streaming = plan(ExecutionMode::Streaming, build);
+        let names: Vec<&str> = streaming.vertices.iter().map(|vertex| vertex.name.as_str()).collect();
+        assert_eq!(names, vec!["Source: log `numbers` -> Map", "Sum -> Map -> Sink"]);
     }
 
     #[test]

@@ -2,13 +2,18 @@
 //! `StreamFlatMap`, `StreamGroupedReduceOperator` and `BatchGroupedReduceOperator`), and the
 //! two-input keyed join in its streaming and batch forms.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::marker::PhantomData;
 use std::sync::Arc;
+
+use foldhash::fast::FixedState;
 
 use crate::graph::operator::{Output, StreamOperator};
 use crate::graph::{ExecutionMode, OperatorError, TaskInfo};
 use crate::record::{Element, Key, Record};
 use crate::state::{KeyedStateBackend, ListState, ValueState, backend_for};
+use crate::time::{Timestamp, Watermark};
 
 /// The element as the type the operator's plan says it has; anything else is an engine bug.
 pub(crate) fn downcast<T: 'static>(element: Element, operator: &'static str) -> T {
@@ -165,6 +170,94 @@ impl<T: Record, K: Key> StreamOperator for BatchGroupedReduceOperator<T, K> {
 
     fn end_input(&mut self, output: &mut dyn Output) -> Result<(), OperatorError> {
         self.emit_current(output)
+    }
+}
+
+/// The memory a [`CombineOperator`] may hold before it emits its partial values: Flink sizes its
+/// combiner from managed memory; ours is a fixed share of a task's.
+pub(crate) const COMBINE_BUDGET_BYTES: usize = 16 << 20;
+
+/// A combiner's partial value of a key (taken out while it is reduced) and its latest timestamp.
+type Partial<T> = (Option<T>, Option<Timestamp>);
+
+/// Batch only: pre-aggregates a keyed reduce's input in the producing task, before the hash
+/// exchange (Flink's combinable reduce, DataSet's `ReduceCombineDriver` with
+/// `CombineHint.HASH`; Flink SQL's local aggregation). It keeps one partial value per key in a
+/// hash map and emits them all, in key order (never the map's order), when its memory estimate
+/// passes its budget, at a watermark (batch has one, at the end of input) and at the end of
+/// input; the reduce after the exchange combines the partials. A partial value carries the
+/// latest timestamp of the elements it combines.
+///
+/// Memory is estimated when a key arrives: its element's encoded size plus the entry. A value
+/// that grows as it is reduced is counted at its first size.
+pub(crate) struct CombineOperator<T, K> {
+    functions: ReduceFunctions<T, K>,
+    // Lookups only: what it emits is sorted by key first.
+    partials: HashMap<K, Partial<T>, FixedState>,
+    estimated_bytes: usize,
+    budget_bytes: usize,
+    scratch: Vec<u8>,
+}
+
+impl<T: Record, K: Key> CombineOperator<T, K> {
+    pub(crate) fn new(functions: ReduceFunctions<T, K>, budget_bytes: usize) -> CombineOperator<T, K> {
+        CombineOperator {
+            functions,
+            partials: HashMap::with_hasher(FixedState::default()),
+            estimated_bytes: 0,
+            budget_bytes,
+            scratch: Vec::new(),
+        }
+    }
+
+    fn emit_all(&mut self, output: &mut dyn Output) {
+        let mut partials: Vec<(K, Partial<T>)> = self.partials.drain().collect();
+        // Keys are distinct, so the unstable sort has one outcome.
+        partials.sort_unstable_by(|left, right| left.0.cmp(&right.0));
+        for (_, (value, timestamp)) in partials {
+            output
+                .collect_with_timestamp(Box::new(value.expect("internal: a combiner entry lost its value")), timestamp);
+        }
+        self.estimated_bytes = 0;
+    }
+}
+
+impl<T: Record, K: Key> StreamOperator for CombineOperator<T, K> {
+    fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
+        let value = downcast::<T>(element, "combine");
+        let timestamp = output.current_timestamp();
+        match self.partials.entry((self.functions.key_selector)(&value)) {
+            Entry::Occupied(mut entry) => {
+                let (partial, latest) = entry.get_mut();
+                let combined =
+                    (self.functions.reduce)(partial.take().expect("internal: a combiner entry lost its value"), value);
+                *partial = Some(combined);
+                *latest = (*latest).max(timestamp);
+            }
+            Entry::Vacant(entry) => {
+                self.scratch.clear();
+                value.encode(&mut self.scratch);
+                self.estimated_bytes +=
+                    self.scratch.len() + std::mem::size_of::<(K, Option<T>, Option<Timestamp>, u64)>();
+                entry.insert((Some(value), timestamp));
+            }
+        }
+        if self.estimated_bytes > self.budget_bytes {
+            self.emit_all(output);
+        }
+        Ok(())
+    }
+
+    fn process_watermark(&mut self, watermark: Watermark, output: &mut dyn Output) -> Result<(), OperatorError> {
+        // Nothing held may arrive after the watermark that would make it late.
+        self.emit_all(output);
+        output.emit_watermark(watermark);
+        Ok(())
+    }
+
+    fn end_input(&mut self, output: &mut dyn Output) -> Result<(), OperatorError> {
+        self.emit_all(output);
+        Ok(())
     }
 }
 
@@ -365,6 +458,43 @@ mod tests {
         feed(restored.as_mut(), pairs(&["a", "b"]), &mut output);
         assert_eq!(output.take::<(String, i64)>(), vec![("a".to_string(), 3), ("b".to_string(), 2)]);
         assert!(restored.restore_state(b"garbage").is_err());
+    }
+
+    #[test]
+    fn a_combiner_emits_one_partial_per_key_in_key_order_at_the_end_of_input() {
+        let mut output = Collected::default();
+        let mut combine = CombineOperator::new(summing(), COMBINE_BUDGET_BYTES);
+        feed(&mut combine, pairs(&["b", "a", "b", "c", "a", "b"]), &mut output);
+        assert_eq!(output.take::<(String, i64)>(), vec![("a".into(), 2), ("b".into(), 3), ("c".into(), 1)]);
+    }
+
+    #[test]
+    fn a_combiner_over_its_budget_emits_what_it_holds_and_starts_again() {
+        let mut output = Collected::default();
+        // Room for about two entries: the third key pushes the estimate over.
+        let entry = "a".to_string().to_bytes().len()
+            + 8
+            + std::mem::size_of::<(String, Option<(String, i64)>, Option<Timestamp>, u64)>();
+        let mut combine = CombineOperator::new(summing(), 2 * entry + 1);
+        for pair in pairs(&["a", "b", "a"]) {
+            combine.process_element(Box::new(pair), &mut output).unwrap();
+        }
+        assert!(output.0.is_empty(), "two keys fit the budget");
+        combine.process_element(Box::new(("c".to_string(), 1i64)), &mut output).unwrap();
+        assert_eq!(output.take::<(String, i64)>(), vec![("a".into(), 2), ("b".into(), 1), ("c".into(), 1)]);
+        feed(&mut combine, pairs(&["a"]), &mut output);
+        assert_eq!(output.take::<(String, i64)>(), vec![("a".into(), 1)]);
+    }
+
+    #[test]
+    fn a_combiner_emits_what_it_holds_before_passing_a_watermark_on() {
+        let mut output = Collected::default();
+        let mut combine = CombineOperator::new(summing(), COMBINE_BUDGET_BYTES);
+        for pair in pairs(&["a", "a"]) {
+            combine.process_element(Box::new(pair), &mut output).unwrap();
+        }
+        combine.process_watermark(Watermark::MAX, &mut output).unwrap();
+        assert_eq!(output.take::<(String, i64)>(), vec![("a".into(), 2)]);
     }
 
     #[test]

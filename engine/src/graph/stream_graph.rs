@@ -56,6 +56,9 @@ pub struct StreamNode {
     pub parallelism: u32,
     /// True if the program set the parallelism; only others may be decided at runtime.
     pub parallelism_explicit: bool,
+    /// True if it takes its one input's parallelism and max parallelism whatever the program
+    /// set (a combiner, which runs in the task that produces its input).
+    pub inherits_parallelism: bool,
     /// Number of key groups of its keyed state.
     pub max_parallelism: u32,
     /// Type of the elements it emits (for a sink: of the elements it accepts).
@@ -166,6 +169,24 @@ impl StreamGraph {
         // petgraph lists edges newest first; plans must not depend on that.
         edges.sort_by_key(|(edge_index, _, _)| *edge_index);
         edges.into_iter().map(|(_, other, edge)| (other, edge)).collect()
+    }
+
+    /// Gives each node that inherits its parallelism its input's. Nodes are in program order,
+    /// an input before its consumers, so a node's input is resolved before the node.
+    pub fn resolve_inherited_parallelism(&mut self) {
+        for index in 0..self.graph.node_count() {
+            let id = StreamNodeId(index as u32);
+            if !self.node(id).inherits_parallelism {
+                continue;
+            }
+            if let [(input, _)] = self.in_edges(id).as_slice() {
+                let input = self.node(*input);
+                let (parallelism, explicit, max) =
+                    (input.parallelism, input.parallelism_explicit, input.max_parallelism);
+                let node = self.node_mut(id);
+                (node.parallelism, node.parallelism_explicit, node.max_parallelism) = (parallelism, explicit, max);
+            }
+        }
     }
 
     /// Applies Flink's default partitioner rule to edges the program did not partition

@@ -200,13 +200,15 @@ impl ResultPartitionManager {
         Ok(ServeStep::Wait(Arc::clone(&entry.notify)))
     }
 
-    /// True if a request could be answered now (checked after registering for wake-ups).
+    /// True if a request could be answered now (checked after registering for wake-ups: a
+    /// producer on another thread may have added what it waits for, and woken nobody, after
+    /// `serve_step` looked).
     fn ready(&self, request: &RequestBuffers) -> bool {
         let entries = self.lock();
         match entries.get(&request.partition).map(|entry| &entry.local) {
             None => true,
             Some(Local::SortMerge(partition)) => partition.finished,
-            Some(Local::Pipelined(_)) => false,
+            Some(Local::Pipelined(partition)) => partition.can_answer(request),
         }
     }
 

@@ -64,6 +64,15 @@ impl PipelinedPartition {
         self.peak_buffered_bytes
     }
 
+    /// True if [`PipelinedPartition::serve`] would answer the request now (an item at or after
+    /// its sequence, or the end of the partition), or reject it.
+    pub(super) fn can_answer(&self, request: &RequestBuffers) -> bool {
+        let range = &request.subpartitions;
+        let Some(queue) = self.queues.get(range.start as usize).filter(|_| range.len() == 1) else { return true };
+        let available = queue.first_sequence + queue.items.len() as u64;
+        request.sequence < available || (self.finished && request.sequence == available)
+    }
+
     /// Acknowledges what the request acknowledges, then answers it if anything is ready.
     /// Returns the answer (if any) and whether room was freed (producers may go on).
     pub(super) fn serve(
@@ -133,7 +142,10 @@ mod tests {
         assert_eq!(answer, Some(BufferResponse::Items { items: vec![StreamItem::Buffer(vec![2; 10])], backlog: 0 }));
         assert!(partition.has_room(0));
         assert_eq!(partition.serve(&request(3, 4)).unwrap().0, None, "nothing ready, not finished");
+        assert!(!partition.can_answer(&request(3, 4)));
+        assert!(partition.can_answer(&request(2, 4)), "item 2 is still held");
         partition.finish();
+        assert!(partition.can_answer(&request(3, 4)), "the end of the partition is an answer");
         assert_eq!(partition.serve(&request(3, 4)).unwrap().0, Some(BufferResponse::EndOfPartition));
         assert_eq!(partition.peak_buffered_bytes(), 30);
     }

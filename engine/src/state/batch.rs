@@ -1,8 +1,27 @@
 //! The batch backend: only the current key's state, dropped when the key changes (Flink's
 //! `BatchExecutionKeyedStateBackend`). Correct only because batch mode sorts keyed input.
 
+use std::collections::BTreeMap;
+
 use super::KeyedStateBackend;
-use super::hash::KeyState;
+
+/// The current key's state: named values and named lists, encoded.
+#[derive(Default)]
+struct KeyState {
+    values: BTreeMap<String, Vec<u8>>,
+    lists: BTreeMap<String, Vec<Vec<u8>>>,
+}
+
+impl KeyState {
+    fn is_empty(&self) -> bool {
+        self.values.is_empty() && self.lists.is_empty()
+    }
+
+    fn clear(&mut self, name: &str) {
+        self.values.remove(name);
+        self.lists.remove(name);
+    }
+}
 
 /// See the module doc.
 #[derive(Default)]

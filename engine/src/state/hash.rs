@@ -4,43 +4,84 @@
 use std::collections::{BTreeMap, HashMap};
 
 use foldhash::fast::FixedState;
+use smallvec::SmallVec;
 
 use super::KeyedStateBackend;
 use crate::record::{DecodeError, Record};
 
-/// One key's state: named values and named lists, encoded.
+/// Bytes kept inline up to 24 (a short key or value needs no allocation of its own, and is read
+/// from the same cache line as what holds it).
+type InlineBytes = SmallVec<[u8; 24]>;
+
+/// One key's state: its values and its lists, each tagged with its state's index in
+/// [`HashMapStateBackend::names`]. An operator has a few states, so a linear scan finds one.
 #[derive(Default)]
-pub(super) struct KeyState {
-    pub(super) values: BTreeMap<String, Vec<u8>>,
-    pub(super) lists: BTreeMap<String, Vec<Vec<u8>>>,
+struct KeyState {
+    values: SmallVec<[(u32, InlineBytes); 1]>,
+    lists: SmallVec<[(u32, Vec<Vec<u8>>); 0]>,
+}
+
+/// The entry of state `state` among a key's entries, added empty if it has none.
+fn entry<V: Default, A: smallvec::Array<Item = (u32, V)>>(entries: &mut SmallVec<A>, state: u32) -> &mut V {
+    let position = match entries.iter().position(|(index, _)| *index == state) {
+        Some(position) => position,
+        None => {
+            entries.push((state, V::default()));
+            entries.len() - 1
+        }
+    };
+    &mut entries[position].1
 }
 
 impl KeyState {
-    pub(super) fn is_empty(&self) -> bool {
+    fn is_empty(&self) -> bool {
         self.values.is_empty() && self.lists.is_empty()
     }
 
-    pub(super) fn clear(&mut self, name: &str) {
-        self.values.remove(name);
-        self.lists.remove(name);
+    fn value(&self, state: u32) -> Option<&InlineBytes> {
+        self.values.iter().find(|(index, _)| *index == state).map(|(_, value)| value)
+    }
+
+    fn value_mut(&mut self, state: u32) -> &mut InlineBytes {
+        entry(&mut self.values, state)
+    }
+
+    fn list(&self, state: u32) -> Option<&Vec<Vec<u8>>> {
+        self.lists.iter().find(|(index, _)| *index == state).map(|(_, list)| list)
+    }
+
+    fn list_mut(&mut self, state: u32) -> &mut Vec<Vec<u8>> {
+        entry(&mut self.lists, state)
+    }
+
+    fn clear(&mut self, state: u32) {
+        self.values.retain(|(index, _)| *index != state);
+        self.lists.retain(|(index, _)| *index != state);
     }
 }
 
 /// See the module doc.
 ///
 /// A key is looked up once per record, when it becomes the current key: its state lives in a
-/// slot, and the slot's index is kept until the key changes. Keys hash with foldhash's fixed
-/// seed (fast, and the same in every process; the map's order never leaves this type anyway).
+/// slot, and the slot's index is kept until the key changes. Keys and short values are stored
+/// inline (no allocation, no pointer to chase for a word and its count), and a state's name is
+/// resolved to an index among the operator's few states, not compared in a tree per access.
+/// Keys hash with foldhash's fixed seed (fast, and the same in every process; the map's order
+/// never leaves this type anyway).
 #[derive(Default)]
 pub struct HashMapStateBackend {
+    /// The states' names, in the order they were first used.
+    names: Vec<String>,
     // Lookups only: the map's iteration order never leaves this type.
-    slots: HashMap<Vec<u8>, usize, FixedState>,
+    slots: HashMap<InlineBytes, usize, FixedState>,
     states: Vec<KeyState>,
     /// Slots of keys whose state was cleared, for reuse.
     free: Vec<usize>,
-    current_key: Option<Vec<u8>>,
+    current_key: Option<InlineBytes>,
     /// The current key's slot, if the key holds state.
     current: Option<usize>,
+    /// A reused buffer values are encoded into.
+    scratch: Vec<u8>,
 }
 
 impl HashMapStateBackend {
@@ -53,12 +94,28 @@ impl HashMapStateBackend {
         self.current.map(|slot| &self.states[slot])
     }
 
+    /// The index of the state called `name`, if it was ever used.
+    fn index_of(&self, name: &str) -> Option<u32> {
+        self.names.iter().position(|known| known == name).map(|index| index as u32)
+    }
+
+    /// The index of the state called `name`, registered on first use.
+    fn register(&mut self, name: &str) -> u32 {
+        match self.index_of(name) {
+            Some(index) => index,
+            None => {
+                self.names.push(name.to_string());
+                (self.names.len() - 1) as u32
+            }
+        }
+    }
+
     /// The current key's state, created if absent; the key is copied only when it is new.
     fn current(&mut self) -> &mut KeyState {
         let slot = match self.current {
             Some(slot) => slot,
             None => {
-                let key = self.key().to_vec();
+                let key = InlineBytes::from_slice(self.key());
                 let slot = match self.free.pop() {
                     Some(slot) => slot,
                     None => {
@@ -78,7 +135,7 @@ impl HashMapStateBackend {
 impl KeyedStateBackend for HashMapStateBackend {
     fn set_current_key(&mut self, key: &[u8]) {
         // The key's buffer is reused from record to record.
-        let current = self.current_key.get_or_insert_with(Vec::new);
+        let current = self.current_key.get_or_insert_with(InlineBytes::new);
         if current.as_slice() != key {
             current.clear();
             current.extend_from_slice(key);
@@ -87,48 +144,42 @@ impl KeyedStateBackend for HashMapStateBackend {
     }
 
     fn get(&self, name: &str) -> Option<&[u8]> {
-        self.state().and_then(|state| state.values.get(name)).map(Vec::as_slice)
+        let (state, index) = (self.state()?, self.index_of(name)?);
+        state.value(index).map(|value| value.as_slice())
     }
 
     fn put(&mut self, name: &str, value: Vec<u8>) {
-        let values = &mut self.current().values;
-        match values.get_mut(name) {
-            Some(slot) => *slot = value,
-            None => {
-                values.insert(name.to_string(), value);
-            }
-        }
+        self.put_encoded(name, &|out| out.extend_from_slice(&value));
     }
 
     fn put_encoded(&mut self, name: &str, encode: &dyn Fn(&mut Vec<u8>)) {
-        let values = &mut self.current().values;
-        match values.get_mut(name) {
-            Some(slot) => {
-                slot.clear();
-                encode(slot);
-            }
-            None => {
-                let mut value = Vec::new();
-                encode(&mut value);
-                values.insert(name.to_string(), value);
-            }
-        }
+        let index = self.register(name);
+        // Encoded through a reused buffer: `encode` writes to a `Vec`, the value is inline.
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        encode(&mut scratch);
+        let value = self.current().value_mut(index);
+        value.clear();
+        value.extend_from_slice(&scratch);
+        self.scratch = scratch;
     }
 
     fn list_append(&mut self, name: &str, value: Vec<u8>) {
-        self.current().lists.entry(name.to_string()).or_default().push(value);
+        let index = self.register(name);
+        self.current().list_mut(index).push(value);
     }
 
     fn list(&self, name: &str) -> &[Vec<u8>] {
-        self.state().and_then(|state| state.lists.get(name)).map_or(&[], Vec::as_slice)
+        let list = self.state().and_then(|state| state.list(self.index_of(name)?));
+        list.map_or(&[], Vec::as_slice)
     }
 
     fn clear(&mut self, name: &str) {
-        let Some(slot) = self.current else { return };
+        let (Some(slot), Some(index)) = (self.current, self.index_of(name)) else { return };
         let state = &mut self.states[slot];
-        state.clear(name);
+        state.clear(index);
         if state.is_empty() {
-            let key = self.key().to_vec();
+            let key = InlineBytes::from_slice(self.key());
             self.slots.remove(&key);
             self.free.push(slot);
             self.current = None;
@@ -140,15 +191,19 @@ impl KeyedStateBackend for HashMapStateBackend {
     }
 
     fn snapshot(&self) -> Vec<u8> {
-        let mut keys: Vec<(&Vec<u8>, usize)> = self.slots.iter().map(|(key, slot)| (key, *slot)).collect();
+        let mut keys: Vec<(&[u8], usize)> = self.slots.iter().map(|(key, slot)| (key.as_slice(), *slot)).collect();
         keys.sort_unstable();
+        let named = |index: u32| self.names[index as usize].clone();
         let entries: Vec<SnapshotEntry> = keys
             .into_iter()
             .map(|(key, slot)| {
                 let state = &self.states[slot];
-                let values = state.values.iter().map(|(name, value)| (name.clone(), value.clone())).collect();
-                let lists = state.lists.iter().map(|(name, list)| (name.clone(), list.clone())).collect();
-                (key.clone(), values, lists)
+                // By name, as the format has always listed them.
+                let values: BTreeMap<String, Vec<u8>> =
+                    state.values.iter().map(|(index, value)| (named(*index), value.to_vec())).collect();
+                let lists: BTreeMap<String, Vec<Vec<u8>>> =
+                    state.lists.iter().map(|(index, list)| (named(*index), list.clone())).collect();
+                (key.to_vec(), values.into_iter().collect(), lists.into_iter().collect())
             })
             .collect();
         entries.to_bytes()
@@ -156,15 +211,21 @@ impl KeyedStateBackend for HashMapStateBackend {
 
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), DecodeError> {
         let entries = Vec::<SnapshotEntry>::from_bytes(snapshot)?;
-        let (mut slots, mut states) = (HashMap::with_hasher(FixedState::default()), Vec::with_capacity(entries.len()));
+        let mut restored = HashMapStateBackend::default();
         for (key, values, lists) in entries {
-            slots.insert(key, states.len());
-            states.push(KeyState { values: values.into_iter().collect(), lists: lists.into_iter().collect() });
+            restored.set_current_key(&key);
+            for (name, value) in values {
+                let index = restored.register(&name);
+                restored.current().value_mut(index).extend_from_slice(&value);
+            }
+            for (name, list) in lists {
+                let index = restored.register(&name);
+                *restored.current().list_mut(index) = list;
+            }
         }
-        (self.slots, self.states) = (slots, states);
-        self.free.clear();
-        self.current_key = None;
-        self.current = None;
+        restored.current_key = None;
+        restored.current = None;
+        *self = restored;
         Ok(())
     }
 }

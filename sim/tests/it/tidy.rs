@@ -93,7 +93,11 @@ fn the_engine_uses_no_nondeterministic_api() {
         ("OsRng", "randomness comes from madsim::rand or a seeded Prng", &[]),
         ("std::fs", "the engine writes through the Storage trait", &[]),
         ("HashSet", "iteration order could leak; use BTreeSet", &[]),
-        ("HashMap", "iteration order could leak; use BTreeMap", &["engine/src/state/hash.rs"]),
+        (
+            "HashMap",
+            "iteration order could leak; use BTreeMap",
+            &["engine/src/state/hash.rs", "engine/src/api/operators.rs"],
+        ),
         ("block_on", "the engine never blocks a simulated task", &[]),
         ("madsim::", "time, tasks and randomness come through rt.rs, the network through rpc.rs", SEAM_AND_CRASH_TEST),
         ("tokio::time", "time comes through rt.rs", SEAM),

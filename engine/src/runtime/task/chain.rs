@@ -90,14 +90,14 @@ impl OperatorChain {
         for writer in &self.nodes[node].writers {
             self.writers[*writer].emit(element.as_ref(), timestamp);
         }
-        let children = self.nodes[node].children.clone();
-        if let Some((last, others)) = children.split_last() {
-            for child in others {
-                let copy = self.nodes[node].output_type.clone_element(element.as_ref());
-                self.deliver(*child, 0, copy, timestamp);
-            }
-            self.deliver(*last, 0, element, timestamp);
+        // By index: the children are not copied out for every element.
+        let Some(last) = self.nodes[node].children.len().checked_sub(1) else { return };
+        for index in 0..last {
+            let (child, copy) =
+                (self.nodes[node].children[index], self.nodes[node].output_type.clone_element(element.as_ref()));
+            self.deliver(child, 0, copy, timestamp);
         }
+        self.deliver(self.nodes[node].children[last], 0, element, timestamp);
     }
 
     /// Hands an element to a node's operator (or sink) on one of its inputs.
