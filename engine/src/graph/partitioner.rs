@@ -110,6 +110,8 @@ impl ChannelSelector {
                 self.next_round_robin = (channel + 1) % self.channels;
                 SelectedChannels::One(channel)
             }
+            // One channel takes every key: no need to extract and hash it.
+            Partitioner::Hash(_) if self.channels == 1 => SelectedChannels::One(0),
             Partitioner::Hash(selector) => {
                 let key_group = key_group_of(&selector(element), self.max_parallelism);
                 SelectedChannels::One(subtask_for_key_group(key_group, self.channels, self.max_parallelism))

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use super::protocol::{BufferResponse, PartitionRequestError, RequestBuffers, StreamItem};
-use super::{GateEventKind, ResultPartitionId, ShuffleDescriptor, ShuffleReader};
+use super::{GateEventKind, ResultPartitionId, ResultPartitionManager, ShuffleDescriptor, ShuffleReader};
 use crate::future::BoxFuture;
 use crate::rpc::{RpcClient, RpcError};
 
@@ -153,8 +153,14 @@ pub struct InputGate {
 }
 
 impl InputGate {
-    /// Starts one fetcher per channel.
-    pub fn open(channels: Vec<InputChannelSpec>, client: RpcClient, config: InputGateConfig) -> InputGate {
+    /// Starts one fetcher per channel. A channel whose partition lives in `local` (the
+    /// TaskManager's own partitions) asks it directly; the others ask over the network.
+    pub fn open(
+        channels: Vec<InputChannelSpec>,
+        client: RpcClient,
+        local: Option<ResultPartitionManager>,
+        config: InputGateConfig,
+    ) -> InputGate {
         let (sender, receiver) = mpsc::unbounded_channel();
         let open_channels = channels.len();
         let fetchers = channels
@@ -162,7 +168,9 @@ impl InputGate {
             .enumerate()
             .map(|(index, spec)| {
                 let credits = Arc::new(Semaphore::new(config.credits.max(1) as usize));
-                crate::rt::task::spawn(fetch_channel(index, spec, client.clone(), config, credits, sender.clone()))
+                let local = local.clone().filter(|manager| manager.serves(&spec.descriptor.location));
+                let source = ChannelSource { client: client.clone(), local };
+                crate::rt::task::spawn(fetch_channel(index, spec, source, config, credits, sender.clone()))
             })
             .collect();
         InputGate {
@@ -245,15 +253,36 @@ impl Drop for InputGate {
     }
 }
 
+/// Where a channel's fetcher asks: its TaskManager's own partitions (a local channel), or the
+/// partition's server over the network. Both answer the same requests the same way.
+struct ChannelSource {
+    client: RpcClient,
+    local: Option<ResultPartitionManager>,
+}
+
+impl ChannelSource {
+    async fn request(
+        &self,
+        address: std::net::SocketAddr,
+        request: RequestBuffers,
+        timeout: Duration,
+    ) -> Result<Result<BufferResponse, PartitionRequestError>, RpcError> {
+        match &self.local {
+            Some(manager) => Ok(manager.serve(request).await),
+            None => self.client.call(address, request, timeout).await,
+        }
+    }
+}
+
 async fn fetch_channel(
     index: usize,
     spec: InputChannelSpec,
-    client: RpcClient,
+    source: ChannelSource,
     config: InputGateConfig,
     credits: Arc<Semaphore>,
     sender: mpsc::UnboundedSender<ChannelMessage>,
 ) {
-    let message = match read_channel(index, &spec, &client, config, credits, &sender).await {
+    let message = match read_channel(index, &spec, &source, config, credits, &sender).await {
         Ok(()) => ChannelMessage::End(index),
         Err(error) => ChannelMessage::Failed(error),
     };
@@ -264,7 +293,7 @@ async fn fetch_channel(
 async fn read_channel(
     index: usize,
     spec: &InputChannelSpec,
-    client: &RpcClient,
+    source: &ChannelSource,
     config: InputGateConfig,
     credits: Arc<Semaphore>,
     sender: &mpsc::UnboundedSender<ChannelMessage>,
@@ -288,7 +317,7 @@ async fn read_channel(
             sequence,
             credits: permits.len() as u32,
         };
-        match client.call(address, request, config.request_timeout).await {
+        match source.request(address, request, config.request_timeout).await {
             Ok(Ok(BufferResponse::Items { items, .. })) => {
                 timeouts = 0;
                 not_found_since = None;

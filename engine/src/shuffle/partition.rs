@@ -17,7 +17,8 @@ use super::pipelined::PipelinedPartition;
 use super::protocol::{BufferResponse, PartitionRequestError, RequestBuffers, StreamItem};
 use super::sort_merge::{Frame, SortMergePartition};
 use super::{
-    ItemWriter, PartitionStatistics, ResultPartitionId, ShuffleConfig, ShuffleDescriptor, ShuffleWriter, WriteError,
+    ItemWriter, PartitionLocation, PartitionStatistics, ResultPartitionId, ShuffleConfig, ShuffleDescriptor,
+    ShuffleWriter, WriteError,
 };
 use crate::future::BoxFuture;
 use crate::graph::ResultPartitionType;
@@ -65,13 +66,27 @@ pub struct ResultPartitionManager {
     storage: Arc<dyn Storage>,
     config: ShuffleConfig,
     resources: Arc<Resources>,
+    /// Where it serves partitions, if it does: readers on the same TaskManager read from it
+    /// directly.
+    location: Option<PartitionLocation>,
 }
 
 impl ResultPartitionManager {
     /// A manager writing blocking partitions to `storage`, charging disk and network time to
     /// `resources`.
     pub fn new(storage: Arc<dyn Storage>, config: ShuffleConfig, resources: Arc<Resources>) -> ResultPartitionManager {
-        ResultPartitionManager { entries: Default::default(), storage, config, resources }
+        ResultPartitionManager { entries: Default::default(), storage, config, resources, location: None }
+    }
+
+    /// The same manager, known to serve its partitions at `location` (its TaskManager's).
+    pub fn serving_at(self, location: PartitionLocation) -> ResultPartitionManager {
+        ResultPartitionManager { location: Some(location), ..self }
+    }
+
+    /// True if it is where `location` says a partition lives: a reader on its TaskManager then
+    /// asks it directly, as Flink's `LocalInputChannel` does, rather than over the network.
+    pub fn serves(&self, location: &PartitionLocation) -> bool {
+        self.location.as_ref() == Some(location)
     }
 
     /// The TaskManager's disk, where its blocking partitions (and its tasks' sort spills) live.

@@ -67,6 +67,11 @@ impl RecordWriter {
         self.records_written += 1;
     }
 
+    /// True if a buffer is sealed and not yet handed to the partition.
+    pub fn has_sealed(&self) -> bool {
+        !self.sealed.is_empty()
+    }
+
     /// Hands full buffers to the partition; may wait (backpressure, disk, network).
     pub async fn flush_full(&mut self) -> Result<(), WriteError> {
         for (channel, buffer) in std::mem::take(&mut self.sealed) {

@@ -62,9 +62,10 @@ impl KeyState {
 
 /// See the module doc.
 ///
-/// A key is looked up once per record, when it becomes the current key: its state lives in a
-/// slot, and the slot's index is kept until the key changes. Keys and short values are stored
-/// inline (no allocation, no pointer to chase for a word and its count), and a state's name is
+/// Each key's state lives in the map's entry beside the key, and keys and short values are
+/// stored inline: a record's state access touches one entry (no allocation, no pointer to chase
+/// for a word and its count). Setting the current key only remembers it; the first access
+/// looks it up, and the accesses after it find the entry already in cache. A state's name is
 /// resolved to an index among the operator's few states, not compared in a tree per access.
 /// Keys hash with foldhash's fixed seed (fast, and the same in every process; the map's order
 /// never leaves this type anyway).
@@ -73,25 +74,19 @@ pub struct HashMapStateBackend {
     /// The states' names, in the order they were first used.
     names: Vec<String>,
     // Lookups only: the map's iteration order never leaves this type.
-    slots: HashMap<InlineBytes, usize, FixedState>,
-    states: Vec<KeyState>,
-    /// Slots of keys whose state was cleared, for reuse.
-    free: Vec<usize>,
+    states: HashMap<InlineBytes, KeyState, FixedState>,
     current_key: Option<InlineBytes>,
-    /// The current key's slot, if the key holds state.
-    current: Option<usize>,
     /// A reused buffer values are encoded into.
     scratch: Vec<u8>,
 }
 
 impl HashMapStateBackend {
-    fn key(&self) -> &[u8] {
-        self.current_key.as_deref().expect("internal: keyed state accessed before a key was set")
+    fn key(&self) -> &InlineBytes {
+        self.current_key.as_ref().expect("internal: keyed state accessed before a key was set")
     }
 
     fn state(&self) -> Option<&KeyState> {
-        self.key();
-        self.current.map(|slot| &self.states[slot])
+        self.states.get(self.key())
     }
 
     /// The index of the state called `name`, if it was ever used.
@@ -112,23 +107,11 @@ impl HashMapStateBackend {
 
     /// The current key's state, created if absent; the key is copied only when it is new.
     fn current(&mut self) -> &mut KeyState {
-        let slot = match self.current {
-            Some(slot) => slot,
-            None => {
-                let key = InlineBytes::from_slice(self.key());
-                let slot = match self.free.pop() {
-                    Some(slot) => slot,
-                    None => {
-                        self.states.push(KeyState::default());
-                        self.states.len() - 1
-                    }
-                };
-                self.slots.insert(key, slot);
-                self.current = Some(slot);
-                slot
-            }
-        };
-        &mut self.states[slot]
+        let key = self.current_key.as_ref().expect("internal: keyed state accessed before a key was set");
+        if !self.states.contains_key(key) {
+            self.states.insert(key.clone(), KeyState::default());
+        }
+        self.states.get_mut(key).expect("inserted above")
     }
 }
 
@@ -139,7 +122,6 @@ impl KeyedStateBackend for HashMapStateBackend {
         if current.as_slice() != key {
             current.clear();
             current.extend_from_slice(key);
-            self.current = self.slots.get(key).copied();
         }
     }
 
@@ -175,29 +157,27 @@ impl KeyedStateBackend for HashMapStateBackend {
     }
 
     fn clear(&mut self, name: &str) {
-        let (Some(slot), Some(index)) = (self.current, self.index_of(name)) else { return };
-        let state = &mut self.states[slot];
+        let Some(index) = self.index_of(name) else { return };
+        let key = self.current_key.as_ref().expect("internal: keyed state accessed before a key was set");
+        let Some(state) = self.states.get_mut(key) else { return };
         state.clear(index);
         if state.is_empty() {
-            let key = InlineBytes::from_slice(self.key());
-            self.slots.remove(&key);
-            self.free.push(slot);
-            self.current = None;
+            self.states.remove(key);
         }
     }
 
     fn key_count(&self) -> usize {
-        self.slots.len()
+        self.states.len()
     }
 
     fn snapshot(&self) -> Vec<u8> {
-        let mut keys: Vec<(&[u8], usize)> = self.slots.iter().map(|(key, slot)| (key.as_slice(), *slot)).collect();
-        keys.sort_unstable();
+        let mut keys: Vec<(&[u8], &KeyState)> =
+            self.states.iter().map(|(key, state)| (key.as_slice(), state)).collect();
+        keys.sort_unstable_by_key(|(key, _)| *key);
         let named = |index: u32| self.names[index as usize].clone();
         let entries: Vec<SnapshotEntry> = keys
             .into_iter()
-            .map(|(key, slot)| {
-                let state = &self.states[slot];
+            .map(|(key, state)| {
                 // By name, as the format has always listed them.
                 let values: BTreeMap<String, Vec<u8>> =
                     state.values.iter().map(|(index, value)| (named(*index), value.to_vec())).collect();
@@ -224,7 +204,6 @@ impl KeyedStateBackend for HashMapStateBackend {
             }
         }
         restored.current_key = None;
-        restored.current = None;
         *self = restored;
         Ok(())
     }

@@ -178,7 +178,10 @@ impl OperatorChain {
     }
 
     /// Pushes elements of one input, with their timestamps, through the chain from its head.
-    pub(super) fn push_all(
+    /// A buffer that fills goes out at once, not at the next flush: its consumer works on it
+    /// while this task goes on, and a full partition holds this task back buffer by buffer
+    /// (Flink's record writer), not after a whole batch of the source.
+    pub(super) async fn push_all(
         &mut self,
         input: u32,
         elements: Vec<(Element, Option<Timestamp>)>,
@@ -186,6 +189,11 @@ impl OperatorChain {
         for (element, timestamp) in elements {
             self.deliver(0, input, element, timestamp);
             self.take_error()?;
+            if self.writers.iter().any(RecordWriter::has_sealed) {
+                for writer in &mut self.writers {
+                    writer.flush_full().await?;
+                }
+            }
         }
         Ok(())
     }

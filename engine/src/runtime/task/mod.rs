@@ -277,6 +277,7 @@ fn head_of(
     descriptor: &TaskDeploymentDescriptor,
     has_source: bool,
     client: RpcClient,
+    partitions: &ResultPartitionManager,
 ) -> Head {
     if has_source {
         return Head::Source;
@@ -284,7 +285,7 @@ fn head_of(
     let head = job_graph.stream_graph.node(vertex.chain[0]);
     let keyed = head.input_keys.iter().any(Option::is_some);
     let sort_by = (descriptor.spec.mode == ExecutionMode::Batch && keyed).then(|| head.input_keys.clone());
-    let gate = InputGate::open(descriptor.inputs.clone(), client, InputGateConfig::default());
+    let gate = InputGate::open(descriptor.inputs.clone(), client, Some(partitions.clone()), InputGateConfig::default());
     Head::Input { gate, channels: input_channels(descriptor, job_graph), sort_by }
 }
 
@@ -308,7 +309,7 @@ impl Run<'_> {
             let Some(batch) = reader.poll_next().await.map_err(operator_failure)? else { return Ok(()) };
             let count = batch.len() as u64;
             self.metrics.records_in += count;
-            self.chain.push_all(0, batch.into_iter().map(|element| (element, None)).collect())?;
+            self.chain.push_all(0, batch.into_iter().map(|element| (element, None)).collect()).await?;
             cpu.charge(count, self.operators).await;
             self.chain.flush(false).await?;
         }
@@ -362,7 +363,7 @@ impl Run<'_> {
                     let elements = decode(&channels[channel], &bytes, self.descriptor, channel)?;
                     let count = elements.len() as u64;
                     self.metrics.records_in += count;
-                    self.chain.push_all(channels[channel].input, elements)?;
+                    self.chain.push_all(channels[channel].input, elements).await?;
                     cpu.charge(count, self.operators).await;
                     self.chain.flush(false).await?;
                     Vec::new()
@@ -447,7 +448,7 @@ impl Run<'_> {
                 }
             }
             let count = run.len() as u64;
-            self.chain.push_all(input, run)?;
+            self.chain.push_all(input, run).await?;
             cpu.charge(count, self.operators).await;
             self.chain.flush(false).await?;
         }
@@ -500,7 +501,7 @@ pub async fn run_task(environment: TaskEnvironment) -> Result<TaskReport, TaskFa
         run.checkpointing.restore(*id, handle, &mut run.chain, run.source.as_mut()).await?;
     }
     let mut cpu = resources.cpu_meter();
-    match head_of(vertex, job_graph, &descriptor, has_source, client.clone()) {
+    match head_of(vertex, job_graph, &descriptor, has_source, client.clone(), &partitions) {
         Head::Source => run.read_source(&mut cpu).await?,
         Head::Input { mut gate, channels, sort_by: None } => run.read_input(&mut gate, &channels, &mut cpu).await?,
         Head::Input { mut gate, channels, sort_by: Some(keys) } => {

@@ -39,7 +39,7 @@ use super::trace::{TraceEvent, TracerHandle};
 use crate::graph::{ExecutionGraph, ExecutionVertexId};
 use crate::rpc::{RpcClient, serve};
 use crate::shuffle::protocol::{ListPartitions, ReleasePartitions, RequestBuffers};
-use crate::shuffle::{ResultPartitionManager, ShuffleConfig};
+use crate::shuffle::{PartitionLocation, ResultPartitionManager, ShuffleConfig};
 use crate::storage::{Storage, StorageFactory};
 
 /// How a TaskManager is set up.
@@ -117,7 +117,8 @@ pub async fn run_task_manager(config: TaskManagerConfig) {
     });
     let resources = Arc::new(Resources::new(Arc::clone(&config.costs), config.cores as usize));
     let task_manager = Arc::new(TaskManager {
-        partitions: ResultPartitionManager::new(Arc::clone(&config.storage), config.shuffle, Arc::clone(&resources)),
+        partitions: ResultPartitionManager::new(Arc::clone(&config.storage), config.shuffle, Arc::clone(&resources))
+            .serving_at(PartitionLocation::TaskManager { name: config.name.clone(), address: config.address }),
         resources,
         checkpoint_storage: (config.checkpoint_storage)(),
         client: RpcClient::new(endpoint.clone()),
