@@ -3,7 +3,6 @@
 //! two-input keyed join in its streaming and batch forms.
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -12,7 +11,7 @@ use foldhash::fast::FixedState;
 use crate::graph::operator::{Output, StreamOperator};
 use crate::graph::{ExecutionMode, OperatorError, TaskInfo};
 use crate::record::{Element, Key, Record};
-use crate::state::{KeyedStateBackend, ListState, ValueState, backend_for};
+use crate::state::{InlineBytes, KeyedStateBackend, ListState, ValueState, backend_for};
 use crate::time::{Timestamp, Watermark};
 
 /// The element as the type the operator's plan says it has; anything else is an engine bug.
@@ -183,20 +182,23 @@ type Partial<T> = (Option<T>, Option<Timestamp>);
 /// Batch only: pre-aggregates a keyed reduce's input in the producing task, before the hash
 /// exchange (Flink's combinable reduce, DataSet's `ReduceCombineDriver` with
 /// `CombineHint.HASH`; Flink SQL's local aggregation). It keeps one partial value per key in a
-/// hash map and emits them all, in key order (never the map's order), when its memory estimate
-/// passes its budget, at a watermark (batch has one, at the end of input) and at the end of
-/// input; the reduce after the exchange combines the partials. A partial value carries the
-/// latest timestamp of the elements it combines.
+/// hash map by encoded key, and emits them all in encoded key order (never the map's order) when
+/// its memory estimate passes its budget, at a watermark (batch has one, at the end of input)
+/// and at the end of input; the reduce after the exchange combines the partials. A partial value
+/// carries the latest timestamp of the elements it combines.
 ///
 /// Memory is estimated when a key arrives: its element's encoded size plus the entry. A value
 /// that grows as it is reduced is counted at its first size.
 pub(crate) struct CombineOperator<T, K> {
     functions: ReduceFunctions<T, K>,
     // Lookups only: what it emits is sorted by key first.
-    partials: HashMap<K, Partial<T>, FixedState>,
+    partials: HashMap<InlineBytes, Partial<T>, FixedState>,
     estimated_bytes: usize,
     budget_bytes: usize,
+    /// The current element's encoded key.
+    key: Vec<u8>,
     scratch: Vec<u8>,
+    _key: PhantomData<fn() -> K>,
 }
 
 impl<T: Record, K: Key> CombineOperator<T, K> {
@@ -206,13 +208,16 @@ impl<T: Record, K: Key> CombineOperator<T, K> {
             partials: HashMap::with_hasher(FixedState::default()),
             estimated_bytes: 0,
             budget_bytes,
+            key: Vec::new(),
             scratch: Vec::new(),
+            _key: PhantomData,
         }
     }
 
     fn emit_all(&mut self, output: &mut dyn Output) {
-        let mut partials: Vec<(K, Partial<T>)> = self.partials.drain().collect();
-        // Keys are distinct, so the unstable sort has one outcome.
+        let mut partials: Vec<(InlineBytes, Partial<T>)> = self.partials.drain().collect();
+        // Keys are distinct, so the unstable sort has one outcome: the encoded keys' order, the
+        // order the reduce's input is sorted in after the exchange.
         partials.sort_unstable_by(|left, right| left.0.cmp(&right.0));
         for (_, (value, timestamp)) in partials {
             output
@@ -226,20 +231,22 @@ impl<T: Record, K: Key> StreamOperator for CombineOperator<T, K> {
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
         let value = downcast::<T>(element, "combine");
         let timestamp = output.current_timestamp();
-        match self.partials.entry((self.functions.key_selector)(&value)) {
-            Entry::Occupied(mut entry) => {
-                let (partial, latest) = entry.get_mut();
+        // Keyed by the encoded key, inline: a lookup touches one entry, not also a key's heap.
+        self.key.clear();
+        (self.functions.key_selector)(&value).encode(&mut self.key);
+        match self.partials.get_mut(self.key.as_slice()) {
+            Some((partial, latest)) => {
                 let combined =
                     (self.functions.reduce)(partial.take().expect("internal: a combiner entry lost its value"), value);
                 *partial = Some(combined);
                 *latest = (*latest).max(timestamp);
             }
-            Entry::Vacant(entry) => {
+            None => {
                 self.scratch.clear();
                 value.encode(&mut self.scratch);
                 self.estimated_bytes +=
-                    self.scratch.len() + std::mem::size_of::<(K, Option<T>, Option<Timestamp>, u64)>();
-                entry.insert((Some(value), timestamp));
+                    self.scratch.len() + std::mem::size_of::<(InlineBytes, Option<T>, Option<Timestamp>, u64)>();
+                self.partials.insert(InlineBytes::from_slice(&self.key), (Some(value), timestamp));
             }
         }
         if self.estimated_bytes > self.budget_bytes {
@@ -474,7 +481,7 @@ mod tests {
         // Room for about two entries: the third key pushes the estimate over.
         let entry = "a".to_string().to_bytes().len()
             + 8
-            + std::mem::size_of::<(String, Option<(String, i64)>, Option<Timestamp>, u64)>();
+            + std::mem::size_of::<(InlineBytes, Option<(String, i64)>, Option<Timestamp>, u64)>();
         let mut combine = CombineOperator::new(summing(), 2 * entry + 1);
         for pair in pairs(&["a", "b", "a"]) {
             combine.process_element(Box::new(pair), &mut output).unwrap();

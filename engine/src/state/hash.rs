@@ -11,7 +11,7 @@ use crate::record::{DecodeError, Record};
 
 /// Bytes kept inline up to 24 (a short key or value needs no allocation of its own, and is read
 /// from the same cache line as what holds it).
-type InlineBytes = SmallVec<[u8; 24]>;
+pub type InlineBytes = SmallVec<[u8; 24]>;
 
 /// One key's state: its values and its lists, each tagged with its state's index in
 /// [`HashMapStateBackend::names`]. An operator has a few states, so a linear scan finds one.

@@ -14,7 +14,7 @@ mod batch;
 mod hash;
 
 pub use batch::BatchExecutionKeyedStateBackend;
-pub use hash::HashMapStateBackend;
+pub use hash::{HashMapStateBackend, InlineBytes};
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
