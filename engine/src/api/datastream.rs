@@ -286,6 +286,11 @@ impl<T: Record, K: Key> KeyedStream<T, K> {
 
     /// Combines the elements of each key with `reduce`. Streaming emits the running value after
     /// every element; batch emits only the final value of each key.
+    ///
+    /// In batch mode `reduce` also combines each producing task's elements before the keyed
+    /// exchange (a combiner, as Flink's combinable reduce), and the partial values after it: it
+    /// must be associative and commutative, or the final value depends on how the elements were
+    /// grouped and in what order they met.
     pub fn reduce(&self, reduce: impl Fn(T, T) -> T + Send + Sync + 'static) -> DataStream<T> {
         let functions = ReduceFunctions { key_selector: Arc::clone(&self.key_selector), reduce: Arc::new(reduce) };
         let selector = self.erased_selector();
@@ -446,7 +451,9 @@ impl<T: Record, K: Key> WindowedStream<T, K> {
 }
 
 impl<A: Record, N: Record + Add<Output = N>, K: Key> KeyedStream<(A, N), K> {
-    /// Sums the second field per key, keeping the first field of the key's first element.
+    /// Sums the second field per key, keeping the first field of the key's first element (of
+    /// one of them when the first field is not the key: which one, batch mode's combiner and
+    /// the arrival order across subtasks decide).
     pub fn sum(&self) -> DataStream<(A, N)> {
         self.reduce(|accumulator: (A, N), value: (A, N)| (accumulator.0, accumulator.1 + value.1)).name("Sum")
     }
