@@ -298,16 +298,25 @@ pub fn readable_type_name(name: &str) -> String {
     readable
 }
 
-/// Extracts the encoded key of an erased element: the key selector of a `key_by`.
-pub type KeySelector = Arc<dyn Fn(&dyn Any) -> Vec<u8> + Send + Sync>;
+/// Appends the encoded key of an erased element to a buffer (the caller's, reused from record
+/// to record): the key selector of a `key_by`.
+pub type KeySelector = Arc<dyn Fn(&dyn Any, &mut Vec<u8>) + Send + Sync>;
+
+/// Appends the encoded key of a typed element to a buffer.
+pub type KeyEncoder<T> = Arc<dyn Fn(&T, &mut Vec<u8>) + Send + Sync>;
 
 /// Erases a typed key selector.
 pub fn erase_key_selector<T: Record, K: Key>(selector: impl Fn(&T) -> K + Send + Sync + 'static) -> KeySelector {
-    Arc::new(move |element: &dyn Any| {
+    erase_key_encoder::<T>(Arc::new(move |value: &T, out: &mut Vec<u8>| selector(value).encode(out)))
+}
+
+/// Erases a typed key encoder.
+pub fn erase_key_encoder<T: Record>(encoder: KeyEncoder<T>) -> KeySelector {
+    Arc::new(move |element: &dyn Any, out: &mut Vec<u8>| {
         let value = element
             .downcast_ref::<T>()
             .unwrap_or_else(|| panic!("internal: keyed element is not a {}", std::any::type_name::<T>()));
-        selector(value).to_bytes()
+        encoder(value, out)
     })
 }
 

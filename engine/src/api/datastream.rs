@@ -19,7 +19,7 @@ use crate::graph::partitioner::Partitioner;
 use crate::graph::{
     ChainingStrategy, ExecutionMode, NodeBody, StreamEdge, StreamGraph, StreamNode, StreamNodeId, TaskInfo,
 };
-use crate::record::{Key, KeySelector, Record, TypeInfo, erase_key_selector};
+use crate::record::{Key, KeyEncoder, KeySelector, Record, TypeInfo, erase_key_encoder};
 use crate::sink::{Sink, erase_sink};
 use crate::time::{BoundedOutOfOrderness, TimeWindow, Timestamp, Watermark, WindowAssigner};
 
@@ -207,7 +207,23 @@ impl<T: Record> DataStream<T> {
 
     /// Partitions the stream by key: equal keys go to the same subtask.
     pub fn key_by<K: Key>(&self, key_selector: impl Fn(&T) -> K + Send + Sync + 'static) -> KeyedStream<T, K> {
-        KeyedStream { stream: self.clone(), key_selector: Arc::new(key_selector) }
+        let key_selector: Arc<dyn Fn(&T) -> K + Send + Sync> = Arc::new(key_selector);
+        let selector = Arc::clone(&key_selector);
+        let encode_key = Arc::new(move |value: &T, out: &mut Vec<u8>| selector(value).encode(out));
+        KeyedStream { stream: self.clone(), key_selector, encode_key }
+    }
+
+    /// [`DataStream::key_by`] with a selector that lends the key from the element, such as a
+    /// field (`|pair| &pair.0`): partitioning and keyed state encode it where it is, without the
+    /// copy a selector returning an owned key makes for every element.
+    pub fn key_by_ref<K: Key>(&self, key_selector: impl Fn(&T) -> &K + Send + Sync + 'static) -> KeyedStream<T, K> {
+        let lend = Arc::new(key_selector);
+        let owned = Arc::clone(&lend);
+        KeyedStream {
+            stream: self.clone(),
+            key_selector: Arc::new(move |value: &T| owned(value).clone()),
+            encode_key: Arc::new(move |value: &T, out: &mut Vec<u8>| lend(value).encode(out)),
+        }
     }
 
     /// The elements of this stream and of `others`, in no particular order (Flink's `union`).
@@ -275,13 +291,15 @@ impl<T: Record> DataStream<T> {
 /// A stream partitioned by key; keyed operations keep state per key.
 pub struct KeyedStream<T, K> {
     stream: DataStream<T>,
+    /// The key, owned: for what hands it to user code (windows, process functions, joins).
     key_selector: Arc<dyn Fn(&T) -> K + Send + Sync>,
+    /// The key, encoded: for partitioning and keyed state.
+    encode_key: KeyEncoder<T>,
 }
 
 impl<T: Record, K: Key> KeyedStream<T, K> {
     fn erased_selector(&self) -> KeySelector {
-        let selector = Arc::clone(&self.key_selector);
-        erase_key_selector(move |value: &T| selector(value))
+        erase_key_encoder(Arc::clone(&self.encode_key))
     }
 
     /// Combines the elements of each key with `reduce`. Streaming emits the running value after
@@ -292,7 +310,8 @@ impl<T: Record, K: Key> KeyedStream<T, K> {
     /// must be associative and commutative, or the final value depends on how the elements were
     /// grouped and in what order they met.
     pub fn reduce(&self, reduce: impl Fn(T, T) -> T + Send + Sync + 'static) -> DataStream<T> {
-        let functions = ReduceFunctions { key_selector: Arc::clone(&self.key_selector), reduce: Arc::new(reduce) };
+        let functions =
+            ReduceFunctions { encode_key: Arc::clone(&self.encode_key), reduce: Arc::new(reduce), _key: PhantomData };
         let selector = self.erased_selector();
         self.combined(&functions).with_partitioner(Partitioner::Hash(Arc::clone(&selector))).then(NewNode {
             name: "Reduce",
@@ -367,7 +386,11 @@ impl<T: Record, K: Key> KeyedStream<T, K> {
     /// [`DataStream::assign_timestamps_and_watermarks`]).
     pub fn window(&self, assigner: impl WindowAssigner + 'static) -> WindowedStream<T, K> {
         WindowedStream {
-            keyed: KeyedStream { stream: self.stream.clone(), key_selector: Arc::clone(&self.key_selector) },
+            keyed: KeyedStream {
+                stream: self.stream.clone(),
+                key_selector: Arc::clone(&self.key_selector),
+                encode_key: Arc::clone(&self.encode_key),
+            },
             assigner: Arc::new(assigner),
         }
     }

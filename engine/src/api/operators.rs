@@ -10,7 +10,7 @@ use foldhash::fast::FixedState;
 
 use crate::graph::operator::{Output, StreamOperator};
 use crate::graph::{ExecutionMode, OperatorError, TaskInfo};
-use crate::record::{Element, Key, Record};
+use crate::record::{Element, Key, KeyEncoder, Record};
 use crate::state::{InlineBytes, KeyedStateBackend, ListState, ValueState, backend_for};
 use crate::time::{Timestamp, Watermark};
 
@@ -61,13 +61,19 @@ impl<T: Record, U: Record> StreamOperator for FlatMapOperator<T, U> {
 
 /// The user functions of a keyed reduce, shared by all its subtasks.
 pub(crate) struct ReduceFunctions<T, K> {
-    pub(crate) key_selector: Arc<dyn Fn(&T) -> K + Send + Sync>,
+    /// Appends the element's encoded key (of type `K`).
+    pub(crate) encode_key: KeyEncoder<T>,
     pub(crate) reduce: Arc<dyn Fn(T, T) -> T + Send + Sync>,
+    pub(crate) _key: PhantomData<fn() -> K>,
 }
 
 impl<T, K> Clone for ReduceFunctions<T, K> {
     fn clone(&self) -> Self {
-        ReduceFunctions { key_selector: Arc::clone(&self.key_selector), reduce: Arc::clone(&self.reduce) }
+        ReduceFunctions {
+            encode_key: Arc::clone(&self.encode_key),
+            reduce: Arc::clone(&self.reduce),
+            _key: PhantomData,
+        }
     }
 }
 
@@ -117,7 +123,7 @@ impl<T: Record, K: Key> StreamOperator for StreamGroupedReduceOperator<T, K> {
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
         let value = downcast::<T>(element, "reduce");
         self.key.clear();
-        (self.functions.key_selector)(&value).encode(&mut self.key);
+        (self.functions.encode_key)(&value, &mut self.key);
         self.backend.set_current_key(&self.key);
         let reduced = accumulate(&self.functions, self.backend.as_mut(), &self.state, value)?;
         output.collect(Box::new(reduced));
@@ -157,7 +163,8 @@ impl<T: Record, K: Key> BatchGroupedReduceOperator<T, K> {
 impl<T: Record, K: Key> StreamOperator for BatchGroupedReduceOperator<T, K> {
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
         let value = downcast::<T>(element, "reduce");
-        let key = (self.functions.key_selector)(&value).to_bytes();
+        let mut key = Vec::new();
+        (self.functions.encode_key)(&value, &mut key);
         if self.current_key.as_ref() != Some(&key) {
             self.emit_current(output)?;
             self.current_key = Some(key.clone());
@@ -227,13 +234,11 @@ impl<T: Record, K: Key> CombineOperator<T, K> {
     }
 }
 
-impl<T: Record, K: Key> StreamOperator for CombineOperator<T, K> {
-    fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
-        let value = downcast::<T>(element, "combine");
-        let timestamp = output.current_timestamp();
+impl<T: Record, K: Key> CombineOperator<T, K> {
+    fn combine(&mut self, value: T, timestamp: Option<Timestamp>, output: &mut dyn Output) {
         // Keyed by the encoded key, inline: a lookup touches one entry, not also a key's heap.
         self.key.clear();
-        (self.functions.key_selector)(&value).encode(&mut self.key);
+        (self.functions.encode_key)(&value, &mut self.key);
         match self.partials.get_mut(self.key.as_slice()) {
             Some((partial, latest)) => {
                 let combined =
@@ -252,6 +257,13 @@ impl<T: Record, K: Key> StreamOperator for CombineOperator<T, K> {
         if self.estimated_bytes > self.budget_bytes {
             self.emit_all(output);
         }
+    }
+}
+
+impl<T: Record, K: Key> StreamOperator for CombineOperator<T, K> {
+    fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
+        let timestamp = output.current_timestamp();
+        self.combine(downcast::<T>(element, "combine"), timestamp, output);
         Ok(())
     }
 
@@ -433,8 +445,9 @@ mod tests {
 
     fn summing() -> ReduceFunctions<(String, i64), String> {
         ReduceFunctions {
-            key_selector: Arc::new(|pair: &(String, i64)| pair.0.clone()),
+            encode_key: Arc::new(|pair: &(String, i64), out: &mut Vec<u8>| pair.0.encode(out)),
             reduce: Arc::new(|left: (String, i64), right: (String, i64)| (left.0, left.1 + right.1)),
+            _key: PhantomData,
         }
     }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobParams, ParamSpec, Updates};
 use crate::api::DataStream;
 use crate::api::{ExecutionMode, Record, StreamEnv};
-use crate::connectors::{FileSink, FileSource, LogSource, Row, SinkKind, TxnStoreSink};
+use crate::connectors::{CsvRow, FileSink, FileSource, LogSource, Row, SinkKind, TxnStoreSink};
 use crate::prng::Prng;
 
 const TOPIC: &str = "lines";
@@ -56,7 +56,7 @@ fn count_words(lines: DataStream<String>) -> DataStream<(String, i64)> {
         .name("Tokenize")
         .map(|word: String| (word, 1i64))
         .name("Pair")
-        .key_by(|pair: &(String, i64)| pair.0.clone())
+        .key_by_ref(|pair: &(String, i64)| &pair.0)
         .sum()
 }
 
@@ -150,7 +150,9 @@ pub(super) const WORDCOUNT_FILES: CatalogJob = CatalogJob {
 
 fn build_files(env: &StreamEnv, params: &JobParams) {
     count_words(env.from_source(FileSource::lines().with_split_bytes(params.get("split_bytes"))))
-        .sink_to(FileSink::upsert(TABLE, count_row))
+        .sink_to(FileSink::upsert_with_encoder(TABLE, |pair: &(String, i64), row: &mut CsvRow| {
+            row.write(&pair.0, &pair.1)
+        }))
         .name("Sink: word_counts");
 }
 

@@ -37,31 +37,74 @@ pub const FILE_TXN_PREFIX: &str = "files/";
 /// A writer ships its buffer to its in-progress file once it holds this many bytes.
 const FLUSH_BYTES: usize = 256 * 1024;
 
-type RowFunction<T> = Arc<dyn Fn(&T) -> (String, String) + Send + Sync>;
+/// Writes an element's row (Flink's row-format `Encoder`).
+type RowEncoder<T> = Arc<dyn Fn(&T, &mut CsvRow) + Send + Sync>;
+
+/// Where a [`FileSink`]'s encoder writes an element's row: straight into the file's buffer.
+pub struct CsvRow<'a> {
+    out: &'a mut Vec<u8>,
+    /// A reused buffer a field is formatted into before it is quoted.
+    field: &'a mut String,
+}
+
+impl CsvRow<'_> {
+    /// Writes one row: the key, then the value, each as its `Display` shows it.
+    pub fn write(&mut self, key: &dyn std::fmt::Display, value: &dyn std::fmt::Display) {
+        for (index, field) in [key, value].into_iter().enumerate() {
+            if index > 0 {
+                self.out.push(b',');
+            }
+            self.field.clear();
+            std::fmt::Write::write_fmt(self.field, format_args!("{field}")).expect("formatting into a String");
+            write_csv_field(self.out, self.field);
+        }
+        self.out.push(b'\n');
+    }
+}
 
 /// An exactly-once sink of CSV files; see the module doc.
 pub struct FileSink<T> {
     table: String,
     kind: SinkKind,
-    to_row: RowFunction<T>,
+    to_row: RowEncoder<T>,
 }
 
 impl<T: Record> FileSink<T> {
     /// Files of rows read as an upsert stream (a key's last committed row is its value).
     pub fn upsert(table: &str, to_row: impl Fn(&T) -> (String, String) + Send + Sync + 'static) -> FileSink<T> {
-        FileSink::new(table, SinkKind::Upsert, Arc::new(to_row))
+        FileSink::new(table, SinkKind::Upsert, owned_rows(to_row))
     }
 
     /// Files of rows, every one kept.
     pub fn append(table: &str, to_row: impl Fn(&T) -> (String, String) + Send + Sync + 'static) -> FileSink<T> {
-        FileSink::new(table, SinkKind::Append, Arc::new(to_row))
+        FileSink::new(table, SinkKind::Append, owned_rows(to_row))
     }
 
-    fn new(table: &str, kind: SinkKind, to_row: RowFunction<T>) -> FileSink<T> {
+    /// [`FileSink::upsert`] with an encoder that writes each row itself (Flink's row-format
+    /// `Encoder`), from the element's fields, without making strings of them:
+    /// `|pair, row| row.write(&pair.0, &pair.1)`.
+    pub fn upsert_with_encoder(table: &str, encoder: impl Fn(&T, &mut CsvRow) + Send + Sync + 'static) -> FileSink<T> {
+        FileSink::new(table, SinkKind::Upsert, Arc::new(encoder))
+    }
+
+    /// [`FileSink::append`] with an encoder, as [`FileSink::upsert_with_encoder`].
+    pub fn append_with_encoder(table: &str, encoder: impl Fn(&T, &mut CsvRow) + Send + Sync + 'static) -> FileSink<T> {
+        FileSink::new(table, SinkKind::Append, Arc::new(encoder))
+    }
+
+    fn new(table: &str, kind: SinkKind, to_row: RowEncoder<T>) -> FileSink<T> {
         let valid = !table.is_empty() && table.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         assert!(valid, "a file sink's table is a directory name of letters, digits, `-` and `_`: `{table}`");
         FileSink { table: table.to_string(), kind, to_row }
     }
+}
+
+/// The encoder of a function that makes a row's two strings.
+fn owned_rows<T: 'static>(to_row: impl Fn(&T) -> (String, String) + Send + Sync + 'static) -> RowEncoder<T> {
+    Arc::new(move |element: &T, row: &mut CsvRow| {
+        let (key, value) = to_row(element);
+        row.write(&key, &value);
+    })
 }
 
 /// A pending file and the name that commits it.
@@ -229,6 +272,7 @@ impl<T: Record> Sink<T> for FileSink<T> {
             storage: None,
             suffix,
             buffer: Vec::new(),
+            field: String::new(),
             written: false,
         })
     }
@@ -247,12 +291,14 @@ impl<T> FileSink<T> {
 
 struct FileWriter<T> {
     table: String,
-    to_row: RowFunction<T>,
+    to_row: RowEncoder<T>,
     task: TaskInfo,
     storage: Option<RemoteStorage>,
     /// The suffix of the file being written: `c<N>` or `eoi`.
     suffix: String,
     buffer: Vec<u8>,
+    /// A reused buffer for formatting a field.
+    field: String,
     /// The in-progress file has bytes.
     written: bool,
 }
@@ -291,8 +337,7 @@ impl<T> FileWriter<T> {
 
 impl<T: Record> SinkWriter<T, FileCommittable> for FileWriter<T> {
     fn write(&mut self, element: T) -> Result<(), OperatorError> {
-        let (key, value) = (self.to_row)(&element);
-        write_csv_row(&mut self.buffer, &key, &value);
+        (self.to_row)(&element, &mut CsvRow { out: &mut self.buffer, field: &mut self.field });
         Ok(())
     }
 
@@ -379,6 +424,21 @@ mod tests {
             bytes.chunks(piece).for_each(|chunk| counter.feed(chunk));
             assert_eq!(counter.records, 4, "counted in pieces of {piece} bytes");
         }
+    }
+
+    #[test]
+    fn an_encoder_writes_the_rows_write_csv_row_writes() {
+        let rows = [("plain", 1i64), ("a,b", -2), ("say \"hi\"", 30)];
+        let (mut encoded, mut field, mut expected) = (Vec::new(), String::new(), Vec::new());
+        for (key, value) in rows {
+            CsvRow { out: &mut encoded, field: &mut field }.write(&key, &value);
+            write_csv_row(&mut expected, key, &value.to_string());
+        }
+        assert_eq!(String::from_utf8(encoded).unwrap(), String::from_utf8(expected).unwrap());
+        // The encoding constructors and the string ones make sinks of the same kind.
+        let encoder = |pair: &(String, i64), row: &mut CsvRow| row.write(&pair.0, &pair.1);
+        assert_eq!(FileSink::upsert_with_encoder("t", encoder).kind(), SinkKind::Upsert);
+        assert_eq!(FileSink::append_with_encoder("t", encoder).kind(), SinkKind::Append);
     }
 
     #[test]

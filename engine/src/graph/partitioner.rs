@@ -82,6 +82,8 @@ pub struct ChannelSelector {
     channels: u32,
     max_parallelism: u32,
     next_round_robin: u32,
+    /// The current element's encoded key, its buffer reused.
+    key: Vec<u8>,
 }
 
 /// The channels one record goes to.
@@ -97,7 +99,13 @@ impl ChannelSelector {
     /// A selector for a producer subtask writing to `channels` subpartitions.
     pub fn new(partitioner: Partitioner, channels: u32, max_parallelism: u32, producer_index: u32) -> ChannelSelector {
         assert!(channels > 0, "an output edge needs at least one channel");
-        ChannelSelector { partitioner, channels, max_parallelism, next_round_robin: producer_index % channels }
+        ChannelSelector {
+            partitioner,
+            channels,
+            max_parallelism,
+            next_round_robin: producer_index % channels,
+            key: Vec::new(),
+        }
     }
 
     /// Chooses the channels of one element.
@@ -113,7 +121,9 @@ impl ChannelSelector {
             // One channel takes every key: no need to extract and hash it.
             Partitioner::Hash(_) if self.channels == 1 => SelectedChannels::One(0),
             Partitioner::Hash(selector) => {
-                let key_group = key_group_of(&selector(element), self.max_parallelism);
+                self.key.clear();
+                selector(element, &mut self.key);
+                let key_group = key_group_of(&self.key, self.max_parallelism);
                 SelectedChannels::One(subtask_for_key_group(key_group, self.channels, self.max_parallelism))
             }
         }
@@ -123,7 +133,7 @@ impl ChannelSelector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Record, erase_key_selector};
+    use crate::record::{Record, erase_key_encoder, erase_key_selector};
 
     #[test]
     fn default_max_parallelism_follows_flink() {
@@ -172,5 +182,17 @@ mod tests {
         let first = selector.select(&(String::from("k"), 1i64));
         let second = selector.select(&(String::from("k"), 2i64));
         assert_eq!(first, second);
+    }
+
+    #[test]
+    fn a_lent_key_goes_where_the_same_key_owned_goes() {
+        let owned = erase_key_selector(|pair: &(String, i64)| pair.0.clone());
+        let lent = erase_key_encoder::<(String, i64)>(std::sync::Arc::new(|pair, out| pair.0.encode(out)));
+        let mut owned = ChannelSelector::new(Partitioner::Hash(owned), 5, 128, 0);
+        let mut lent = ChannelSelector::new(Partitioner::Hash(lent), 5, 128, 0);
+        for key in 0..200 {
+            let element = (format!("w{key}"), 1i64);
+            assert_eq!(owned.select(&element), lent.select(&element), "key w{key}");
+        }
     }
 }

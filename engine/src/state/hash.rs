@@ -1,9 +1,10 @@
 //! The hash backend: every key's state in memory, addressed by key (Flink's
 //! `HashMapStateBackend`). Used in streaming mode.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use foldhash::fast::FixedState;
+use indexmap::IndexMap;
 use smallvec::SmallVec;
 
 use super::KeyedStateBackend;
@@ -62,20 +63,21 @@ impl KeyState {
 
 /// See the module doc.
 ///
-/// Each key's state lives in the map's entry beside the key, and keys and short values are
-/// stored inline: a record's state access touches one entry (no allocation, no pointer to chase
-/// for a word and its count). Setting the current key only remembers it; the first access
-/// looks it up, and the accesses after it find the entry already in cache. A state's name is
-/// resolved to an index among the operator's few states, not compared in a tree per access.
-/// Keys hash with foldhash's fixed seed (fast, and the same in every process; the map's order
-/// never leaves this type anyway).
+/// Each key's state lives beside its key in a dense vector of entries under a hash index
+/// ([`IndexMap`]). Setting the current key looks it up once; the reads and writes that follow
+/// address its entry by position (a record's read-modify-write is one lookup, not three). Keys
+/// and short values are stored inline (no allocation, no pointer to chase for a word and its
+/// count). A state's name is resolved to an index among the operator's few states, not
+/// compared per access. Keys hash with foldhash's fixed seed (fast, and the same in every
+/// process); the entries' order never leaves this type (a snapshot sorts them).
 #[derive(Default)]
 pub struct HashMapStateBackend {
     /// The states' names, in the order they were first used.
     names: Vec<String>,
-    // Lookups only: the map's iteration order never leaves this type.
-    states: HashMap<InlineBytes, KeyState, FixedState>,
+    states: IndexMap<InlineBytes, KeyState, FixedState>,
     current_key: Option<InlineBytes>,
+    /// The current key's position in `states`, if it has state.
+    current_index: Option<usize>,
     /// A reused buffer values are encoded into.
     scratch: Vec<u8>,
 }
@@ -86,7 +88,7 @@ impl HashMapStateBackend {
     }
 
     fn state(&self) -> Option<&KeyState> {
-        self.states.get(self.key())
+        self.current_index.map(|index| &self.states[index])
     }
 
     /// The index of the state called `name`, if it was ever used.
@@ -107,22 +109,30 @@ impl HashMapStateBackend {
 
     /// The current key's state, created if absent; the key is copied only when it is new.
     fn current(&mut self) -> &mut KeyState {
-        let key = self.current_key.as_ref().expect("internal: keyed state accessed before a key was set");
-        if !self.states.contains_key(key) {
-            self.states.insert(key.clone(), KeyState::default());
-        }
-        self.states.get_mut(key).expect("inserted above")
+        let index = match self.current_index {
+            Some(index) => index,
+            None => {
+                let (index, _) = self.states.insert_full(self.key().clone(), KeyState::default());
+                self.current_index = Some(index);
+                index
+            }
+        };
+        &mut self.states[index]
     }
 }
 
 impl KeyedStateBackend for HashMapStateBackend {
     fn set_current_key(&mut self, key: &[u8]) {
         // The key's buffer is reused from record to record.
-        let current = self.current_key.get_or_insert_with(InlineBytes::new);
-        if current.as_slice() != key {
-            current.clear();
-            current.extend_from_slice(key);
+        match &mut self.current_key {
+            Some(current) if current.as_slice() == key => return,
+            Some(current) => {
+                current.clear();
+                current.extend_from_slice(key);
+            }
+            None => self.current_key = Some(InlineBytes::from_slice(key)),
         }
+        self.current_index = self.states.get_index_of(key);
     }
 
     fn get(&self, name: &str) -> Option<&[u8]> {
@@ -157,12 +167,13 @@ impl KeyedStateBackend for HashMapStateBackend {
     }
 
     fn clear(&mut self, name: &str) {
-        let Some(index) = self.index_of(name) else { return };
-        let key = self.current_key.as_ref().expect("internal: keyed state accessed before a key was set");
-        let Some(state) = self.states.get_mut(key) else { return };
+        let (Some(index), Some(position)) = (self.index_of(name), self.current_index) else { return };
+        let state = &mut self.states[position];
         state.clear(index);
         if state.is_empty() {
-            self.states.remove(key);
+            // The last entry takes its place: only the current key's position was remembered.
+            self.states.swap_remove_index(position);
+            self.current_index = None;
         }
     }
 
@@ -204,6 +215,7 @@ impl KeyedStateBackend for HashMapStateBackend {
             }
         }
         restored.current_key = None;
+        restored.current_index = None;
         *self = restored;
         Ok(())
     }

@@ -212,6 +212,30 @@ mod tests {
     }
 
     #[test]
+    fn clearing_a_key_in_the_hash_backend_leaves_every_other_key_its_state() {
+        // A cleared key's entry is replaced by the last one: the others must still be found.
+        let mut backend = HashMapStateBackend::default();
+        let count = ValueState::<i64>::new("count");
+        for (key, value) in [(b"a", 1), (b"b", 2), (b"c", 3)] {
+            backend.set_current_key(key);
+            count.update(&mut backend, &value);
+        }
+        backend.set_current_key(b"a");
+        count.clear(&mut backend);
+        assert_eq!(count.value(&backend).unwrap(), None);
+        count.update(&mut backend, &10);
+        for (key, value) in [(b"c", 3), (b"b", 2), (b"a", 10)] {
+            backend.set_current_key(key);
+            assert_eq!(count.value(&backend).unwrap(), Some(value), "key {}", key[0] as char);
+        }
+        backend.set_current_key(b"b");
+        count.clear(&mut backend);
+        backend.set_current_key(b"b");
+        assert_eq!(count.value(&backend).unwrap(), None, "cleared, and set again as the current key");
+        assert_eq!(backend.key_count(), 2);
+    }
+
+    #[test]
     fn list_state_keeps_order_per_key_and_clears() {
         for mut backend in [backend_for(ExecutionMode::Streaming), backend_for(ExecutionMode::Batch)] {
             let seen = ListState::<String>::new("seen");

@@ -245,7 +245,9 @@ fn keyed_records(
             return Err(crate::record::DecodeError::new(detail));
         }
         let start = record.as_ptr().addr() - bytes.as_ptr().addr();
-        records.push((selector(element.as_ref()), timestamp, start..start + record.len()));
+        let mut key = Vec::new();
+        selector(element.as_ref(), &mut key);
+        records.push((key, timestamp, start..start + record.len()));
         Ok(())
     })
     .map_err(|error| TaskFailure::CorruptInput {
