@@ -205,6 +205,10 @@ tuple_record!(A, B, C, D);
 /// A type-erased value flowing through an operator chain.
 pub type Element = Box<dyn Any + Send>;
 
+/// A `Vec` of values of one type, erased: the values of a batch of elements passed along an
+/// operator chain in one box (see `graph::operator::Batch`).
+pub type Values = Box<dyn Any + Send>;
+
 /// The erased codec of one record type, attached to every stream in the graph.
 #[derive(Clone)]
 pub struct TypeInfo {
@@ -212,6 +216,67 @@ pub struct TypeInfo {
     encode: fn(&dyn Any, &mut Vec<u8>),
     decode: fn(&mut &[u8]) -> Result<Element, DecodeError>,
     clone: fn(&dyn Any) -> Element,
+    values: ValuesInfo,
+}
+
+/// What visits values one by one.
+type Visit<'a> = dyn FnMut(&dyn Any) + 'a;
+
+/// What [`TypeInfo`] does with [`Values`] of its type.
+#[derive(Clone)]
+struct ValuesInfo {
+    new: fn(usize) -> Values,
+    decode_push: fn(&mut Values, &mut &[u8]) -> Result<(), DecodeError>,
+    for_each: fn(&Values, &mut Visit),
+    into_elements: fn(Values) -> Vec<Element>,
+    clone: fn(&Values) -> Values,
+    chunks: fn(Values, usize) -> Vec<Values>,
+}
+
+/// `values` cut into runs of `size` (the last may be shorter), in order; each value moves once.
+fn chunks_of<T: Send + 'static>(values: Values, size: usize) -> Vec<Values> {
+    let mut rest = downcast_values::<T>(values, "a chain");
+    let mut chunks: Vec<Values> = Vec::with_capacity(rest.len().div_ceil(size));
+    while rest.len() > size {
+        // From the back, so that no value moves twice.
+        let tail = rest.split_off((rest.len() - 1) / size * size);
+        chunks.push(Box::new(tail));
+    }
+    chunks.push(Box::new(rest));
+    chunks.reverse();
+    chunks
+}
+
+fn values_of<T: 'static>(values: &Values) -> &Vec<T> {
+    values.downcast_ref::<Vec<T>>().unwrap_or_else(|| {
+        panic!("internal: values are not {}s: the graph's types are inconsistent", std::any::type_name::<T>())
+    })
+}
+
+/// The values of a batch, typed; a batch of another type is an engine bug.
+pub fn downcast_values<T: 'static>(values: Values, operator: &str) -> Vec<T> {
+    *values.downcast::<Vec<T>>().unwrap_or_else(|_| {
+        panic!("internal: {operator} received a batch that is not of {}s", std::any::type_name::<T>())
+    })
+}
+
+impl ValuesInfo {
+    fn of<T: Record>() -> ValuesInfo {
+        ValuesInfo {
+            new: |capacity| Box::new(Vec::<T>::with_capacity(capacity)),
+            decode_push: |values, input| {
+                let value = T::decode(input)?;
+                values.downcast_mut::<Vec<T>>().expect("internal: values of the decoded type").push(value);
+                Ok(())
+            },
+            for_each: |values, visit| values_of::<T>(values).iter().for_each(|value| visit(value)),
+            into_elements: |values| {
+                downcast_values::<T>(values, "a chain").into_iter().map(|value| Box::new(value) as Element).collect()
+            },
+            clone: |values| Box::new(values_of::<T>(values).clone()),
+            chunks: chunks_of::<T>,
+        }
+    }
 }
 
 fn encode_erased<T: Record>(element: &dyn Any, out: &mut Vec<u8>) {
@@ -240,6 +305,7 @@ impl TypeInfo {
             encode: encode_erased::<T>,
             decode: decode_erased::<T>,
             clone: clone_erased::<T>,
+            values: ValuesInfo::of::<T>(),
         }
     }
     /// The Rust name of the type, with its module paths (`alloc::string::String`).
@@ -261,6 +327,30 @@ impl TypeInfo {
     /// A copy of an element of this type (for an operator with several chained outputs).
     pub fn clone_element(&self, element: &dyn Any) -> Element {
         (self.clone)(element)
+    }
+    /// No values of this type yet, with room for `capacity`.
+    pub fn new_values(&self, capacity: usize) -> Values {
+        (self.values.new)(capacity)
+    }
+    /// Decodes one value from the front of `input` onto the end of `values`.
+    pub fn decode_onto(&self, values: &mut Values, input: &mut &[u8]) -> Result<(), DecodeError> {
+        (self.values.decode_push)(values, input)
+    }
+    /// Visits each of `values`, in order.
+    pub fn for_each_value(&self, values: &Values, visit: &mut dyn FnMut(&dyn Any)) {
+        (self.values.for_each)(values, visit)
+    }
+    /// `values` as single elements, in order (for an operator that takes one at a time).
+    pub fn into_elements(&self, values: Values) -> Vec<Element> {
+        (self.values.into_elements)(values)
+    }
+    /// A copy of `values`.
+    pub fn clone_values(&self, values: &Values) -> Values {
+        (self.values.clone)(values)
+    }
+    /// `values` cut into runs of `size` (at least 1; the last run may be shorter), in order.
+    pub fn chunk_values(&self, values: Values, size: usize) -> Vec<Values> {
+        (self.values.chunks)(values, size.max(1))
     }
 }
 

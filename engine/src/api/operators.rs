@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use foldhash::fast::FixedState;
 
-use crate::graph::operator::{Output, StreamOperator};
+use crate::graph::operator::{Batch, Output, StreamOperator};
 use crate::graph::{ExecutionMode, OperatorError, TaskInfo};
 use crate::record::{Element, Key, KeyEncoder, Record};
 use crate::state::{InlineBytes, KeyedStateBackend, ListState, ValueState, backend_for};
@@ -30,6 +30,16 @@ impl<T: Record, U: Record> StreamOperator for MapOperator<T, U> {
         output.collect(Box::new((self.function)(downcast::<T>(element, "map"))));
         Ok(())
     }
+
+    fn takes_batches(&self) -> bool {
+        true
+    }
+
+    fn process_batch(&mut self, batch: Batch, output: &mut dyn Output) -> Result<(), OperatorError> {
+        let (values, timestamps) = batch.into_typed::<T>("map");
+        output.collect_batch(Batch::new(values.into_iter().map(&*self.function).collect(), timestamps));
+        Ok(())
+    }
 }
 
 pub(crate) struct FilterOperator<T> {
@@ -44,6 +54,18 @@ impl<T: Record> StreamOperator for FilterOperator<T> {
         }
         Ok(())
     }
+
+    fn takes_batches(&self) -> bool {
+        true
+    }
+
+    fn process_batch(&mut self, batch: Batch, output: &mut dyn Output) -> Result<(), OperatorError> {
+        let (values, timestamps) = batch.into_typed::<T>("filter");
+        let (kept, timestamps): (Vec<T>, Vec<Option<Timestamp>>) =
+            values.into_iter().zip(timestamps).filter(|(value, _)| (self.predicate)(value)).unzip();
+        output.collect_batch(Batch::new(kept, timestamps));
+        Ok(())
+    }
 }
 
 pub(crate) struct FlatMapOperator<T, U> {
@@ -55,6 +77,21 @@ impl<T: Record, U: Record> StreamOperator for FlatMapOperator<T, U> {
         for item in (self.function)(downcast::<T>(element, "flat_map")) {
             output.collect(Box::new(item));
         }
+        Ok(())
+    }
+
+    fn takes_batches(&self) -> bool {
+        true
+    }
+
+    fn process_batch(&mut self, batch: Batch, output: &mut dyn Output) -> Result<(), OperatorError> {
+        let (values, timestamps) = batch.into_typed::<T>("flat_map");
+        let (mut items, mut item_timestamps) = (Vec::with_capacity(values.len()), Vec::with_capacity(values.len()));
+        for (value, timestamp) in values.into_iter().zip(timestamps) {
+            items.extend((self.function)(value));
+            item_timestamps.resize(items.len(), timestamp);
+        }
+        output.collect_batch(Batch::new(items, item_timestamps));
         Ok(())
     }
 }
@@ -128,6 +165,31 @@ impl<T: Record, K: Key> StreamOperator for StreamGroupedReduceOperator<T, K> {
         let reduced = accumulate(&self.functions, self.backend.as_mut(), &self.state, value)?;
         output.collect(Box::new(reduced));
         Ok(())
+    }
+
+    fn takes_batches(&self) -> bool {
+        true
+    }
+
+    fn process_batch(&mut self, batch: Batch, output: &mut dyn Output) -> Result<(), OperatorError> {
+        let (values, mut timestamps) = batch.into_typed::<T>("reduce");
+        let (mut reduced, mut result) = (Vec::with_capacity(values.len()), Ok(()));
+        for value in values {
+            self.key.clear();
+            (self.functions.encode_key)(&value, &mut self.key);
+            self.backend.set_current_key(&self.key);
+            match accumulate(&self.functions, self.backend.as_mut(), &self.state, value) {
+                Ok(value) => reduced.push(value),
+                Err(error) => {
+                    result = Err(error);
+                    break;
+                }
+            }
+        }
+        // What the elements before a failure emitted, as one at a time would have.
+        timestamps.truncate(reduced.len());
+        output.collect_batch(Batch::new(reduced, timestamps));
+        result
     }
 
     fn snapshot_state(&self) -> Vec<u8> {
@@ -264,6 +326,18 @@ impl<T: Record, K: Key> StreamOperator for CombineOperator<T, K> {
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
         let timestamp = output.current_timestamp();
         self.combine(downcast::<T>(element, "combine"), timestamp, output);
+        Ok(())
+    }
+
+    fn takes_batches(&self) -> bool {
+        true
+    }
+
+    fn process_batch(&mut self, batch: Batch, output: &mut dyn Output) -> Result<(), OperatorError> {
+        let (values, timestamps) = batch.into_typed::<T>("combine");
+        for (value, timestamp) in values.into_iter().zip(timestamps) {
+            self.combine(value, timestamp, output);
+        }
         Ok(())
     }
 
@@ -441,6 +515,103 @@ mod tests {
         let mut flat_map = FlatMapOperator::<i64, i64> { function: Arc::new(|value| (0..value).collect()) };
         feed(&mut flat_map, vec![0i64, 3], &mut output);
         assert_eq!(output.take::<i64>(), vec![0, 1, 2]);
+    }
+
+    /// Records what is emitted with its timestamp; `current` is the element being processed's.
+    #[derive(Default)]
+    struct Timed {
+        current: Option<Timestamp>,
+        emitted: Vec<(Element, Option<Timestamp>)>,
+    }
+
+    impl Output for Timed {
+        fn collect(&mut self, element: Element) {
+            self.emitted.push((element, self.current));
+        }
+        fn collect_with_timestamp(&mut self, element: Element, timestamp: Option<Timestamp>) {
+            self.emitted.push((element, timestamp));
+        }
+        fn current_timestamp(&self) -> Option<Timestamp> {
+            self.current
+        }
+        fn emit_watermark(&mut self, _: Watermark) {}
+    }
+
+    impl Timed {
+        fn take<O: 'static>(self) -> Vec<(O, Option<Timestamp>)> {
+            self.emitted.into_iter().map(|(element, timestamp)| (downcast::<O>(element, "test"), timestamp)).collect()
+        }
+    }
+
+    type Timestamped<O> = Vec<(O, Option<Timestamp>)>;
+
+    /// What `make()`'s operator emits for `inputs` handed over one at a time, and as batches
+    /// of `size`.
+    fn both_ways<T: Record, O: Record>(
+        make: &dyn Fn() -> Box<dyn StreamOperator>,
+        inputs: &[(T, Option<Timestamp>)],
+        size: usize,
+    ) -> (Timestamped<O>, Timestamped<O>) {
+        let (mut one, mut output) = (make(), Timed::default());
+        for (value, timestamp) in inputs {
+            output.current = *timestamp;
+            one.process_element(Box::new(value.clone()), &mut output).unwrap();
+        }
+        output.current = None;
+        one.end_input(&mut output).unwrap();
+        let one_at_a_time = output.take::<O>();
+        let (mut batched, mut output) = (make(), Timed::default());
+        assert!(batched.takes_batches());
+        let (values, timestamps): (Vec<T>, Vec<Option<Timestamp>>) = inputs.iter().cloned().unzip();
+        for batch in Batch::new(values, timestamps).into_chunks(size) {
+            batched.process_batch(batch, &mut output).unwrap();
+        }
+        batched.end_input(&mut output).unwrap();
+        (one_at_a_time, output.take::<O>())
+    }
+
+    #[test]
+    fn a_batch_emits_what_its_elements_emit_one_at_a_time() {
+        let numbers: Vec<(i64, Option<Timestamp>)> =
+            (0..23).map(|value| (value % 7, (value % 3 != 0).then_some(value * 10))).collect();
+        let words: Vec<((String, i64), Option<Timestamp>)> =
+            numbers.iter().map(|(value, timestamp)| ((format!("w{}", value % 4), *value), *timestamp)).collect();
+        for size in [1, 4, 100] {
+            let map = || Box::new(MapOperator::<i64, i64> { function: Arc::new(|value| value * 10) }) as Box<_>;
+            let (one, batched) = both_ways::<i64, i64>(&map, &numbers, size);
+            assert_eq!(one, batched, "map, batches of {size}");
+            let filter = || Box::new(FilterOperator::<i64> { predicate: Arc::new(|value| value % 2 == 0) }) as Box<_>;
+            let (one, batched) = both_ways::<i64, i64>(&filter, &numbers, size);
+            assert_eq!(one, batched, "filter, batches of {size}");
+            let flat_map =
+                || Box::new(FlatMapOperator::<i64, i64> { function: Arc::new(|value| (0..value).collect()) }) as Box<_>;
+            let (one, batched) = both_ways::<i64, i64>(&flat_map, &numbers, size);
+            assert_eq!(one, batched, "flat_map, batches of {size}");
+            let reduce = || reduce_operator(summing(), &task(ExecutionMode::Streaming));
+            let (one, batched) = both_ways::<(String, i64), (String, i64)>(&reduce, &words, size);
+            assert_eq!(one, batched, "reduce, batches of {size}");
+            let combine = || Box::new(CombineOperator::new(summing(), 64)) as Box<dyn StreamOperator>;
+            let (one, batched) = both_ways::<(String, i64), (String, i64)>(&combine, &words, size);
+            assert_eq!(one, batched, "combine with a budget it overflows, batches of {size}");
+            assert!(one.len() > 4, "the budget flushed partial values before the end");
+        }
+    }
+
+    #[test]
+    fn a_batch_cuts_into_chunks_in_order() {
+        let batch = Batch::new((0..10).collect::<Vec<u32>>(), (0..10).map(Some).collect());
+        let chunks: Vec<(Vec<u32>, Vec<Option<Timestamp>>)> =
+            batch.into_chunks(4).into_iter().map(|chunk| chunk.into_typed::<u32>("test")).collect();
+        let lengths: Vec<usize> = chunks.iter().map(|(values, _)| values.len()).collect();
+        assert_eq!(lengths, vec![4, 4, 2]);
+        let values: Vec<u32> = chunks.iter().flat_map(|(values, _)| values.clone()).collect();
+        assert_eq!(values, (0..10).collect::<Vec<_>>());
+        assert!(
+            chunks
+                .iter()
+                .all(|(values, timestamps)| values.iter().map(|v| Some(*v as i64)).eq(timestamps.iter().copied()))
+        );
+        assert!(Batch::untimed(Vec::<u32>::new()).into_chunks(4).is_empty());
     }
 
     fn summing() -> ReduceFunctions<(String, i64), String> {

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use crate::graph::operator::{BoxFuture, ErasedSourceReader, SourceFactory};
+use crate::graph::operator::{Batch, BoxFuture, ErasedSourceReader, SourceFactory};
 use crate::graph::{OperatorError, TaskInfo};
-use crate::record::{Element, Record};
+use crate::record::Record;
 
 /// A bounded source of `T`: creates one reader per subtask, which reads that subtask's share.
 pub trait Source<T: Record>: Send + Sync + 'static {
@@ -30,11 +30,8 @@ struct ReaderAdapter<T> {
 }
 
 impl<T: Record> ErasedSourceReader for ReaderAdapter<T> {
-    fn poll_next(&mut self) -> BoxFuture<'_, Result<Option<Vec<Element>>, OperatorError>> {
-        Box::pin(async move {
-            let batch = self.reader.poll_next().await?;
-            Ok(batch.map(|items| items.into_iter().map(|item| Box::new(item) as Element).collect()))
-        })
+    fn poll_next(&mut self) -> BoxFuture<'_, Result<Option<Batch>, OperatorError>> {
+        Box::pin(async move { Ok(self.reader.poll_next().await?.map(Batch::untimed)) })
     }
 
     fn snapshot_state(&self) -> Vec<u8> {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::Element;
+use crate::record::{Element, Record, TypeInfo, Values, downcast_values};
 use crate::time::{Timestamp, Watermark};
 
 pub use crate::future::BoxFuture;
@@ -117,6 +117,75 @@ impl fmt::Display for OperatorError {
 
 impl std::error::Error for OperatorError {}
 
+/// Elements of one type with their timestamps, passed along an operator chain together: one box
+/// for the run instead of one per element, and one call per operator instead of one per
+/// element (timely's containers; Flink passes records one at a time). A chain passes batches
+/// where both ends take them and single elements elsewhere; either way each operator sees the
+/// same elements in the same order.
+pub struct Batch {
+    /// A `Vec` of the elements' values.
+    pub values: Values,
+    /// Each element's event timestamp, if it has one.
+    pub timestamps: Vec<Option<Timestamp>>,
+    /// The values' type.
+    pub type_info: TypeInfo,
+}
+
+impl Batch {
+    /// A batch of `values` with their `timestamps`, one each.
+    pub fn new<T: Record>(values: Vec<T>, timestamps: Vec<Option<Timestamp>>) -> Batch {
+        assert_eq!(values.len(), timestamps.len(), "internal: a batch has one timestamp per element");
+        Batch { values: Box::new(values), timestamps, type_info: TypeInfo::of::<T>() }
+    }
+
+    /// A batch of `values` without timestamps.
+    pub fn untimed<T: Record>(values: Vec<T>) -> Batch {
+        let timestamps = vec![None; values.len()];
+        Batch::new(values, timestamps)
+    }
+
+    /// The values, typed, and their timestamps; a batch of another type is an engine bug.
+    pub fn into_typed<T: 'static>(self, operator: &str) -> (Vec<T>, Vec<Option<Timestamp>>) {
+        (downcast_values::<T>(self.values, operator), self.timestamps)
+    }
+
+    /// How many elements it holds.
+    pub fn len(&self) -> usize {
+        self.timestamps.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.timestamps.is_empty()
+    }
+
+    /// Its elements one by one, with their timestamps, in order.
+    pub fn into_elements(self) -> impl Iterator<Item = (Element, Option<Timestamp>)> {
+        self.type_info.into_elements(self.values).into_iter().zip(self.timestamps)
+    }
+
+    /// The batch cut into batches of `size` elements (the last may be shorter), in order.
+    pub fn into_chunks(self, size: usize) -> Vec<Batch> {
+        let Batch { values, timestamps, type_info } = self;
+        let size = size.max(1);
+        let chunks = type_info.chunk_values(values, size);
+        chunks
+            .into_iter()
+            .zip(timestamps.chunks(size))
+            .map(|(values, timestamps)| Batch { values, timestamps: timestamps.to_vec(), type_info: type_info.clone() })
+            .collect()
+    }
+
+    /// A copy (for a node with several chained outputs).
+    pub fn duplicate(&self) -> Batch {
+        Batch {
+            values: self.type_info.clone_values(&self.values),
+            timestamps: self.timestamps.clone(),
+            type_info: self.type_info.clone(),
+        }
+    }
+}
+
 /// Where an operator emits its results: the next operator of the chain, or the network. It is
 /// also the operator's view of the element being processed (Flink's `Context.timestamp()`).
 pub trait Output {
@@ -126,6 +195,14 @@ pub trait Output {
 
     /// Emits one element downstream with its own event timestamp (or none).
     fn collect_with_timestamp(&mut self, element: Element, timestamp: Option<Timestamp>);
+
+    /// Emits a batch downstream: what `collect_with_timestamp` of each of its elements in turn
+    /// does, in one call.
+    fn collect_batch(&mut self, batch: Batch) {
+        for (element, timestamp) in batch.into_elements() {
+            self.collect_with_timestamp(element, timestamp);
+        }
+    }
 
     /// The event timestamp of the element being processed, if it has one (none while a
     /// watermark or the end of input is processed).
@@ -143,6 +220,19 @@ pub trait StreamOperator: Send {
     /// Called once per element, in arrival order; in batch mode a keyed operator sees its input
     /// sorted by key.
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError>;
+
+    /// Whether it takes a run of elements of its first input in one call
+    /// ([`StreamOperator::process_batch`]); if not, the chain hands it each element in turn.
+    fn takes_batches(&self) -> bool {
+        false
+    }
+
+    /// Called, if it takes batches, with a run of elements of its first input, in arrival
+    /// order: it must do what `process_element` of each in turn (with each one's timestamp as
+    /// the current one) would do.
+    fn process_batch(&mut self, _batch: Batch, _output: &mut dyn Output) -> Result<(), OperatorError> {
+        panic!("internal: a batch was handed to an operator that takes elements one at a time")
+    }
 
     /// Called once per element of the second input of a two-input operator (Flink's
     /// `processElement2`); one-input operators never get it.
@@ -182,7 +272,7 @@ pub type OperatorFactory = Arc<dyn Fn(&TaskInfo) -> Box<dyn StreamOperator> + Se
 pub trait ErasedSourceReader: Send + Sync {
     /// The next batch of elements, or `None` once this subtask's share of a bounded source is
     /// exhausted. May wait for the external system.
-    fn poll_next(&mut self) -> BoxFuture<'_, Result<Option<Vec<Element>>, OperatorError>>;
+    fn poll_next(&mut self) -> BoxFuture<'_, Result<Option<Batch>, OperatorError>>;
     /// The reader's position after the last batch returned (for a checkpoint).
     fn snapshot_state(&self) -> Vec<u8>;
     /// Continues from a checkpoint's position, before the first poll.
@@ -196,6 +286,10 @@ pub type SourceFactory = Arc<dyn Fn(&TaskInfo) -> Box<dyn ErasedSourceReader> + 
 pub trait ErasedSinkWriter: Send {
     /// Accepts one element (may only buffer it).
     fn write(&mut self, element: Element) -> Result<(), OperatorError>;
+    /// Accepts a batch of elements, as `write` of each in turn.
+    fn write_batch(&mut self, batch: Batch) -> Result<(), OperatorError> {
+        batch.into_elements().try_for_each(|(element, _)| self.write(element))
+    }
     /// Gives the writer a chance to ship buffered elements; `end_of_input` asks for everything.
     fn flush(&mut self, end_of_input: bool) -> BoxFuture<'_, Result<(), OperatorError>>;
     /// Pre-commits what was written and returns the encoded committables.

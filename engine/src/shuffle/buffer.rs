@@ -4,6 +4,7 @@
 //! before it. Records never cross the network one per message: a buffer carries as many as fit
 //! in the configured size (Flink's 32 KiB memory segments).
 
+use crate::graph::operator::Batch;
 use crate::prng::fnv1a64;
 use crate::record::{DecodeError, Element, TypeInfo};
 use crate::time::Timestamp;
@@ -83,6 +84,20 @@ pub fn decode_buffer(buffer: &[u8], type_info: &TypeInfo) -> Result<Vec<(Element
         Ok(())
     })?;
     Ok(elements)
+}
+
+/// [`decode_buffer`] into one batch: the buffer's values in one `Vec`, not a box each.
+pub fn decode_batch(buffer: &[u8], type_info: &TypeInfo) -> Result<Batch, DecodeError> {
+    let (mut values, mut timestamps) = (type_info.new_values(0), Vec::new());
+    for_each_record(buffer, |mut record, timestamp| {
+        type_info.decode_onto(&mut values, &mut record)?;
+        timestamps.push(timestamp);
+        if !record.is_empty() {
+            return Err(DecodeError::new(format!("{} bytes left over in a {}", record.len(), type_info.name())));
+        }
+        Ok(())
+    })?;
+    Ok(Batch { values, timestamps, type_info: type_info.clone() })
 }
 
 /// Verifies a sealed buffer's checksum and hands each record's encoded bytes and timestamp to

@@ -17,7 +17,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::graph::operator::{BoxFuture, ErasedCommitter, ErasedSinkWriter, SinkFactory};
+use crate::graph::operator::{Batch, BoxFuture, ErasedCommitter, ErasedSinkWriter, SinkFactory};
 use crate::graph::{OperatorError, TaskInfo};
 use crate::record::{Element, Record};
 
@@ -68,6 +68,11 @@ impl<T: Record, C: Record> ErasedSinkWriter for WriterAdapter<T, C> {
             panic!("internal: sink input is not a {}: the graph's types are inconsistent", std::any::type_name::<T>())
         });
         self.writer.write(*element)
+    }
+
+    fn write_batch(&mut self, batch: Batch) -> Result<(), OperatorError> {
+        let (values, _) = batch.into_typed::<T>("a sink");
+        values.into_iter().try_for_each(|value| self.writer.write(value))
     }
 
     fn flush(&mut self, end_of_input: bool) -> BoxFuture<'_, Result<(), OperatorError>> {

@@ -4,7 +4,7 @@
 //! and serializes it into the record writers of the network edges it feeds. Sinks are leaves.
 //! Nodes are kept in chain order, which is topological: a parent comes before its children.
 
-use crate::graph::operator::{ErasedSinkWriter, Output, StreamOperator};
+use crate::graph::operator::{Batch, ErasedSinkWriter, Output, StreamOperator};
 use crate::graph::{IntermediateDataSetId, OperatorError};
 use crate::record::{Element, TypeInfo};
 use crate::runtime::messages::TaskFailure;
@@ -63,6 +63,10 @@ impl Output for NodeOutput<'_> {
         self.chain.emit(self.node, element, timestamp);
     }
 
+    fn collect_batch(&mut self, batch: Batch) {
+        self.chain.emit_batch(self.node, batch);
+    }
+
     fn current_timestamp(&self) -> Option<Timestamp> {
         self.timestamp
     }
@@ -98,6 +102,63 @@ impl OperatorChain {
             self.deliver(child, 0, copy, timestamp);
         }
         self.deliver(self.nodes[node].children[last], 0, element, timestamp);
+    }
+
+    /// Sends a node's batch to its writers and children, as [`OperatorChain::emit`] of each
+    /// element would, but each writer and each child takes the whole batch in turn.
+    fn emit_batch(&mut self, node: usize, batch: Batch) {
+        for writer in &self.nodes[node].writers {
+            let (writer, mut timestamps) = (&mut self.writers[*writer], batch.timestamps.iter());
+            batch.type_info.for_each_value(&batch.values, &mut |element| {
+                writer.emit(element, *timestamps.next().expect("a timestamp per element"));
+            });
+        }
+        let Some(last) = self.nodes[node].children.len().checked_sub(1) else { return };
+        for index in 0..last {
+            let copy = batch.duplicate();
+            self.deliver_batch(self.nodes[node].children[index], copy);
+        }
+        self.deliver_batch(self.nodes[node].children[last], batch);
+    }
+
+    /// Hands a batch to a node on its first input: whole to an operator that takes batches and
+    /// to a sink, element by element to any other operator.
+    fn deliver_batch(&mut self, node: usize, batch: Batch) {
+        if batch.is_empty() {
+            return;
+        }
+        let result = match &mut self.nodes[node].body {
+            ChainBody::Source => {
+                self.emit_batch(node, batch);
+                Ok(())
+            }
+            ChainBody::Sink(sink) => {
+                self.sink_records += batch.len() as u64;
+                sink.write_batch(batch)
+            }
+            ChainBody::Operator(Some(operator)) if operator.takes_batches() => {
+                let mut operator = self.take_operator(node);
+                let result = operator.process_batch(batch, &mut NodeOutput { chain: self, node, timestamp: None });
+                self.nodes[node].body = ChainBody::Operator(Some(operator));
+                result
+            }
+            ChainBody::Operator(_) => {
+                for (element, timestamp) in batch.into_elements() {
+                    self.deliver(node, 0, element, timestamp);
+                }
+                Ok(())
+            }
+        };
+        if let Err(error) = result {
+            self.error.get_or_insert(error);
+        }
+    }
+
+    fn take_operator(&mut self, node: usize) -> Box<dyn StreamOperator> {
+        match &mut self.nodes[node].body {
+            ChainBody::Operator(slot) => slot.take().expect("internal: an operator was re-entered"),
+            _ => panic!("internal: chain node {node} is not an operator"),
+        }
     }
 
     /// Hands an element to a node's operator (or sink) on one of its inputs.
@@ -194,6 +255,18 @@ impl OperatorChain {
                     writer.flush_full().await?;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Pushes a batch of input 0 through the chain from its head, a group of elements at a time:
+    /// a buffer that fills goes out after the group that filled it (see
+    /// [`OperatorChain::push_all`]).
+    pub(super) async fn push_batch(&mut self, batch: Batch) -> Result<(), TaskFailure> {
+        self.deliver_batch(0, batch);
+        self.take_error()?;
+        for writer in &mut self.writers {
+            writer.flush_full().await?;
         }
         Ok(())
     }

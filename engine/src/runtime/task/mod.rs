@@ -33,14 +33,14 @@ use tokio::sync::mpsc;
 use super::messages::{TaskDeploymentDescriptor, TaskFailure, TaskReport};
 use super::resources::{CpuMeter, Resources};
 use crate::checkpoint::{Alignment, BarrierAligner, CheckpointBarrier};
-use crate::graph::operator::ErasedSourceReader;
+use crate::graph::operator::{Batch, ErasedSourceReader};
 use crate::graph::partitioner::ChannelSelector;
 use crate::graph::{
     ExecutionGraph, ExecutionMode, JobGraph, JobVertex, NodeBody, OperatorError, ResultPartitionType, TaskInfo,
 };
 use crate::record::{Element, KeySelector, TypeInfo};
 use crate::rpc::RpcClient;
-use crate::shuffle::buffer::{decode_buffer, for_each_record};
+use crate::shuffle::buffer::{decode_batch, decode_buffer, for_each_record};
 use crate::shuffle::remote::RemoteWriter;
 use crate::shuffle::{
     GateEvent, GateEventKind, InputGate, InputGateConfig, PartitionLocation, RecordWriter, ResultPartitionManager,
@@ -48,6 +48,9 @@ use crate::shuffle::{
 };
 use crate::storage::Storage;
 use crate::time::{StatusWatermarkValve, Timestamp, Watermark};
+
+/// How many elements of a source's batch go through its chain together.
+const SOURCE_GROUP: usize = 256;
 
 /// What a task needs from its TaskManager.
 pub struct TaskEnvironment {
@@ -218,10 +221,21 @@ fn decode(
     descriptor: &TaskDeploymentDescriptor,
     index: usize,
 ) -> Result<Vec<(Element, Option<Timestamp>)>, TaskFailure> {
-    decode_buffer(bytes, &channel.element_type).map_err(|error| TaskFailure::CorruptInput {
-        partition: descriptor.inputs[index].partition(),
-        detail: error.message,
-    })
+    decode_buffer(bytes, &channel.element_type).map_err(|error| corrupt(descriptor, index, error))
+}
+
+/// A buffer of the first input, decoded into one batch.
+fn decode_into_batch(
+    channel: &Channel,
+    bytes: &[u8],
+    descriptor: &TaskDeploymentDescriptor,
+    index: usize,
+) -> Result<Batch, TaskFailure> {
+    decode_batch(bytes, &channel.element_type).map_err(|error| corrupt(descriptor, index, error))
+}
+
+fn corrupt(descriptor: &TaskDeploymentDescriptor, index: usize, error: crate::record::DecodeError) -> TaskFailure {
+    TaskFailure::CorruptInput { partition: descriptor.inputs[index].partition(), detail: error.message }
 }
 
 /// A record's key, timestamp, and where its encoded bytes are in its buffer.
@@ -311,10 +325,32 @@ impl Run<'_> {
             let Some(batch) = reader.poll_next().await.map_err(operator_failure)? else { return Ok(()) };
             let count = batch.len() as u64;
             self.metrics.records_in += count;
-            self.chain.push_all(0, batch.into_iter().map(|element| (element, None)).collect()).await?;
+            // In groups: what the first fills of the network's buffers leaves while the next
+            // is read (see `OperatorChain::push_all`).
+            for group in batch.into_chunks(SOURCE_GROUP) {
+                self.chain.push_batch(group).await?;
+            }
             cpu.charge(count, self.operators).await;
             self.chain.flush(false).await?;
         }
+    }
+
+    /// Decodes a buffer of channel `index` and pushes it through the chain: as one batch if it
+    /// is of the first input, element by element if of the second. Returns its records.
+    async fn push_buffer(&mut self, channel: &Channel, bytes: &[u8], index: usize) -> Result<u64, TaskFailure> {
+        let count = if channel.input == 0 {
+            let batch = decode_into_batch(channel, bytes, self.descriptor, index)?;
+            let count = batch.len() as u64;
+            self.chain.push_batch(batch).await?;
+            count
+        } else {
+            let elements = decode(channel, bytes, self.descriptor, index)?;
+            let count = elements.len() as u64;
+            self.chain.push_all(channel.input, elements).await?;
+            count
+        };
+        self.metrics.records_in += count;
+        Ok(count)
     }
 
     /// Reads the input gate element by element, aligning checkpoint barriers and advancing the
@@ -362,10 +398,7 @@ impl Run<'_> {
                     if channels[channel].blocking {
                         self.metrics.disk_bytes_read += bytes.len() as u64;
                     }
-                    let elements = decode(&channels[channel], &bytes, self.descriptor, channel)?;
-                    let count = elements.len() as u64;
-                    self.metrics.records_in += count;
-                    self.chain.push_all(channels[channel].input, elements).await?;
+                    let count = self.push_buffer(&channels[channel], &bytes, channel).await?;
                     cpu.charge(count, self.operators).await;
                     self.chain.flush(false).await?;
                     Vec::new()
