@@ -233,18 +233,29 @@ fn run_mode(
         (job.reference)(&scenario.job_params(), &input, mode)
     };
     let kinds = table_kinds(&expected);
-    let origin = now();
-    let started = Instant::now();
-    let processes = Arc::new(Mutex::new(Processes::new(&cluster_file, work, scenario_path, seed, input)?));
-    for (node, _) in cluster.roles() {
-        processes.lock().expect("processes lock").start(&node)?;
-    }
+    // The launcher's own client first: building its runtime takes a while (200 ms here), and
+    // that is not the cluster's time.
     let client_tracer = FileTracer::open(&work.join("trace/client.jsonl"), "client")
         .map_err(|error| io("the client's trace file", error))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|error| io("the client's runtime", error))?;
+    let origin = now();
+    let started = Instant::now();
+    let processes = Arc::new(Mutex::new(Processes::new(&cluster_file, work, scenario_path, seed, input)?));
+    // The durable store first: the JobMaster's first act is to read what it keeps there, and
+    // finding it down it would wait out a retry (200 ms) before taking any registration.
+    let durable = cluster.roles().into_iter().find(|(_, address)| *address == cluster.durable_store);
+    if let Some((node, address)) = &durable {
+        processes.lock().expect("processes lock").start(node)?;
+        wait_until_listening(node, *address)?;
+    }
+    for (node, _) in cluster.roles() {
+        if durable.as_ref().is_none_or(|(first, _)| *first != node) {
+            processes.lock().expect("processes lock").start(&node)?;
+        }
+    }
     let spec = job_spec(scenario, mode, shuffle_config(scenario));
     let (outcome, committed, kills, job_ended) =
         runtime.block_on(drive(&cluster, spec, scenario, kills, Arc::clone(&processes), &client_tracer, &kinds));
@@ -271,6 +282,18 @@ fn run_mode(
     };
     let failures = check_run(&report);
     Ok(ModeRun { report, failures, kills, work: work.to_path_buf(), peak_memory })
+}
+
+/// Waits until `node` accepts connections at `address` (for at most 10 s).
+fn wait_until_listening(node: &str, address: std::net::SocketAddr) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect_timeout(&address, Duration::from_millis(100)).is_err() {
+        if Instant::now() > deadline {
+            return Err(format!("{node} did not listen on {address} within 10 s: see its log"));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    Ok(())
 }
 
 /// A directory's files, as a job that reads files sees them (for its reference): in name order,
