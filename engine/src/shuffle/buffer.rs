@@ -73,20 +73,13 @@ impl BufferBuilder {
     }
 }
 
-/// Verifies a sealed buffer's checksum and decodes its records.
+/// Verifies a sealed buffer's checksum and decodes its records, one element each.
 pub fn decode_buffer(buffer: &[u8], type_info: &TypeInfo) -> Result<Vec<(Element, Option<Timestamp>)>, DecodeError> {
-    let mut elements = Vec::new();
-    for_each_record(buffer, |mut record, timestamp| {
-        elements.push((type_info.decode(&mut record)?, timestamp));
-        if !record.is_empty() {
-            return Err(DecodeError::new(format!("{} bytes left over in a {}", record.len(), type_info.name())));
-        }
-        Ok(())
-    })?;
-    Ok(elements)
+    Ok(decode_batch(buffer, type_info)?.into_elements().collect())
 }
 
-/// [`decode_buffer`] into one batch: the buffer's values in one `Vec`, not a box each.
+/// Verifies a sealed buffer's checksum and decodes its records into one batch: the values in
+/// one `Vec`, not a box each.
 pub fn decode_batch(buffer: &[u8], type_info: &TypeInfo) -> Result<Batch, DecodeError> {
     let (mut values, mut timestamps) = (type_info.new_values(0), Vec::new());
     for_each_record(buffer, |mut record, timestamp| {

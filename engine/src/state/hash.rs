@@ -88,6 +88,7 @@ impl HashMapStateBackend {
     }
 
     fn state(&self) -> Option<&KeyState> {
+        self.key();
         self.current_index.map(|index| &self.states[index])
     }
 

@@ -259,9 +259,9 @@ impl OperatorChain {
         Ok(())
     }
 
-    /// Pushes a batch of input 0 through the chain from its head, a group of elements at a time:
-    /// a buffer that fills goes out after the group that filled it (see
-    /// [`OperatorChain::push_all`]).
+    /// Pushes a batch of input 0 through the chain from its head, then ships the buffers it
+    /// filled. A caller with a long run pushes it in groups, so that buffers leave as the run
+    /// goes (see [`OperatorChain::push_all`]).
     pub(super) async fn push_batch(&mut self, batch: Batch) -> Result<(), TaskFailure> {
         self.deliver_batch(0, batch);
         self.take_error()?;

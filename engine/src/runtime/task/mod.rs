@@ -325,8 +325,8 @@ impl Run<'_> {
             let Some(batch) = reader.poll_next().await.map_err(operator_failure)? else { return Ok(()) };
             let count = batch.len() as u64;
             self.metrics.records_in += count;
-            // In groups: what the first fills of the network's buffers leaves while the next
-            // is read (see `OperatorChain::push_all`).
+            // In groups, so that the buffers the first group fills leave while the next group
+            // is processed (see `OperatorChain::push_all`).
             for group in batch.into_chunks(SOURCE_GROUP) {
                 self.chain.push_batch(group).await?;
             }
