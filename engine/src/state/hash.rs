@@ -3,8 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use std::hash::BuildHasher;
+
 use foldhash::fast::FixedState;
-use indexmap::IndexMap;
+use hashbrown::HashTable;
 use smallvec::SmallVec;
 
 use super::KeyedStateBackend;
@@ -63,20 +65,25 @@ impl KeyState {
 
 /// See the module doc.
 ///
-/// Each key's state lives beside its key in a dense vector of entries under a hash index
-/// ([`IndexMap`]). Setting the current key looks it up once; the reads and writes that follow
-/// address its entry by position (a record's read-modify-write is one lookup, not three). Keys
-/// and short values are stored inline (no allocation, no pointer to chase for a word and its
-/// count). A state's name is resolved to an index among the operator's few states, not
-/// compared per access. Keys hash with foldhash's fixed seed (fast, and the same in every
-/// process); the entries' order never leaves this type (a snapshot sorts them).
+/// Each key's state lives beside its key in the buckets of one hash table ([`HashTable`]):
+/// a lookup reads the table's control bytes and then one entry, with no index in between.
+/// Setting the current key looks it up once; the reads and writes that follow address its
+/// bucket (a record's read-modify-write is one lookup, not three). Keys and short values are
+/// stored inline (no allocation, no pointer to chase for a word and its count). A state's name
+/// is resolved to an index among the operator's few states, not compared per access. Keys hash
+/// with foldhash's fixed seed (fast, and the same in every process); the buckets' order never
+/// leaves this type (a snapshot sorts them).
 #[derive(Default)]
 pub struct HashMapStateBackend {
     /// The states' names, in the order they were first used.
     names: Vec<String>,
-    states: IndexMap<InlineBytes, KeyState, FixedState>,
+    states: HashTable<(InlineBytes, KeyState)>,
+    hasher: FixedState,
     current_key: Option<InlineBytes>,
-    /// The current key's position in `states`, if it has state.
+    /// The current key's hash.
+    current_hash: u64,
+    /// The current key's bucket in `states`, if it has state. A bucket stays put until the
+    /// table grows, which only adding a key does, and that key becomes the current one.
     current_index: Option<usize>,
     /// A reused buffer values are encoded into.
     scratch: Vec<u8>,
@@ -89,7 +96,15 @@ impl HashMapStateBackend {
 
     fn state(&self) -> Option<&KeyState> {
         self.key();
-        self.current_index.map(|index| &self.states[index])
+        self.current_index.map(|index| &self.bucket(index).1)
+    }
+
+    fn bucket(&self, index: usize) -> &(InlineBytes, KeyState) {
+        self.states.get_bucket(index).expect("internal: the current key's bucket is occupied")
+    }
+
+    fn bucket_mut(&mut self, index: usize) -> &mut (InlineBytes, KeyState) {
+        self.states.get_bucket_mut(index).expect("internal: the current key's bucket is occupied")
     }
 
     /// The index of the state called `name`, if it was ever used.
@@ -113,12 +128,16 @@ impl HashMapStateBackend {
         let index = match self.current_index {
             Some(index) => index,
             None => {
-                let (index, _) = self.states.insert_full(self.key().clone(), KeyState::default());
+                let (key, hasher) = (self.key().clone(), self.hasher);
+                let entry = self.states.insert_unique(self.current_hash, (key, KeyState::default()), |(key, _)| {
+                    hasher.hash_one(key.as_slice())
+                });
+                let index = entry.bucket_index();
                 self.current_index = Some(index);
                 index
             }
         };
-        &mut self.states[index]
+        &mut self.bucket_mut(index).1
     }
 }
 
@@ -133,7 +152,8 @@ impl KeyedStateBackend for HashMapStateBackend {
             }
             None => self.current_key = Some(InlineBytes::from_slice(key)),
         }
-        self.current_index = self.states.get_index_of(key);
+        self.current_hash = self.hasher.hash_one(key);
+        self.current_index = self.states.find_bucket_index(self.current_hash, |(known, _)| known.as_slice() == key);
     }
 
     fn get(&self, name: &str) -> Option<&[u8]> {
@@ -169,11 +189,13 @@ impl KeyedStateBackend for HashMapStateBackend {
 
     fn clear(&mut self, name: &str) {
         let (Some(index), Some(position)) = (self.index_of(name), self.current_index) else { return };
-        let state = &mut self.states[position];
+        let state = &mut self.bucket_mut(position).1;
         state.clear(index);
         if state.is_empty() {
-            // The last entry takes its place: only the current key's position was remembered.
-            self.states.swap_remove_index(position);
+            let Ok(entry) = self.states.get_bucket_entry(position) else {
+                panic!("internal: the current key's bucket is occupied")
+            };
+            entry.remove();
             self.current_index = None;
         }
     }
@@ -223,4 +245,4 @@ impl KeyedStateBackend for HashMapStateBackend {
 }
 
 /// One key's state in a snapshot: the key, its values and its lists, by name.
-type SnapshotEntry = (Vec<u8>, Vec<(String, Vec<u8>)>, Vec<(String, Vec<Vec<u8>>)>);
+pub(super) type SnapshotEntry = (Vec<u8>, Vec<(String, Vec<u8>)>, Vec<(String, Vec<Vec<u8>>)>);
