@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::JobConfig;
 use super::operators::{
     COMBINE_BUDGET_BYTES, CombineOperator, FilterOperator, FlatMapOperator, JoinFunctions, MapOperator,
-    ReduceFunctions, join_operator, reduce_operator,
+    ReduceFunctions, StreamSumOperator, join_operator, reduce_operator,
 };
 use super::process::{KeyedProcessFunction, ProcessFunctions, process_operator};
 use super::source::{Source, erase_source};
@@ -310,12 +310,26 @@ impl<T: Record, K: Key> KeyedStream<T, K> {
     /// must be associative and commutative, or the final value depends on how the elements were
     /// grouped and in what order they met.
     pub fn reduce(&self, reduce: impl Fn(T, T) -> T + Send + Sync + 'static) -> DataStream<T> {
+        self.reduce_by(reduce, None)
+    }
+
+    /// [`Self::reduce`], with `streaming` (if given) creating the operator in streaming mode.
+    fn reduce_by(
+        &self,
+        reduce: impl Fn(T, T) -> T + Send + Sync + 'static,
+        streaming: Option<OperatorFactory>,
+    ) -> DataStream<T> {
         let functions =
             ReduceFunctions { encode_key: Arc::clone(&self.encode_key), reduce: Arc::new(reduce), _key: PhantomData };
         let selector = self.erased_selector();
-        self.combined(&functions).with_partitioner(Partitioner::Hash(Arc::clone(&selector))).then(NewNode {
+        let input = self.combined(&functions);
+        let operator: OperatorFactory = Arc::new(move |task: &TaskInfo| match (&streaming, task.mode) {
+            (Some(streaming), ExecutionMode::Streaming) => streaming(task),
+            _ => reduce_operator(functions.clone(), task),
+        });
+        input.with_partitioner(Partitioner::Hash(Arc::clone(&selector))).then(NewNode {
             name: "Reduce",
-            body: NodeBody::Operator(Arc::new(move |task: &TaskInfo| reduce_operator(functions.clone(), task))),
+            body: NodeBody::Operator(operator),
             chaining: keyed_chaining(self.stream.config),
             input_keys: vec![Some(selector)],
             output_type: TypeInfo::of::<T>(),
@@ -478,7 +492,11 @@ impl<A: Record, N: Record + Add<Output = N>, K: Key> KeyedStream<(A, N), K> {
     /// one of them when the first field is not the key: which one, batch mode's combiner and
     /// the arrival order across subtasks decide).
     pub fn sum(&self) -> DataStream<(A, N)> {
-        self.reduce(|accumulator: (A, N), value: (A, N)| (accumulator.0, accumulator.1 + value.1)).name("Sum")
+        let encode_key = Arc::clone(&self.encode_key);
+        let streaming: OperatorFactory =
+            Arc::new(move |_: &TaskInfo| Box::new(StreamSumOperator::<A, N, K>::new(Arc::clone(&encode_key))) as _);
+        self.reduce_by(|accumulator: (A, N), value: (A, N)| (accumulator.0, accumulator.1 + value.1), Some(streaming))
+            .name("Sum")
     }
 }
 

@@ -4,14 +4,15 @@
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
+use std::ops::Add;
 use std::sync::Arc;
 
 use foldhash::fast::FixedState;
 
 use crate::graph::operator::{Batch, Output, StreamOperator};
 use crate::graph::{ExecutionMode, OperatorError, TaskInfo};
-use crate::record::{Element, Key, KeyEncoder, Record};
-use crate::state::{InlineBytes, KeyedStateBackend, ListState, ValueState, backend_for};
+use crate::record::{DecodeError, Element, Key, KeyEncoder, Record};
+use crate::state::{HeapValueState, InlineBytes, KeyedStateBackend, ListState, ValueState, backend_for};
 use crate::time::{Timestamp, Watermark};
 
 /// The element as the type the operator's plan says it has; anything else is an engine bug.
@@ -114,6 +115,9 @@ impl<T, K> Clone for ReduceFunctions<T, K> {
     }
 }
 
+/// The name of a keyed reduce's state (and a sum's) in its snapshots.
+const REDUCE_STATE: &str = "reduce";
+
 /// Creates the reduce operator of the task's mode: running results in streaming, one final
 /// result per key in batch.
 pub(crate) fn reduce_operator<T: Record, K: Key>(
@@ -121,7 +125,7 @@ pub(crate) fn reduce_operator<T: Record, K: Key>(
     task: &TaskInfo,
 ) -> Box<dyn StreamOperator> {
     let backend = backend_for(task.mode);
-    let state = ValueState::new("reduce");
+    let state = ValueState::new(REDUCE_STATE);
     match task.mode {
         ExecutionMode::Streaming => {
             Box::new(StreamGroupedReduceOperator { functions, backend, state, key: Vec::new(), _key: PhantomData })
@@ -198,6 +202,99 @@ impl<T: Record, K: Key> StreamOperator for StreamGroupedReduceOperator<T, K> {
 
     fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError> {
         self.backend.restore(state).map_err(|error| OperatorError::new(format!("reduce state: {error}")))
+    }
+}
+
+/// A key's running sum and the first field of its first element, as streaming `sum()` keeps
+/// them. Encoded as the pair `(first, sum)`, what a reduce's state of the same stream holds.
+#[derive(Clone, Debug)]
+pub(crate) struct SumAccumulator<A, N> {
+    first: A,
+    sum: N,
+    /// Whether `first` encodes as the key does (then any element whose first field does too has
+    /// an equal first field, and emitting its own spares reading this one). Not state: a
+    /// restored accumulator says no, and only takes the slower path.
+    first_is_key: bool,
+}
+
+impl<A: Record, N: Record> Record for SumAccumulator<A, N> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.first.encode(out);
+        self.sum.encode(out);
+    }
+
+    fn decode(input: &mut &[u8]) -> Result<Self, DecodeError> {
+        let (first, sum) = <(A, N)>::decode(input)?;
+        Ok(SumAccumulator { first, sum, first_is_key: false })
+    }
+}
+
+/// Streaming `sum()` of `(A, N)` pairs: emits `(first field of the key's first element, running
+/// sum)` after every element, as the reduce `sum()` names would. The sum is added in place and,
+/// when the first field is the key (`key_by(|pair| &pair.0)`), the element's own first field is
+/// emitted: a record costs one lookup and no allocation, where a reduce decodes the accumulator
+/// and encodes the result.
+pub(crate) struct StreamSumOperator<A, N, K> {
+    encode_key: KeyEncoder<(A, N)>,
+    state: HeapValueState<SumAccumulator<A, N>>,
+    /// The current element's encoded key and its first field's encoding, buffers reused.
+    key: Vec<u8>,
+    first: Vec<u8>,
+    _key: PhantomData<fn() -> K>,
+}
+
+impl<A: Record, N: Record + Add<Output = N>, K: Key> StreamSumOperator<A, N, K> {
+    pub(crate) fn new(encode_key: KeyEncoder<(A, N)>) -> StreamSumOperator<A, N, K> {
+        let state = HeapValueState::new(REDUCE_STATE);
+        StreamSumOperator { encode_key, state, key: Vec::new(), first: Vec::new(), _key: PhantomData }
+    }
+
+    fn add(&mut self, value: (A, N)) -> (A, N) {
+        self.key.clear();
+        (self.encode_key)(&value, &mut self.key);
+        self.first.clear();
+        value.0.encode(&mut self.first);
+        let first_is_key = self.first == self.key;
+        let slot = self.state.slot(&self.key);
+        match slot {
+            Some(accumulator) => {
+                accumulator.sum = accumulator.sum.clone() + value.1;
+                // Both encode as the key: they are equal (an encoding is read back as its value).
+                let first = if accumulator.first_is_key && first_is_key { value.0 } else { accumulator.first.clone() };
+                (first, accumulator.sum.clone())
+            }
+            None => {
+                *slot = Some(SumAccumulator { first: value.0.clone(), sum: value.1.clone(), first_is_key });
+                value
+            }
+        }
+    }
+}
+
+impl<A: Record, N: Record + Add<Output = N>, K: Key> StreamOperator for StreamSumOperator<A, N, K> {
+    fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
+        let summed = self.add(downcast::<(A, N)>(element, "sum"));
+        output.collect(Box::new(summed));
+        Ok(())
+    }
+
+    fn takes_batches(&self) -> bool {
+        true
+    }
+
+    fn process_batch(&mut self, batch: Batch, output: &mut dyn Output) -> Result<(), OperatorError> {
+        let (values, timestamps) = batch.into_typed::<(A, N)>("sum");
+        let summed: Vec<(A, N)> = values.into_iter().map(|value| self.add(value)).collect();
+        output.collect_batch(Batch::new(summed, timestamps));
+        Ok(())
+    }
+
+    fn snapshot_state(&self) -> Vec<u8> {
+        self.state.snapshot()
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError> {
+        self.state.restore(state).map_err(|error| OperatorError::new(format!("sum state: {error}")))
     }
 }
 
@@ -624,6 +721,56 @@ mod tests {
 
     fn pairs(keys: &[&str]) -> Vec<(String, i64)> {
         keys.iter().map(|key| (key.to_string(), 1)).collect()
+    }
+
+    /// `sum()`'s reduce (the first field of a key's first element, the running sum), keyed by
+    /// `key` of the first field.
+    fn summing_by(key: fn(&str) -> String) -> ReduceFunctions<(String, i64), String> {
+        ReduceFunctions {
+            encode_key: Arc::new(move |pair: &(String, i64), out: &mut Vec<u8>| key(&pair.0).encode(out)),
+            ..summing()
+        }
+    }
+
+    #[test]
+    fn streaming_sum_emits_and_keeps_what_the_reduce_it_stands_for_does() {
+        let keys: [fn(&str) -> String; 2] = [str::to_string, str::to_lowercase];
+        let words = ["b", "Foo", "a", "foo", "b", "FOO", "a", "foo", "Foo", "b"];
+        let inputs: Vec<((String, i64), Option<Timestamp>)> = words
+            .iter()
+            .enumerate()
+            .map(|(index, word)| ((word.to_string(), index as i64 + 1), Some(index as i64)))
+            .collect();
+        for key in keys {
+            let sum = || Box::new(StreamSumOperator::<String, i64, String>::new(summing_by(key).encode_key)) as Box<_>;
+            let reduce = || reduce_operator(summing_by(key), &task(ExecutionMode::Streaming));
+            for size in [1, 3, 100] {
+                let (reduced, _) = both_ways::<(String, i64), (String, i64)>(&reduce, &inputs, size);
+                let (one, batched) = both_ways::<(String, i64), (String, i64)>(&sum, &inputs, size);
+                assert_eq!(one, reduced, "one at a time, batches of {size}");
+                assert_eq!(batched, reduced, "batched, batches of {size}");
+            }
+            // The same snapshot, and each restores into the other and carries on alike.
+            let (mut summed, mut reduced) = (sum(), reduce());
+            let mut output = Collected::default();
+            for ((pair, _), (other, _)) in inputs.iter().zip(&inputs).take(6) {
+                summed.process_element(Box::new(pair.clone()), &mut output).unwrap();
+                reduced.process_element(Box::new(other.clone()), &mut output).unwrap();
+            }
+            assert_eq!(summed.snapshot_state(), reduced.snapshot_state());
+            let (mut sum_from_reduce, mut reduce_from_sum) = (sum(), reduce());
+            sum_from_reduce.restore_state(&reduced.snapshot_state()).unwrap();
+            reduce_from_sum.restore_state(&summed.snapshot_state()).unwrap();
+            let rest: Vec<(String, i64)> = inputs[6..].iter().map(|(pair, _)| pair.clone()).collect();
+            let (mut from_reduce, mut from_sum) = (Collected::default(), Collected::default());
+            feed(sum_from_reduce.as_mut(), rest.clone(), &mut from_reduce);
+            feed(reduce_from_sum.as_mut(), rest, &mut from_sum);
+            let (from_reduce, from_sum) = (from_reduce.take::<(String, i64)>(), from_sum.take::<(String, i64)>());
+            assert_eq!(from_reduce, from_sum);
+            if key("Foo") == "foo" {
+                assert!(from_reduce.contains(&("Foo".to_string(), 2 + 4 + 6 + 8 + 9)), "{from_reduce:?}");
+            }
+        }
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Keyed state: the hash backend (streaming) and the batch backend (one key at a time).
+//! Keyed state: the hash backend (streaming), the batch backend (one key at a time), and one
+//! value state kept as objects (the streaming reduce's).
 //!
 //! State is addressed by (current key, state name) and holds encoded values, so that what is
 //! stored is what would be checkpointed. A keyed operator sets the current key before every
@@ -12,9 +13,11 @@
 
 mod batch;
 mod hash;
+mod heap;
 
 pub use batch::BatchExecutionKeyedStateBackend;
 pub use hash::{HashMapStateBackend, InlineBytes};
+pub use heap::HeapValueState;
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
