@@ -43,24 +43,85 @@ type RowEncoder<T> = Arc<dyn Fn(&T, &mut CsvRow) + Send + Sync>;
 /// Where a [`FileSink`]'s encoder writes an element's row: straight into the file's buffer.
 pub struct CsvRow<'a> {
     out: &'a mut Vec<u8>,
-    /// A reused buffer a field is formatted into before it is quoted.
+    /// A reused buffer a [`Shown`] field is formatted into before it is quoted.
     field: &'a mut String,
 }
 
 impl CsvRow<'_> {
-    /// Writes one row: the key, then the value, each as its `Display` shows it.
-    pub fn write(&mut self, key: &dyn std::fmt::Display, value: &dyn std::fmt::Display) {
-        for (index, field) in [key, value].into_iter().enumerate() {
-            if index > 0 {
-                self.out.push(b',');
-            }
-            self.field.clear();
-            std::fmt::Write::write_fmt(self.field, format_args!("{field}")).expect("formatting into a String");
-            write_csv_field(self.out, self.field);
-        }
+    /// Writes one row: the key, then the value.
+    pub fn write(&mut self, key: &dyn CsvField, value: &dyn CsvField) {
+        key.write_field(self.out, self.field);
+        self.out.push(b',');
+        value.write_field(self.out, self.field);
         self.out.push(b'\n');
     }
 }
+
+/// A value a [`CsvRow`] writes as one field (quoted where RFC 4180 needs it). Strings and
+/// integers are written directly; any other `Display` type through [`Shown`].
+pub trait CsvField {
+    /// Appends the field to `out`; `scratch` is a reused buffer to format into.
+    fn write_field(&self, out: &mut Vec<u8>, scratch: &mut String);
+}
+
+/// A field written as its `Display` shows it: `row.write(&key, &Shown(&value))`.
+pub struct Shown<T>(pub T);
+
+impl<T: std::fmt::Display> CsvField for Shown<T> {
+    fn write_field(&self, out: &mut Vec<u8>, scratch: &mut String) {
+        scratch.clear();
+        std::fmt::Write::write_fmt(scratch, format_args!("{}", self.0)).expect("formatting into a String");
+        write_csv_field(out, scratch);
+    }
+}
+
+impl CsvField for str {
+    fn write_field(&self, out: &mut Vec<u8>, _: &mut String) {
+        write_csv_field(out, self);
+    }
+}
+
+impl CsvField for String {
+    fn write_field(&self, out: &mut Vec<u8>, _: &mut String) {
+        write_csv_field(out, self);
+    }
+}
+
+impl<T: CsvField + ?Sized> CsvField for &T {
+    fn write_field(&self, out: &mut Vec<u8>, scratch: &mut String) {
+        (**self).write_field(out, scratch);
+    }
+}
+
+/// Appends `value`'s decimal digits (what `Display` writes, without its formatting machinery).
+fn write_decimal(out: &mut Vec<u8>, negative: bool, mut value: u128) {
+    let mut digits = [0u8; 40];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    if negative {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[start..]);
+}
+
+macro_rules! integer_fields {
+    ($($integer:ty),+) => {$(
+        impl CsvField for $integer {
+            #[allow(unused_comparisons)]
+            fn write_field(&self, out: &mut Vec<u8>, _: &mut String) {
+                write_decimal(out, *self < 0, (*self as i128).unsigned_abs());
+            }
+        }
+    )+};
+}
+integer_fields!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
 
 /// An exactly-once sink of CSV files; see the module doc.
 pub struct FileSink<T> {
@@ -164,7 +225,8 @@ pub fn write_csv_row(out: &mut Vec<u8>, key: &str, value: &str) {
 }
 
 fn write_csv_field(out: &mut Vec<u8>, field: &str) {
-    if field.contains([',', '"', '\n', '\r']) {
+    // By byte: these are ASCII, and no byte of a multi-byte UTF-8 character is.
+    if field.bytes().any(|byte| matches!(byte, b',' | b'"' | b'\n' | b'\r')) {
         out.push(b'"');
         out.extend_from_slice(field.replace('"', "\"\"").as_bytes());
         out.push(b'"');
@@ -428,12 +490,21 @@ mod tests {
 
     #[test]
     fn an_encoder_writes_the_rows_write_csv_row_writes() {
-        let rows = [("plain", 1i64), ("a,b", -2), ("say \"hi\"", 30)];
+        let rows = [("plain", 1i64), ("a,b", -2), ("say \"hi\"", 30), ("min", i64::MIN), ("max", i64::MAX), ("0", 0)];
         let (mut encoded, mut field, mut expected) = (Vec::new(), String::new(), Vec::new());
         for (key, value) in rows {
             CsvRow { out: &mut encoded, field: &mut field }.write(&key, &value);
             write_csv_row(&mut expected, key, &value.to_string());
+            // Through `Display`, the same row.
+            CsvRow { out: &mut encoded, field: &mut field }.write(&Shown(key), &Shown(value));
+            write_csv_row(&mut expected, key, &value.to_string());
         }
+        for value in [u64::MAX, 0, 7] {
+            CsvRow { out: &mut encoded, field: &mut field }.write(&value.to_string(), &value);
+            write_csv_row(&mut expected, &value.to_string(), &value.to_string());
+        }
+        CsvRow { out: &mut encoded, field: &mut field }.write(&Shown(1.5f64), &Shown("x,y"));
+        write_csv_row(&mut expected, "1.5", "x,y");
         assert_eq!(String::from_utf8(encoded).unwrap(), String::from_utf8(expected).unwrap());
         // The encoding constructors and the string ones make sinks of the same kind.
         let encoder = |pair: &(String, i64), row: &mut CsvRow| row.write(&pair.0, &pair.1);

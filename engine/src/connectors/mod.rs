@@ -15,7 +15,7 @@ pub mod files;
 pub mod log;
 pub mod txn_store;
 
-pub use file_sink::{CsvRow, DURABLE_STORE_SYSTEM, FileSink};
+pub use file_sink::{CsvField, CsvRow, DURABLE_STORE_SYSTEM, FileSink, Shown};
 pub use files::{FILES_SYSTEM, FileSource};
 pub use log::LogSource;
 pub use txn_store::{Row, SinkKind, TxnCommittable, TxnStoreSink};
