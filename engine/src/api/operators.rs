@@ -212,8 +212,8 @@ pub(crate) struct SumAccumulator<A, N> {
     first: A,
     sum: N,
     /// Whether `first` encodes as the key does (then any element whose first field does too has
-    /// an equal first field, and emitting its own spares reading this one). Not state: a
-    /// restored accumulator says no, and only takes the slower path.
+    /// an equal first field, and emitting its own spares reading this one). Not state: decoded
+    /// as no, and worked out again from the key when the sum's state is restored.
     first_is_key: bool,
 }
 
@@ -294,7 +294,14 @@ impl<A: Record, N: Record + Add<Output = N>, K: Key> StreamOperator for StreamSu
     }
 
     fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError> {
-        self.state.restore(state).map_err(|error| OperatorError::new(format!("sum state: {error}")))
+        self.state.restore(state).map_err(|error| OperatorError::new(format!("sum state: {error}")))?;
+        let first = &mut self.first;
+        self.state.for_each_mut(|key, accumulator| {
+            first.clear();
+            accumulator.first.encode(first);
+            accumulator.first_is_key = first.as_slice() == key;
+        });
+        Ok(())
     }
 }
 
@@ -767,6 +774,26 @@ mod tests {
             feed(reduce_from_sum.as_mut(), rest, &mut from_sum);
             let (from_reduce, from_sum) = (from_reduce.take::<(String, i64)>(), from_sum.take::<(String, i64)>());
             assert_eq!(from_reduce, from_sum);
+            // A restored sum still knows which keys' first fields are the key.
+            let mut restored = StreamSumOperator::<String, i64, String>::new(summing_by(key).encode_key);
+            restored.restore_state(&reduced.snapshot_state()).unwrap();
+            let mut flags = Vec::new();
+            restored
+                .state
+                .for_each_mut(|_, accumulator| flags.push((accumulator.first.clone(), accumulator.first_is_key)));
+            flags.sort();
+            let expected: Vec<(String, bool)> = if key("Foo") == "foo" {
+                vec![("Foo".into(), false), ("a".into(), true), ("b".into(), true)]
+            } else {
+                vec![
+                    ("FOO".into(), true),
+                    ("Foo".into(), true),
+                    ("a".into(), true),
+                    ("b".into(), true),
+                    ("foo".into(), true),
+                ]
+            };
+            assert_eq!(flags, expected);
             if key("Foo") == "foo" {
                 assert!(from_reduce.contains(&("Foo".to_string(), 2 + 4 + 6 + 8 + 9)), "{from_reduce:?}");
             }

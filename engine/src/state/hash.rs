@@ -2,7 +2,6 @@
 //! `HashMapStateBackend`). Used in streaming mode.
 
 use std::collections::BTreeMap;
-
 use std::hash::BuildHasher;
 
 use foldhash::fast::FixedState;

@@ -42,6 +42,15 @@ impl<T: Record> HeapValueState<T> {
         }
     }
 
+    /// Visits every key (encoded) and its value, in no particular order.
+    pub fn for_each_mut(&mut self, mut visit: impl FnMut(&[u8], &mut T)) {
+        for (key, value) in self.table.iter_mut() {
+            if let Some(value) = value {
+                visit(key.as_slice(), value);
+            }
+        }
+    }
+
     /// How many keys hold a value.
     pub fn key_count(&self) -> usize {
         self.table.iter().filter(|(_, value)| value.is_some()).count()
