@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use super::txn_store::{Row, SinkKind};
 use crate::api::{BoxFuture, Committer, DecodeError, OperatorError, Record, Sink, SinkWriter, TaskInfo};
+use crate::rt::task::{JoinHandle, spawn};
 use crate::storage::remote::RemoteStorage;
 use crate::storage::{Storage, StorageError};
 
@@ -332,6 +333,8 @@ impl<T: Record> Sink<T> for FileSink<T> {
             to_row: Arc::clone(&self.to_row),
             task: task.clone(),
             storage: None,
+            shipping: None,
+            spare: Vec::new(),
             suffix,
             buffer: Vec::new(),
             field: String::new(),
@@ -351,11 +354,21 @@ impl<T> FileSink<T> {
     }
 }
 
+/// An append under way: it hands its buffer back when done.
+type Append = JoinHandle<Result<Vec<u8>, StorageError>>;
+
 struct FileWriter<T> {
     table: String,
     to_row: RowEncoder<T>,
     task: TaskInfo,
-    storage: Option<RemoteStorage>,
+    storage: Option<Arc<RemoteStorage>>,
+    /// The append under way, if any, and the file it appends to. At most one: a file's appends
+    /// must arrive in order. The task writes the next buffer's rows meanwhile, so that the
+    /// store's round trips are not the sink's time (Flink's writer hands its bytes to a
+    /// buffered output stream the same way).
+    shipping: Option<(String, Append)>,
+    /// The buffer of the last append done, emptied: the next buffer (no allocation a ship).
+    spare: Vec<u8>,
     /// The suffix of the file being written: `c<N>` or `eoi`.
     suffix: String,
     buffer: Vec<u8>,
@@ -370,23 +383,38 @@ impl<T> FileWriter<T> {
         in_progress_path(&self.table, &self.task, &self.suffix)
     }
 
+    /// Starts appending the buffer to the in-progress file, once the append before it is done.
     async fn ship(&mut self) -> Result<(), OperatorError> {
+        self.shipped().await?;
         if self.buffer.is_empty() {
             return Ok(());
         }
-        if self.storage.is_none() {
-            self.storage = Some(storage_of(&self.task)?);
-        }
+        let storage = match &self.storage {
+            Some(storage) => Arc::clone(storage),
+            None => Arc::clone(self.storage.insert(Arc::new(storage_of(&self.task)?))),
+        };
         let path = self.in_progress();
-        let storage = self.storage.as_ref().expect("set above");
-        storage.append(&path, &self.buffer).await.map_err(|error| failed("append to", &path, error))?;
-        self.buffer.clear();
+        let bytes = std::mem::replace(&mut self.buffer, std::mem::take(&mut self.spare));
+        let file = path.clone();
+        let append = spawn(async move { storage.append(&file, &bytes).await.map(|()| bytes) });
+        self.shipping = Some((path, append));
         self.written = true;
+        Ok(())
+    }
+
+    /// Waits for the append under way; its buffer, emptied, is the one after the next.
+    async fn shipped(&mut self) -> Result<(), OperatorError> {
+        let Some((path, append)) = self.shipping.take() else { return Ok(()) };
+        let joined = append.await.map_err(|error| OperatorError::new(format!("appending to `{path}`: {error}")))?;
+        let mut bytes = joined.map_err(|error| failed("append to", &path, error))?;
+        bytes.clear();
+        self.spare = bytes;
         Ok(())
     }
 
     async fn prepare(&mut self) -> Result<Vec<FileCommittable>, OperatorError> {
         self.ship().await?;
+        self.shipped().await?;
         if !self.written {
             return Ok(Vec::new()); // no rows since the last checkpoint: no file
         }
@@ -408,6 +436,9 @@ impl<T: Record> SinkWriter<T, FileCommittable> for FileWriter<T> {
             if end_of_input || self.buffer.len() >= FLUSH_BYTES {
                 self.ship().await?;
             }
+            if end_of_input {
+                self.shipped().await?;
+            }
             Ok(())
         })
     }
@@ -421,6 +452,15 @@ impl<T: Record> SinkWriter<T, FileCommittable> for FileWriter<T> {
         self.suffix = format!("c{}", checkpoint_id + 1);
         self.written = false;
         Ok(Vec::new())
+    }
+}
+
+impl<T> Drop for FileWriter<T> {
+    /// A cancelled task's append stops with it (it could only reach its own attempt's file).
+    fn drop(&mut self) {
+        if let Some((_, append)) = self.shipping.take() {
+            append.abort();
+        }
     }
 }
 
