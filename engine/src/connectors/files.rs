@@ -9,13 +9,18 @@
 //! it: a reader of a split that starts inside a line skips to the next line, and reads past `end`
 //! to finish its last line, so every line is read exactly once whatever the split size. The
 //! position, checkpointed, is each split's next line start and the next split to read; a reader
-//! restored from it reads exactly the lines after it.
+//! restored from it reads exactly the lines after it. A reader reads 1 MiB at a time and,
+//! when it hands out a batch, starts reading the next one's bytes (on a task of its own), so
+//! that the chain is not idle while they travel; what it has read ahead is never part of its
+//! position.
 
+use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
 use super::{call_with_retries, decode_position, encode_position};
 use crate::api::{BoxFuture, OperatorError, Source, SourceReader, TaskInfo};
 use crate::rpc::RpcClient;
+use crate::rt::task::{JoinHandle, spawn};
 use crate::storage::StorageError;
 use crate::storage::remote::{StorageAnswer, StorageCall, StorageOperation};
 
@@ -69,6 +74,44 @@ struct ReaderState {
     files: std::net::SocketAddr,
     splits: Vec<Split>,
     next_split: usize,
+    /// The files' lengths, as far as known (the files do not change while they are read).
+    lengths: BTreeMap<String, u64>,
+    /// The read of the next batch's bytes, started when the last batch was handed out.
+    ahead: Option<ReadAhead>,
+}
+
+/// A read started before it is needed, so that the chain works on one batch while the next
+/// one's bytes travel (Flink's `SplitFetcher` reads ahead of its `SourceReader` the same way).
+struct ReadAhead {
+    path: String,
+    offset: u64,
+    length: u64,
+    read: JoinHandle<Result<Vec<u8>, OperatorError>>,
+}
+
+impl Drop for ReaderState {
+    /// A cancelled task's read ahead stops with it.
+    fn drop(&mut self) {
+        if let Some(ahead) = self.ahead.take() {
+            ahead.read.abort();
+        }
+    }
+}
+
+/// Bytes `[offset, offset + length)` of `path`.
+async fn read_bytes(
+    client: &RpcClient,
+    files: std::net::SocketAddr,
+    path: String,
+    offset: u64,
+    length: u64,
+) -> Result<Vec<u8>, OperatorError> {
+    let operation = StorageOperation::Read { path, offset, length };
+    let answer = call_with_retries(client, files, StorageCall { operation }, FILES_SYSTEM).await?;
+    match answer.map_err(|error: StorageError| OperatorError::new(format!("{FILES_SYSTEM}: {error}")))? {
+        StorageAnswer::Bytes(bytes) => Ok(bytes),
+        _ => Err(OperatorError::new("files: a read answered out of turn")),
+    }
 }
 
 struct LineReader {
@@ -127,7 +170,14 @@ impl LineReader {
     async fn open(&mut self) -> Result<(), OperatorError> {
         let client = RpcClient::bind_ephemeral().await.map_err(|error| OperatorError::new(error.to_string()))?;
         let files = self.task.external.address(FILES_SYSTEM)?;
-        self.state = Some(ReaderState { client, files, splits: Vec::new(), next_split: 0 });
+        self.state = Some(ReaderState {
+            client,
+            files,
+            splits: Vec::new(),
+            next_split: 0,
+            lengths: BTreeMap::new(),
+            ahead: None,
+        });
         if let Some((splits, next_split)) = self.restored.take() {
             let state = self.state.as_mut().expect("set above");
             state.splits = splits;
@@ -145,28 +195,65 @@ impl LineReader {
             };
             files.push((path, length));
         }
-        self.state.as_mut().expect("set above").splits =
-            assign_splits(&files, self.split_bytes, self.task.subtask_index, self.task.parallelism);
+        let state = self.state.as_mut().expect("set above");
+        state.splits = assign_splits(&files, self.split_bytes, self.task.subtask_index, self.task.parallelism);
+        state.lengths = files.into_iter().collect();
         Ok(())
     }
 
-    async fn read(&self, path: &str, offset: u64, length: u64) -> Result<Vec<u8>, OperatorError> {
-        let operation = StorageOperation::Read { path: path.to_string(), offset, length };
-        match self.call(operation).await? {
-            StorageAnswer::Bytes(bytes) => Ok(bytes),
-            _ => Err(OperatorError::new("files: a read answered out of turn")),
+    /// Bytes `[offset, offset + length)` of `path`: the read ahead if it is that one.
+    async fn read(&mut self, path: &str, offset: u64, length: u64) -> Result<Vec<u8>, OperatorError> {
+        let state = self.state.as_mut().expect("opened");
+        if let Some(ahead) = state.ahead.take() {
+            if (ahead.path.as_str(), ahead.offset, ahead.length) == (path, offset, length) {
+                return ahead
+                    .read
+                    .await
+                    .map_err(|error| OperatorError::new(format!("files: reading `{path}`: {error}")))?;
+            }
+            ahead.read.abort();
         }
+        read_bytes(&state.client, state.files, path.to_string(), offset, length).await
     }
 
-    async fn file_length(&self, path: &str) -> Result<u64, OperatorError> {
-        match self.call(StorageOperation::Length { path: path.to_string() }).await? {
-            StorageAnswer::Length(length) => Ok(length),
-            _ => Err(OperatorError::new("files: a length answered out of turn")),
+    async fn file_length(&mut self, path: &str) -> Result<u64, OperatorError> {
+        if let Some(length) = self.state.as_ref().expect("opened").lengths.get(path) {
+            return Ok(*length);
         }
+        let StorageAnswer::Length(length) = self.call(StorageOperation::Length { path: path.to_string() }).await?
+        else {
+            return Err(OperatorError::new("files: a length answered out of turn"));
+        };
+        self.state.as_mut().expect("opened").lengths.insert(path.to_string(), length);
+        Ok(length)
+    }
+
+    /// Starts reading what the next batch reads first: the next split's next chunk (from the
+    /// byte before its position if that is not known to start a line), if its length is known.
+    fn read_ahead(&mut self) {
+        let state = self.state.as_mut().expect("opened");
+        if state.splits.is_empty() {
+            return;
+        }
+        let (path, _, next, aligned) = &state.splits[state.next_split % state.splits.len()];
+        let Some(length) = state.lengths.get(path) else { return };
+        let offset = if *aligned { *next } else { next - 1 };
+        let want = CHUNK_BYTES.min(length.saturating_sub(offset));
+        if want == 0 {
+            return;
+        }
+        let (client, files, file) = (state.client.clone(), state.files, path.clone());
+        let read = spawn(async move { read_bytes(&client, files, file, offset, want).await });
+        state.ahead = Some(ReadAhead { path: path.clone(), offset, length: want, read });
     }
 
     /// Bytes from `offset` up to and including the first line end (or the file's end).
-    async fn read_lines_from(&self, path: &str, offset: u64, end: u64) -> Result<(Vec<String>, u64), OperatorError> {
+    async fn read_lines_from(
+        &mut self,
+        path: &str,
+        offset: u64,
+        end: u64,
+    ) -> Result<(Vec<String>, u64), OperatorError> {
         let length = self.file_length(path).await?;
         let mut bytes = Vec::new();
         loop {
@@ -209,6 +296,7 @@ impl LineReader {
             state.splits[index] = (path, end, after, true);
             state.next_split = index + 1;
         }
+        self.read_ahead();
         Ok(Some(lines))
     }
 }
