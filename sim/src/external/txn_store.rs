@@ -11,7 +11,11 @@
 //! (they are many), and a prepare syncs them. A crash thus loses at most stages of unprepared
 //! transactions: the writer's prepare then finds a batch missing and fails, and its task
 //! restarts from its checkpoint. What was answered as begun, prepared, committed or fenced
-//! survives.
+//! survives. Once the journal outgrows the state it rebuilds (and 64 MiB), the store compacts
+//! it: it writes an image of the whole state and starts a new journal after it (see [`image`]),
+//! so its files and its recovery grow with what it holds, not with its history.
+
+mod image;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -43,7 +47,7 @@ pub struct TableView {
 /// What the store holds as committed, by table: what a reader of the store sees.
 pub type CommittedView = BTreeMap<String, TableView>;
 
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Transaction {
     table: String,
     kind: SinkKind,
@@ -82,17 +86,27 @@ pub struct TxnStoreState {
     broken: Option<String>,
 }
 
-/// The journal's file in the store's storage.
-pub const JOURNAL_PATH: &str = "txn-store/journal";
+pub use image::JOURNAL_PATH;
+
+/// A journal is compacted once it holds this many bytes, and more than the image it follows.
+const COMPACT_AFTER_BYTES: u64 = 64 << 20;
 
 /// A real store's journal; see the module doc.
 pub struct Journal {
     storage: Arc<dyn ImmediateStorage>,
+    /// The journal's generation: it follows the image of that generation (none for 0).
+    generation: u64,
+    /// Bytes in the journal's file.
+    bytes: u64,
+    /// Bytes of the image the journal follows.
+    image_bytes: u64,
+    /// The journal is compacted once it holds this many bytes and more than its image.
+    compact_after: u64,
 }
 
 impl std::fmt::Debug for Journal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Journal")
+        write!(f, "Journal(generation {}, {} bytes)", self.generation, self.bytes)
     }
 }
 
@@ -117,35 +131,71 @@ enum Entry {
 }
 
 impl Journal {
-    fn write(&self, entry: &[u8], sync: bool) -> Result<(), StorageError> {
-        self.storage.append_now(JOURNAL_PATH, entry)?;
-        if sync { self.storage.sync_now(JOURNAL_PATH) } else { Ok(()) }
+    fn write(&mut self, entry: &[u8], sync: bool) -> Result<(), StorageError> {
+        let path = image::journal_path(self.generation);
+        self.storage.append_now(&path, entry)?;
+        self.bytes += entry.len() as u64;
+        if sync { self.storage.sync_now(&path) } else { Ok(()) }
+    }
+
+    fn due(&self) -> bool {
+        self.bytes >= self.compact_after.max(self.image_bytes)
     }
 }
 
 impl TxnStoreState {
-    /// A real store's state: what `storage`'s journal holds, replayed, and journaling from now
-    /// on. An error (a damaged journal, an entry that no longer applies) is why the store must
-    /// not start: serving anyway could roll back a commit.
+    /// A real store's state: its newest complete image, if it compacted, and what the journal
+    /// after it holds, replayed; journaling from now on. An error (a damaged journal, an entry
+    /// that no longer applies, a damaged image with nothing before it) is why the store must not
+    /// start: serving anyway could roll back a commit.
     pub fn recover(storage: Arc<dyn ImmediateStorage>) -> Result<TxnStoreState, String> {
-        let bytes = match storage.length_now(JOURNAL_PATH) {
-            Ok(length) => storage.read_now(JOURNAL_PATH, 0, length),
-            Err(StorageError::NotFound(_)) => Ok(Vec::new()),
-            Err(error) => Err(error),
-        }
-        .map_err(|error| format!("cannot read the journal `{JOURNAL_PATH}`: {error}"))?;
+        let (durable, generation, image_bytes) = image::read_newest_image(storage.as_ref())?;
+        let mut state = TxnStoreState {
+            transactions: durable.transactions,
+            tables: durable.tables,
+            commit_order: durable.commit_order,
+            fences: durable.fences,
+            ..TxnStoreState::default()
+        };
+        let path = image::journal_path(generation);
+        let bytes = image::read_file(storage.as_ref(), &path)?;
         let (entries, damaged) = unframe(&bytes);
         if damaged {
-            return Err(format!("the journal `{JOURNAL_PATH}` is damaged after entry {}", entries.len()));
+            return Err(format!("the journal `{path}` is damaged after entry {}", entries.len()));
         }
-        let mut state = TxnStoreState::default();
         for (index, bytes) in entries.iter().enumerate() {
             let entry: Entry = rmp_serde::from_slice(bytes)
                 .map_err(|error| format!("journal entry {index} does not decode: {error}"))?;
             state.replay(entry).map_err(|error| format!("journal entry {index} does not apply again: {error}"))?;
         }
-        state.journal = Some(Journal { storage });
+        image::delete_other_generations(storage.as_ref(), generation)?;
+        let bytes = bytes.len() as u64;
+        state.journal = Some(Journal { storage, generation, bytes, image_bytes, compact_after: COMPACT_AFTER_BYTES });
         Ok(state)
+    }
+
+    /// Writes the image of the state as the next generation and journals after it from then
+    /// on. A failed image leaves the journal as it was (it is tried again once the journal has
+    /// doubled); the old generation's files are deleted, or else by the next recovery.
+    fn compact(&mut self) {
+        let Some(journal) = self.journal.as_mut() else { return };
+        let next = journal.generation + 1;
+        let state = image::StateRef {
+            transactions: &self.transactions,
+            tables: &self.tables,
+            commit_order: &self.commit_order,
+            fences: &self.fences,
+        };
+        match image::write_image(journal.storage.as_ref(), next, &state) {
+            Ok(image_bytes) => {
+                (journal.generation, journal.bytes, journal.image_bytes) = (next, 0, image_bytes);
+                let _ = image::delete_other_generations(journal.storage.as_ref(), next);
+            }
+            Err(error) => {
+                eprintln!("txn-store: cannot compact its journal, it goes on journaling: {error}");
+                journal.compact_after = journal.bytes.saturating_mul(2);
+            }
+        }
     }
 
     /// Applies a journaled request again: it must be accepted as it was the first time.
@@ -183,9 +233,14 @@ impl TxnStoreState {
         accepted: bool,
         sync: bool,
     ) -> Result<A, TxnError> {
-        let (Some(entry), Some(journal), true) = (entry, &self.journal, accepted) else { return answer };
+        let (Some(entry), Some(journal), true) = (entry, &mut self.journal, accepted) else { return answer };
         match journal.write(&entry, sync) {
-            Ok(()) => answer,
+            Ok(()) => {
+                if journal.due() {
+                    self.compact();
+                }
+                answer
+            }
             Err(error) => {
                 eprintln!("txn-store: cannot write its journal, refusing every request until restarted: {error}");
                 self.broken = Some(error.to_string());
@@ -750,6 +805,65 @@ mod tests {
         assert_eq!(state.serve_begin(begin.clone()), Err(TxnError::Unavailable));
         assert!(state.broken.is_some());
         assert_eq!(state.serve_begin(begin), Err(TxnError::Unavailable), "a broken store refuses until restarted");
+    }
+
+    /// A store on `disk` that compacts once its journal holds `bytes`.
+    fn compacting(disk: &Arc<MemoryStorage>, bytes: u64) -> TxnStoreState {
+        let mut state = TxnStoreState::recover(disk.clone()).expect("the disk recovers");
+        state.journal.as_mut().expect("a real store journals").compact_after = bytes;
+        state
+    }
+
+    #[test]
+    fn a_compacted_store_recovers_exactly_what_it_held_from_its_image_and_journal() {
+        // After every entry (as the image allows), a few times, once.
+        for bytes in [1, 200, 400] {
+            let disk = Arc::new(MemoryStorage::new());
+            let mut state = compacting(&disk, bytes);
+            journaled_history(&mut state);
+            let generation = state.journal.as_ref().expect("journals").generation;
+            assert!(generation > 0, "a journal of {bytes} bytes is compacted");
+            let files = disk.list_now("txn-store/").expect("lists");
+            assert!(
+                files.iter().all(|file| file.ends_with(&format!("-{generation}"))),
+                "{files:?}: only generation {generation}'s files are left"
+            );
+            let recovered = TxnStoreState::recover(disk.clone()).expect("the image and journal recover");
+            assert_eq!(durable_state(&recovered), durable_state(&state), "compacting after {bytes} bytes");
+            assert_eq!(recovered.committed(), state.committed());
+            // A crash after compacting loses no more than one before it would.
+            disk.crash();
+            let crashed = TxnStoreState::recover(disk.clone()).expect("recovers after a crash");
+            assert_eq!(crashed.commit_order(), ["j/t#1/0/c1"]);
+            assert!(crashed.transactions["j/t#1/0/c2"].prepared);
+            assert_eq!(crashed.fence_of("j/t#1/1/c2"), Some(1));
+        }
+    }
+
+    #[test]
+    fn an_image_cut_short_leaves_the_generation_before_it_and_nothing_else_starts_a_store() {
+        let disk = Arc::new(MemoryStorage::new());
+        let mut state = TxnStoreState::recover(disk.clone()).expect("an empty disk recovers");
+        journaled_history(&mut state);
+        // A compaction to generation 1 that crashed while writing its image's last part.
+        let view = image::StateRef {
+            transactions: &state.transactions,
+            tables: &state.tables,
+            commit_order: &state.commit_order,
+            fences: &state.fences,
+        };
+        let written = image::write_image(disk.as_ref(), 1, &view).expect("the memory disk writes");
+        assert!(disk.corrupt("txn-store/image-1", written - 1));
+        let recovered = TxnStoreState::recover(disk.clone()).expect("generation 0 recovers");
+        assert_eq!(durable_state(&recovered), durable_state(&state));
+        assert_eq!(recovered.journal.as_ref().expect("journals").generation, 0);
+        assert_eq!(disk.list_now("txn-store/").expect("lists"), [JOURNAL_PATH], "the image cut short is deleted");
+        // The same image without the journal before it: starting would lose every commit.
+        image::write_image(disk.as_ref(), 1, &view).expect("the memory disk writes");
+        assert!(disk.corrupt("txn-store/image-1", written - 1));
+        disk.delete_now(JOURNAL_PATH).expect("deletes");
+        let error = TxnStoreState::recover(disk.clone()).expect_err("nothing to recover from must not start a store");
+        assert!(error.contains("`txn-store/image-1` is damaged"), "{error}");
     }
 
     /// A disk whose every write fails.
