@@ -5,8 +5,8 @@
 //! its size, and computing takes no simulated time at all. Without a cost model every scheduling
 //! strategy would cost the same. So work is charged here: a task charges CPU per record and
 //! chained operator, holding one of its TaskManager's cores while it "computes"; writing and
-//! reading blocking partitions charges the TaskManager's disk; serving a buffer charges its
-//! network interface. Contention is real: tasks queue for cores, and everything on a
+//! reading blocking partitions charges the TaskManager's disk; serving a buffer to a consumer on another node
+//! charges its network interface (one on the same TaskManager reads it in memory). Contention is real: tasks queue for cores, and everything on a
 //! TaskManager queues for its disk and its network interface.
 //!
 //! madsim sleeps at least a millisecond, so charges accumulate as a debt that is paid (slept)

@@ -275,7 +275,7 @@ impl ChannelSource {
         timeout: Duration,
     ) -> Result<Result<BufferResponse, PartitionRequestError>, RpcError> {
         match &self.local {
-            Some(manager) => Ok(manager.serve(request).await),
+            Some(manager) => Ok(manager.serve_local(request).await),
             None => self.client.call(address, request, timeout).await,
         }
     }

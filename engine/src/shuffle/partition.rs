@@ -159,18 +159,31 @@ impl ResultPartitionManager {
             .collect()
     }
 
-    /// Answers one consumer request, charging the disk read (blocking) and the network send.
-    /// A request for data not there yet waits up to [`LONG_POLL`], then answers `NotYet`.
+    /// Answers one request of a consumer on another node, charging the disk read (blocking) and
+    /// the network send. A request for data not there yet waits up to [`LONG_POLL`], then
+    /// answers `NotYet`.
     pub async fn serve(&self, request: RequestBuffers) -> Result<BufferResponse, PartitionRequestError> {
+        self.answer(request, true).await
+    }
+
+    /// Answers one request of a consumer on this TaskManager, as [`Self::serve`] does but
+    /// without the network: its buffers never leave the process (Flink's `LocalInputChannel`).
+    pub async fn serve_local(&self, request: RequestBuffers) -> Result<BufferResponse, PartitionRequestError> {
+        self.answer(request, false).await
+    }
+
+    async fn answer(&self, request: RequestBuffers, remote: bool) -> Result<BufferResponse, PartitionRequestError> {
         let mut waited = false;
         loop {
             let notify = match self.serve_step(&request)? {
                 ServeStep::Answer(answer) => {
-                    self.charge_network(&answer).await;
+                    if remote {
+                        self.charge_network(&answer).await;
+                    }
                     return Ok(answer);
                 }
                 ServeStep::Read { data_path, frames, backlog } => {
-                    return self.read_frames(&data_path, frames, backlog).await;
+                    return self.read_frames(&data_path, frames, backlog, remote).await;
                 }
                 ServeStep::Wait(notify) => notify,
             };
@@ -232,6 +245,7 @@ impl ResultPartitionManager {
         data_path: &str,
         frames: Vec<Frame>,
         backlog: u64,
+        remote: bool,
     ) -> Result<BufferResponse, PartitionRequestError> {
         if frames.is_empty() {
             return Ok(BufferResponse::EndOfPartition);
@@ -252,7 +266,9 @@ impl ResultPartitionManager {
             items.push(if frame.event { StreamItem::Event(bytes) } else { StreamItem::Buffer(bytes) });
         }
         let answer = BufferResponse::Items { items, backlog };
-        self.charge_network(&answer).await;
+        if remote {
+            self.charge_network(&answer).await;
+        }
         Ok(answer)
     }
 
