@@ -51,11 +51,10 @@ pub struct ClusterFile {
 }
 
 impl ClusterFile {
-    /// A cluster on 127.0.0.1, each role on a port free when this runs.
+    /// A cluster on 127.0.0.1, each role on a port free when this runs (see [`free_ports`]).
     pub fn on_loopback(task_managers: u32, slots_per_task_manager: u32) -> std::io::Result<ClusterFile> {
         // Hold every listener until all ports are chosen, so that no two roles get one port.
-        let listeners: Vec<TcpListener> =
-            (0..6 + task_managers).map(|_| TcpListener::bind("127.0.0.1:0")).collect::<Result<_, _>>()?;
+        let listeners = free_ports(6 + task_managers as usize)?;
         let ports: Vec<SocketAddr> = listeners.iter().map(TcpListener::local_addr).collect::<Result<_, _>>()?;
         Ok(ClusterFile {
             job_master: ports[0],
@@ -130,6 +129,49 @@ impl ClusterFile {
     }
 }
 
+/// The lowest port [`free_ports`] chooses.
+const LOWEST_PORT: u16 = 10_000;
+
+/// The ports the kernel hands out for outgoing connections and binds to port 0
+/// (`/proc/sys/net/ipv4/ip_local_port_range`; Linux's default if it cannot be read).
+fn ephemeral_ports() -> std::ops::RangeInclusive<u16> {
+    let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap_or_default();
+    let mut bounds = text.split_whitespace().map(str::parse::<u16>);
+    match (bounds.next(), bounds.next()) {
+        (Some(Ok(low)), Some(Ok(high))) if low <= high => low..=high,
+        _ => 32768..=60999,
+    }
+}
+
+/// `count` listeners on 127.0.0.1, on free ports below the ephemeral range. A port the kernel
+/// chose for port 0 could be handed to some process's outgoing connection between the moment
+/// it is chosen and the moment its role binds it (or while a killed role restarts): the role
+/// would then fail with "address in use". Ports below the range are never handed out that way.
+/// The scan starts at an offset taken from the process id, so that launchers running at once
+/// rarely try the same ports first; where the range leaves no room below it, port 0 it is.
+pub fn free_ports(count: usize) -> std::io::Result<Vec<TcpListener>> {
+    let highest = ephemeral_ports().start().saturating_sub(1);
+    if highest < LOWEST_PORT || usize::from(highest - LOWEST_PORT) < 4 * count {
+        return (0..count).map(|_| TcpListener::bind("127.0.0.1:0")).collect();
+    }
+    let span = u32::from(highest - LOWEST_PORT) + 1;
+    let start = std::process::id().wrapping_mul(7919) % span;
+    let mut listeners = Vec::with_capacity(count);
+    for step in 0..span {
+        let port = LOWEST_PORT + ((start + step) % span) as u16;
+        if let Ok(listener) = TcpListener::bind(("127.0.0.1", port)) {
+            listeners.push(listener);
+            if listeners.len() == count {
+                return Ok(listeners);
+            }
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AddrNotAvailable,
+        format!("fewer than {count} free ports on 127.0.0.1 from {LOWEST_PORT} to {highest}"),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +180,13 @@ mod tests {
     fn a_loopback_cluster_round_trips_and_a_bad_one_is_named() {
         let cluster = ClusterFile::on_loopback(2, 3).unwrap();
         assert_eq!(cluster.roles().len(), 8);
+        let below = *ephemeral_ports().start();
+        if below > LOWEST_PORT + 32 {
+            for (node, address) in cluster.roles() {
+                let port = address.port();
+                assert!((LOWEST_PORT..below).contains(&port), "{node} on {port}: not below the ephemeral ports");
+            }
+        }
         assert_eq!(serde_yaml::from_str::<ClusterFile>(&cluster.to_yaml()).unwrap(), cluster);
         let directory = tempfile::tempdir().unwrap();
         let path = directory.path().join("cluster.yaml");
