@@ -25,7 +25,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use sluice_engine::catalog::ExpectedOutput;
 use sluice_engine::connectors::SinkKind;
 use sluice_engine::connectors::file_sink::{
-    CsvRecordCounter, SINKS_PREFIX, committed_file_txn, in_progress_attempt, parse_csv_rows, read_in_pieces,
+    CsvRecordCounter, LOCAL_PIECE, REMOTE_PIECE, SINKS_PREFIX, committed_file_txn, in_progress_attempt, parse_csv_rows,
+    read_in_pieces,
 };
 use sluice_engine::connectors::txn_store::txn_checkpoint;
 use sluice_engine::rpc::serve;
@@ -105,7 +106,7 @@ pub async fn apply_traced(
     let answer = apply(storage, operation).await;
     if let (Ok(_), Some((txn_id, epoch, path))) = (&answer, commit) {
         let mut counter = CsvRecordCounter::default();
-        let rows = match read_in_pieces(storage, &path, |piece| counter.feed(piece)).await {
+        let rows = match read_in_pieces(storage, &path, LOCAL_PIECE, |piece| counter.feed(piece)).await {
             Ok(()) => counter.records,
             Err(_) => 0,
         };
@@ -137,7 +138,7 @@ pub async fn file_tables(disk: &dyn Storage, kinds: &BTreeMap<String, SinkKind>)
     for (table, _, path) in files {
         let read = |error: String| format!("committed file `{path}`: {error}");
         let mut bytes = Vec::new();
-        read_in_pieces(disk, &path, |piece| bytes.extend_from_slice(piece))
+        read_in_pieces(disk, &path, REMOTE_PIECE, |piece| bytes.extend_from_slice(piece))
             .await
             .map_err(|error| read(error.to_string()))?;
         logs.entry(table).or_default().extend(parse_csv_rows(&bytes).map_err(read)?);
