@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
-use sluice_engine::catalog;
+use sluice_catalog as catalog;
 use sluice_engine::graph::{ExchangeMode, ExecutionMode};
 use sluice_sim::check::check_run;
 use sluice_sim::runner::run;

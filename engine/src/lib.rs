@@ -1,8 +1,9 @@
 //! Sluice: a unified stream/batch dataflow engine in the spirit of Apache Flink.
 //!
 //! A job is a Rust function that builds a [`graph::StreamGraph`] on an [`api::StreamEnv`]. It is
-//! registered by name in the [`catalog`], so that the JobMaster and every TaskManager build the
-//! same graph from the same name and parameters. The same job runs in
+//! registered by name in an [`api::JobRegistry`] that the JobMaster and every TaskManager are
+//! handed when they start, so that they build the same graph from the same name and parameters
+//! (the built-in jobs are the `sluice-catalog` crate's, registered like a user's). The same job runs in
 //! [`api::ExecutionMode::Streaming`] (pipelined exchanges, keyed state in a hash backend) or
 //! [`api::ExecutionMode::Batch`] (blocking exchanges, sorted keyed input, one key's state at a
 //! time), and commits through a two-phase-commit sink.
@@ -15,14 +16,12 @@
 //! | [`scheduler`], [`shuffle`], [`state`], [`checkpoint`] | region scheduling and slots, data exchange, keyed state, checkpoints |
 //! | [`api`], [`failover`], [`connectors`] | the DataStream SDK and operators, restart strategies, external systems |
 //! | [`runtime`] | the JobMaster and TaskManager processes, tasks, RPC: the layers wired together |
-//! | [`catalog`] | the built-in jobs and their sequential reference implementations |
 //!
 //! The engine never reads the wall clock, never spawns OS threads and never draws unseeded
 //! randomness: time, tasks and randomness come from the runtime seam [`rt`] (madsim's simulation,
 //! or tokio in the real build), so a whole simulated run replays from one seed.
 
 pub mod api;
-pub mod catalog;
 pub mod checkpoint;
 pub mod connectors;
 pub mod counted;

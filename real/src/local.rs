@@ -22,8 +22,8 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sluice_engine::catalog::wordcount::FILES_TOPIC;
-use sluice_engine::catalog::{self, ExternalInput};
+use sluice_catalog::wordcount::FILES_TOPIC;
+use sluice_catalog::{self as catalog, ExternalInput};
 use sluice_engine::connectors::SinkKind;
 use sluice_engine::duration::{format_duration, parse_duration};
 use sluice_engine::graph::ExecutionMode;

@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use sluice_engine::catalog;
+use sluice_catalog as catalog;
 use sluice_engine::graph::ExecutionMode;
 use sluice_sim::check::exactly_once;
 use sluice_sim::runner::client::submit_and_wait;

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use sluice_engine::catalog::{ExpectedOutput, Updates};
+use sluice_catalog::{ExpectedOutput, Updates};
 use sluice_engine::connectors::txn_store::{txn_checkpoint, txn_table};
 use sluice_engine::connectors::{Row, SinkKind};
 
@@ -479,7 +479,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use sluice_engine::catalog::ExpectedTable;
+    use sluice_catalog::ExpectedTable;
 
     use crate::external::txn_store::TableView;
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 use madsim::net::NetSim;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
-use sluice_engine::catalog::ExternalInput;
+use sluice_catalog::{self as catalog, ExternalInput};
 use sluice_engine::connectors::{DURABLE_STORE_SYSTEM, FILES_SYSTEM, LOG_SYSTEM, TXN_STORE_SYSTEM};
 use sluice_engine::graph::ExternalSystems;
 use sluice_engine::runtime::jobmaster::SHUFFLE_SERVICE;
@@ -115,12 +115,15 @@ impl Cluster {
 
         let durable_storage: StorageFactory =
             Arc::new(|| Arc::new(RemoteStorage::new(DURABLE_STORE_ADDRESS)) as Arc<dyn Storage>);
+        // The built-in jobs, registered with the cluster as a user's own would be.
+        let jobs = catalog::registry();
         let jm_config = JobMasterConfig {
             address: JOB_MASTER_ADDRESS,
             heartbeat_timeout: timing.heartbeat_timeout,
             slot_request_timeout: timing.slot_request_timeout,
             worker_recovery_timeout: timing.worker_recovery_timeout,
             external,
+            jobs: jobs.clone(),
             storage: Arc::clone(&durable_storage),
             tracer: trace.tracer_for("jm"),
         };
@@ -142,6 +145,7 @@ impl Cluster {
                 name: name.clone(),
                 address,
                 slots: spec.slots_per_task_manager,
+                jobs: jobs.clone(),
                 job_master: JOB_MASTER_ADDRESS,
                 heartbeat_interval: timing.heartbeat_interval,
                 job_master_timeout: timing.heartbeat_timeout,

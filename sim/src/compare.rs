@@ -20,7 +20,7 @@ use std::fmt::{self, Write as _};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_engine::catalog;
+use sluice_catalog as catalog;
 use sluice_engine::failover::FailoverStrategy;
 use sluice_engine::graph::{ExchangeMode, ExecutionGraph, ExecutionMode};
 use sluice_engine::runtime::trace::{TraceEvent, parse_subtask};

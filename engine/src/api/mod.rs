@@ -27,11 +27,13 @@
 mod datastream;
 mod operators;
 mod process;
+pub mod registry;
 mod source;
 mod window;
 
 pub use datastream::{DataStream, DataStreamSink, KeyedStream, WindowedStream};
 pub use process::{KeyedContext, KeyedProcessFunction};
+pub use registry::{JobDefinition, JobParams, JobRegistry, ParamSpec};
 pub use source::{Source, SourceReader, erase_source};
 
 pub use crate::graph::operator::BoxFuture;

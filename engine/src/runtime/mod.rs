@@ -23,8 +23,7 @@ pub mod trace;
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::JobConfig;
-use crate::catalog::{self, JobParams};
+use crate::api::{JobConfig, JobParams, JobRegistry};
 use crate::checkpoint::CheckpointConfig;
 use crate::failover::{FailoverStrategy, RestartStrategy};
 use crate::graph::{ExchangeMode, ExecutionMode, JobGraph};
@@ -37,7 +36,7 @@ use crate::shuffle::ShuffleConfig;
 pub struct JobSpec {
     /// The instance's id: stable across restarts (sink transaction ids derive from it).
     pub job_id: String,
-    /// The catalog job.
+    /// The job, by its name in the cluster's registry.
     pub job_name: String,
     /// Its parameters, defaults filled in.
     pub params: JobParams,
@@ -81,8 +80,8 @@ impl JobSpec {
         self.checkpoint.filter(|_| self.mode == ExecutionMode::Streaming)
     }
 
-    /// Builds the job's plan from the catalog.
-    pub fn plan(&self) -> Result<JobGraph, String> {
-        catalog::find(&self.job_name)?.plan(&self.params, self.config())
+    /// Builds the job's plan from the cluster's registry.
+    pub fn plan(&self, registry: &JobRegistry) -> Result<JobGraph, String> {
+        registry.find(&self.job_name)?.plan(&self.params, self.config())
     }
 }

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use sluice_catalog as catalog;
 use sluice_engine::api::JobConfig;
-use sluice_engine::catalog;
 use sluice_engine::graph::dot::job_graph_dot;
 use sluice_engine::graph::{ExchangeMode, ExecutionGraph, ExecutionMode, JobGraph};
 use sluice_engine::scheduler::SchedulingStrategy;

@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use sluice_engine::catalog::ExpectedOutput;
+use sluice_catalog::ExpectedOutput;
 use sluice_engine::connectors::SinkKind;
 use sluice_engine::connectors::file_sink::{
     CsvRecordCounter, LOCAL_PIECE, REMOTE_PIECE, SINKS_PREFIX, committed_file_txn, in_progress_attempt, parse_csv_rows,

@@ -6,8 +6,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use sluice_engine::catalog::ExternalInput;
-use sluice_engine::catalog::wordcount::FILES_TOPIC;
+use sluice_catalog::ExternalInput;
+use sluice_catalog::wordcount::FILES_TOPIC;
 use sluice_engine::rpc::serve;
 use sluice_engine::storage::remote::{StorageCall, StorageOperation, apply};
 use sluice_engine::storage::{ImmediateStorage, MemoryStorage, Storage, StorageError};

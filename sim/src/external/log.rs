@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use sluice_engine::catalog::ExternalInput;
+use sluice_catalog::ExternalInput;
 use sluice_engine::connectors::log::{DescribeTopic, FetchRecords, FetchedRecords, TopicDescription};
 use sluice_engine::rpc::serve;
 

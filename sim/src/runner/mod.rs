@@ -10,7 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_engine::catalog::{self, ExpectedOutput, ExternalInput};
+use sluice_catalog::{self as catalog, ExpectedOutput, ExternalInput};
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::prng::Prng;
 use sluice_engine::runtime::JobSpec;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_engine::catalog::{self, ExternalInput};
+use sluice_catalog::{self as catalog, ExternalInput};
 use sluice_engine::connectors::SinkKind;
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::runtime::trace::TraceEvent;

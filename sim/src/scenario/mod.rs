@@ -21,8 +21,8 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
 use std::sync::Arc;
 
+use sluice_catalog::{self as catalog, JobParams};
 use sluice_engine::api::JobConfig;
-use sluice_engine::catalog::{self, JobParams};
 use sluice_engine::checkpoint::CheckpointConfig;
 pub use sluice_engine::duration::{format_duration, parse_duration};
 use sluice_engine::failover::{FailoverStrategy, RestartStrategy};

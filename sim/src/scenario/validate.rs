@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sluice_catalog::{self as catalog, CatalogJob};
 use sluice_engine::api::JobConfig;
-use sluice_engine::catalog::{self, CatalogJob};
 use sluice_engine::duration::format_duration;
 use sluice_engine::failover::RestartStrategy;
 use sluice_engine::graph::{ExchangeMode, ExecutionGraph, ExecutionMode, JobGraph};

@@ -3,7 +3,7 @@
 //! mode at every parallelism, all commit exactly the reference output and the same final
 //! values (a metamorphic oracle: no expected output is written by hand).
 
-use sluice_engine::catalog;
+use sluice_catalog as catalog;
 use sluice_engine::graph::{ExchangeMode, ExecutionMode};
 use sluice_sim::check::modes_agree;
 use sluice_sim::runner::{RunReport, run};

@@ -50,6 +50,7 @@ use super::messages::{
     TaskOutcome, UpdateTaskExecutionState,
 };
 use super::trace::{TraceEvent, TracerHandle};
+use crate::api::JobRegistry;
 use crate::checkpoint::{CheckpointCoordinator, CompletedCheckpoint};
 use crate::failover::{FailoverStrategy, RestartTracker};
 use crate::graph::{ExecutionGraph, ExecutionVertexId, ExternalSystems, IntermediateDataSetId};
@@ -81,6 +82,8 @@ pub struct JobMasterConfig {
     pub worker_recovery_timeout: Duration,
     /// Where external systems (and the shuffle service) are, passed to every task.
     pub external: ExternalSystems,
+    /// The jobs it can run: a submitted job's plan is built from here.
+    pub jobs: JobRegistry,
     /// Opens the durable store, once per process: submitted jobs and their operation logs
     /// outlive the process there.
     pub storage: StorageFactory,
@@ -186,10 +189,10 @@ impl JobRun {
     fn new(
         spec: JobSpec,
         attempt: u32,
-        external: &ExternalSystems,
+        (jobs, external): (&JobRegistry, &ExternalSystems),
         completed: Vec<CompletedCheckpoint>,
     ) -> Result<JobRun, String> {
-        let job_graph = spec.plan()?;
+        let job_graph = spec.plan(jobs)?;
         let plan_fingerprint = job_graph.fingerprint();
         let shuffle = shuffle_master(spec.shuffle.kind, external.address(SHUFFLE_SERVICE).ok())?;
         let checkpoints = spec.checkpointing().map(|config| CheckpointCoordinator::new(config, completed));
@@ -424,7 +427,7 @@ impl JobMaster {
             }
         }
         spec.restart_strategy.validate()?;
-        let job = JobRun::new(spec, 0, &self.config.external, Vec::new())?;
+        let job = JobRun::new(spec, 0, (&self.config.jobs, &self.config.external), Vec::new())?;
         self.trace(TraceEvent::JobSubmitted {
             job_id: job.spec.job_id.clone(),
             mode: job.spec.mode.to_string(),

@@ -63,7 +63,9 @@ impl JobMaster {
         for stored in ha::stored_jobs(self.ha.as_ref()).await {
             let log = stored.log;
             let attempt = log.last_attempt + 1;
-            let Ok(mut job) = JobRun::new(stored.spec, attempt, &self.config.external, log.checkpoints) else {
+            let Ok(mut job) =
+                JobRun::new(stored.spec, attempt, (&self.config.jobs, &self.config.external), log.checkpoints)
+            else {
                 continue;
             };
             if let Some(status) = log.result {

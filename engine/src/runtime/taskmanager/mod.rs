@@ -36,6 +36,7 @@ use super::messages::{
 use super::resources::{CostModel, Resources};
 use super::task::{CheckpointEnvironment, TaskControl, TaskEnvironment, run_task};
 use super::trace::{TraceEvent, TracerHandle};
+use crate::api::JobRegistry;
 use crate::graph::{ExecutionGraph, ExecutionVertexId};
 use crate::rpc::{RpcClient, serve};
 use crate::shuffle::protocol::{ListPartitions, ReleasePartitions, RequestBuffers};
@@ -51,6 +52,8 @@ pub struct TaskManagerConfig {
     pub address: SocketAddr,
     /// Slots it offers.
     pub slots: u32,
+    /// The jobs it can run: a deployed task's plan is rebuilt from here.
+    pub jobs: JobRegistry,
     /// The JobMaster.
     pub job_master: SocketAddr,
     /// How often it heartbeats.
@@ -88,7 +91,7 @@ struct Tasks {
     floor: BTreeMap<String, u32>,
     /// Per subtask, the newest attempt seen: older runs are cancelled and refused.
     newest: BTreeMap<(String, ExecutionVertexId), u32>,
-    /// Plans rebuilt from the catalog, per job and attempt-independent fingerprint.
+    /// Plans rebuilt from the registry, per job and attempt-independent fingerprint.
     plans: BTreeMap<(String, u64), Arc<ExecutionGraph>>,
 }
 
@@ -304,10 +307,10 @@ impl TaskManager {
         if let Some(plan) = self.tasks.lock().expect("tasks lock").plans.get(&key) {
             return Ok(Arc::clone(plan));
         }
-        let job_graph = descriptor.spec.plan()?;
+        let job_graph = descriptor.spec.plan(&self.config.jobs)?;
         if job_graph.fingerprint() != descriptor.plan_fingerprint {
             return Err(format!(
-                "the plan rebuilt from the catalog for job `{}` differs from the JobMaster's",
+                "the plan rebuilt from the registry for job `{}` differs from the JobMaster's",
                 descriptor.spec.job_name
             ));
         }

@@ -1,12 +1,15 @@
-//! Built-in jobs, registered by name, each with a plain sequential reference implementation.
+//! Sluice's built-in jobs, each with a plain sequential reference implementation.
 //!
-//! A [`CatalogJob`] is what a user jar is to Flink: the JobMaster and every TaskManager build the
-//! same plan from its name and parameters. Each job also says how to generate its input (the
-//! contents of the external log) from a seeded [`Prng`], and computes, with ordinary sequential
-//! Rust, the rows its sinks must commit in each mode: the oracle the simulation checks against.
+//! A [`CatalogJob`] is a job as the engine runs it (its [`JobDefinition`]: name, parameters, the
+//! function that builds its plan), registered with a cluster through [`registry`] as a user's own
+//! job would be: the engine does not depend on this crate. Each job also says how to generate its
+//! input (the contents of the external log) from a seeded [`Prng`], and computes, with ordinary
+//! sequential Rust, the rows its sinks must commit in each mode: the oracle the simulation checks
+//! against.
 //!
-//! Depends on: [`crate::api`], [`crate::connectors`] (row and table types), [`crate::graph`]
-//! (to plan). Invariant: a job's plan is a pure function of (name, parameters, configuration).
+//! Depends on: the engine's public API only (`sluice_engine::api`, `connectors`, `graph`). It owns
+//! the jobs and their oracles, and must never reach into the engine's runtime. Invariant: a job's
+//! plan is a pure function of (name, parameters, configuration).
 
 pub mod alerts;
 mod tpcds;
@@ -22,7 +25,7 @@ pub mod event_time_input {
     //! still to come, within the watermark's [`OUT_OF_ORDERNESS_MS`]: streaming drops nothing as late,
     //! and both modes must agree.
 
-    use crate::prng::Prng;
+    use sluice_engine::prng::Prng;
 
     /// The watermark's allowance for disorder.
     pub const OUT_OF_ORDERNESS_MS: i64 = 200;
@@ -40,47 +43,11 @@ pub mod event_time_input {
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::api::{JobConfig, StreamEnv};
-use crate::connectors::{Row, SinkKind};
-use crate::graph::{ExecutionMode, JobGraph};
-use crate::prng::Prng;
-
-/// A job parameter: its name, default, the values it may take, and meaning.
-#[derive(Clone, Copy, Debug)]
-pub struct ParamSpec {
-    /// The name used in scenarios.
-    pub name: &'static str,
-    /// The value when a scenario does not set it.
-    pub default: u64,
-    /// The least value.
-    pub min: u64,
-    /// The largest value: bounded so that one run fits the machine simulating it.
-    pub max: u64,
-    /// What it controls.
-    pub doc: &'static str,
-}
-
-impl ParamSpec {
-    /// Checks a value against `min..=max`.
-    pub fn check(&self, value: u64) -> Result<(), String> {
-        if (self.min..=self.max).contains(&value) {
-            Ok(())
-        } else {
-            Err(format!("parameter `{}` must be in {}..={}, not {value}", self.name, self.min, self.max))
-        }
-    }
-}
-
-/// Parameter values of a job instance, defaults filled in.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct JobParams(pub BTreeMap<String, u64>);
-
-impl JobParams {
-    /// The value of a parameter the job declared.
-    pub fn get(&self, name: &str) -> u64 {
-        *self.0.get(name).unwrap_or_else(|| panic!("internal: parameter `{name}` was not declared by the job"))
-    }
-}
+use sluice_engine::api::{JobConfig, StreamEnv};
+pub use sluice_engine::api::{JobDefinition, JobParams, JobRegistry, ParamSpec};
+use sluice_engine::connectors::{Row, SinkKind};
+use sluice_engine::graph::{ExecutionMode, JobGraph};
+use sluice_engine::prng::Prng;
 
 /// The contents of the external log: topic → partitions → encoded records.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -158,38 +125,25 @@ pub fn find(name: &str) -> Result<&'static CatalogJob, String> {
     })
 }
 
+/// Every catalog job, as a cluster is handed them.
+pub fn registry() -> JobRegistry {
+    JobRegistry::of(jobs().iter().map(CatalogJob::definition)).expect("internal: catalog job names are unique")
+}
+
 impl CatalogJob {
+    /// The job as a cluster runs it.
+    pub fn definition(&self) -> JobDefinition {
+        JobDefinition { name: self.name, description: self.description, params: self.params, build: self.build }
+    }
+
     /// Fills in defaults and rejects parameters the job does not declare.
     pub fn resolve_params(&self, given: &BTreeMap<String, u64>) -> Result<JobParams, String> {
-        for name in given.keys() {
-            if !self.params.iter().any(|spec| spec.name == name) {
-                let known: Vec<&str> = self.params.iter().map(|spec| spec.name).collect();
-                return Err(format!(
-                    "job `{}` has no parameter `{name}`; its parameters: {}",
-                    self.name,
-                    known.join(", ")
-                ));
-            }
-        }
-        for spec in self.params {
-            if let Some(value) = given.get(spec.name) {
-                spec.check(*value)?;
-            }
-        }
-        Ok(JobParams(
-            self.params
-                .iter()
-                .map(|spec| (spec.name.to_string(), given.get(spec.name).copied().unwrap_or(spec.default)))
-                .collect(),
-        ))
+        self.definition().resolve_params(given)
     }
 
     /// Builds and chains the job's plan.
     pub fn plan(&self, params: &JobParams, config: JobConfig) -> Result<JobGraph, String> {
-        let env = StreamEnv::new(self.name, config);
-        (self.build)(&env, params);
-        let stream_graph = env.into_stream_graph()?;
-        JobGraph::from_stream_graph(stream_graph, config.exchange_mode)
+        self.definition().plan(params, config)
     }
 }
 
@@ -207,5 +161,7 @@ mod tests {
         assert!(error.contains("wrods") && error.contains("words"), "{error}");
         let params = job.resolve_params(&BTreeMap::new()).unwrap();
         assert_eq!(params.0.len(), job.params.len());
+        let registered: Vec<&str> = registry().jobs().map(|job| job.name).collect();
+        assert_eq!(registered, ["alerts", "tpcds", "windowed", "wordcount", "wordcount-files"]);
     }
 }

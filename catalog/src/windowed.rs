@@ -15,10 +15,12 @@ use std::collections::BTreeMap;
 
 use super::event_time_input::{FETCH_SIZE, OUT_OF_ORDERNESS_MS, event_time};
 use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobParams, ParamSpec, Updates};
-use crate::api::{ExecutionMode, Record, SlidingEventTimeWindows, StreamEnv, TimeWindow, TumblingEventTimeWindows};
-use crate::connectors::{LogSource, Row, SinkKind, TxnStoreSink};
-use crate::prng::Prng;
-use crate::time::WindowAssigner;
+use sluice_engine::api::{
+    ExecutionMode, Record, SlidingEventTimeWindows, StreamEnv, TimeWindow, TumblingEventTimeWindows,
+};
+use sluice_engine::connectors::{LogSource, Row, SinkKind, TxnStoreSink};
+use sluice_engine::prng::Prng;
+use sluice_engine::time::WindowAssigner;
 
 const TOPIC: &str = "clicks";
 const TUMBLING_TABLE: &str = "clicks_per_second";

@@ -16,9 +16,9 @@
 use std::collections::BTreeMap;
 
 use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobParams, ParamSpec, Updates};
-use crate::api::{ExecutionMode, Record, StreamEnv};
-use crate::connectors::{LogSource, Row, SinkKind, TxnStoreSink};
-use crate::prng::{Prng, Ratio};
+use sluice_engine::api::{ExecutionMode, Record, StreamEnv};
+use sluice_engine::connectors::{LogSource, Row, SinkKind, TxnStoreSink};
+use sluice_engine::prng::{Prng, Ratio};
 
 const STORE_SALES: &str = "store_sales";
 const WEB_SALES: &str = "web_sales";

@@ -2,8 +2,8 @@
 //! every vertex and edge drawn with its record type as a user writes it, blocking edges dashed,
 //! regions as clusters, a legend of what the drawing uses, names escaped.
 
+use sluice_catalog as catalog;
 use sluice_engine::api::{JobConfig, StreamEnv};
-use sluice_engine::catalog;
 use sluice_engine::connectors::{LogSource, TxnStoreSink};
 use sluice_engine::graph::dot::job_graph_dot;
 use sluice_engine::graph::{ExchangeMode, ExecutionMode, JobGraph};

@@ -21,12 +21,12 @@ use std::collections::BTreeMap;
 
 use super::event_time_input::{FETCH_SIZE, OUT_OF_ORDERNESS_MS, event_time};
 use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobParams, ParamSpec, Updates};
-use crate::api::{
+use sluice_engine::api::{
     ExecutionMode, KeyedContext, KeyedProcessFunction, ListState, MapState, OperatorError, Record, StreamEnv,
     Timestamp, ValueState,
 };
-use crate::connectors::{LogSource, Row, SinkKind, TxnStoreSink};
-use crate::prng::Prng;
+use sluice_engine::connectors::{LogSource, Row, SinkKind, TxnStoreSink};
+use sluice_engine::prng::Prng;
 
 const TOPIC: &str = "purchases";
 const TABLE: &str = "alerts";

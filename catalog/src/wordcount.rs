@@ -8,10 +8,10 @@
 use std::collections::BTreeMap;
 
 use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobParams, ParamSpec, Updates};
-use crate::api::DataStream;
-use crate::api::{ExecutionMode, Record, StreamEnv};
-use crate::connectors::{CsvRow, FileSink, FileSource, LogSource, Row, SinkKind, TxnStoreSink};
-use crate::prng::Prng;
+use sluice_engine::api::DataStream;
+use sluice_engine::api::{ExecutionMode, Record, StreamEnv};
+use sluice_engine::connectors::{CsvRow, FileSink, FileSource, LogSource, Row, SinkKind, TxnStoreSink};
+use sluice_engine::prng::Prng;
 
 const TOPIC: &str = "lines";
 /// `wordcount-files`'s input, as the simulation holds it: one record per file, its contents.
@@ -136,7 +136,7 @@ pub(super) const WORDCOUNT_FILES: CatalogJob = CatalogJob {
         ParamSpec { name: "files", default: 3, min: 1, max: 64, doc: "files the words are written to" },
         ParamSpec {
             name: "split_bytes",
-            default: crate::connectors::files::SPLIT_BYTES,
+            default: sluice_engine::connectors::files::SPLIT_BYTES,
             min: 1,
             max: 1 << 30,
             doc: "the largest split of a file (splits are line-aligned)",
