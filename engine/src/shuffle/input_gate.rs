@@ -84,7 +84,7 @@ impl fmt::Display for ShuffleError {
 }
 
 /// Timing and flow control of channel requests.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InputGateConfig {
     /// Timeout of one request.
     pub request_timeout: Duration,

@@ -81,6 +81,14 @@ impl Default for ShuffleConfig {
     }
 }
 
+impl ShuffleConfig {
+    /// How a task's input gate is set: the job's credits per channel, the gate's own timeouts.
+    pub fn input_gate(&self) -> InputGateConfig {
+        assert!(self.channel_credits > 0, "a channel needs at least one credit to receive anything");
+        InputGateConfig { credits: self.channel_credits, ..InputGateConfig::default() }
+    }
+}
+
 /// Where blocking partitions live (pipelined ones always live on the producer's TaskManager).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -273,5 +281,18 @@ impl fmt::Display for ShuffleKind {
             ShuffleKind::TaskManager => "task-manager",
             ShuffleKind::Remote => "remote",
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_jobs_channel_credits_reach_its_input_gates() {
+        assert_eq!(ShuffleConfig::default().input_gate(), InputGateConfig::default(), "defaults agree");
+        let config = ShuffleConfig { channel_credits: 1, ..ShuffleConfig::default() };
+        assert_eq!(config.input_gate().credits, 1);
+        assert_eq!(config.input_gate().request_timeout, InputGateConfig::default().request_timeout);
     }
 }

@@ -43,8 +43,7 @@ use crate::rpc::RpcClient;
 use crate::shuffle::buffer::{decode_batch, decode_buffer, for_each_record};
 use crate::shuffle::remote::RemoteWriter;
 use crate::shuffle::{
-    GateEvent, GateEventKind, InputGate, InputGateConfig, PartitionLocation, RecordWriter, ResultPartitionManager,
-    ShuffleWriter,
+    GateEvent, GateEventKind, InputGate, PartitionLocation, RecordWriter, ResultPartitionManager, ShuffleWriter,
 };
 use crate::storage::Storage;
 use crate::time::{StatusWatermarkValve, Timestamp, Watermark};
@@ -301,7 +300,12 @@ fn head_of(
     let head = job_graph.stream_graph.node(vertex.chain[0]);
     let keyed = head.input_keys.iter().any(Option::is_some);
     let sort_by = (descriptor.spec.mode == ExecutionMode::Batch && keyed).then(|| head.input_keys.clone());
-    let gate = InputGate::open(descriptor.inputs.clone(), client, Some(partitions.clone()), InputGateConfig::default());
+    let gate = InputGate::open(
+        descriptor.inputs.clone(),
+        client,
+        Some(partitions.clone()),
+        descriptor.spec.shuffle.input_gate(),
+    );
     Head::Input { gate, channels: input_channels(descriptor, job_graph), sort_by }
 }
 
