@@ -12,6 +12,7 @@
 //!
 //! | layer | owns |
 //! |---|---|
+//! | [`trace`], [`resources`] | the events processes report, a TaskManager's cores, disk and network |
 //! | [`graph`], [`sink`], [`storage`], [`time`] | the plan, the Sink V2 contract, the storage trait, event time (watermarks, windows) |
 //! | [`scheduler`], [`shuffle`], [`state`], [`checkpoint`] | region scheduling and slots, data exchange, keyed state, checkpoints |
 //! | [`api`], [`failover`], [`connectors`] | the DataStream SDK and operators, restart strategies, external systems |
@@ -31,6 +32,7 @@ pub mod future;
 pub mod graph;
 pub mod prng;
 pub mod record;
+pub mod resources;
 pub mod rpc;
 pub mod rt;
 pub mod runtime;
@@ -40,3 +42,4 @@ pub mod sink;
 pub mod state;
 pub mod storage;
 pub mod time;
+pub mod trace;

@@ -17,14 +17,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use sluice_engine::resources::{Resources, ZeroCost};
 use sluice_engine::rpc::serve;
 use sluice_engine::runtime::jobmaster::{JobMasterConfig, run_job_master};
-use sluice_engine::runtime::resources::{Resources, ZeroCost};
 use sluice_engine::runtime::taskmanager::{TaskManagerConfig, run_task_manager};
-use sluice_engine::runtime::trace::TracerHandle;
 use sluice_engine::shuffle::remote::{ShuffleServiceConfig, run_shuffle_service};
 use sluice_engine::storage::remote::{RemoteStorage, StorageCall};
 use sluice_engine::storage::{Storage, StorageFactory};
+use sluice_engine::trace::TracerHandle;
 use sluice_sim::external::durable_store::apply_traced;
 use sluice_sim::external::files::{load as load_files, run_file_server};
 use sluice_sim::external::log::run_log_server;

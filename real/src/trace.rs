@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use sluice_engine::runtime::trace::{TraceEvent, Tracer};
+use sluice_engine::trace::{TraceEvent, Tracer};
 use sluice_sim::trace::{TraceRecord, from_json_lines, to_json_lines};
 
 /// Writes one process's events to its trace file; each line is written whole and at once, so a

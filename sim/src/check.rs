@@ -35,7 +35,7 @@ use sluice_engine::connectors::txn_store::{txn_checkpoint, txn_table};
 use sluice_engine::connectors::{Row, SinkKind};
 
 use sluice_engine::duration::format_duration;
-use sluice_engine::runtime::trace::TraceEvent;
+use sluice_engine::trace::TraceEvent;
 
 use crate::external::txn_store::{CommittedView, TableView};
 use crate::runner::{RunOutcome, RunReport};

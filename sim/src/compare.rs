@@ -23,8 +23,8 @@ use std::time::Duration;
 use sluice_catalog as catalog;
 use sluice_engine::failover::FailoverStrategy;
 use sluice_engine::graph::{ExchangeMode, ExecutionGraph, ExecutionMode};
-use sluice_engine::runtime::trace::{TraceEvent, parse_subtask};
 use sluice_engine::scheduler::SchedulingStrategy;
+use sluice_engine::trace::{TraceEvent, parse_subtask};
 
 use crate::recovery::{RecoveryMetrics, recovery_metrics};
 use crate::runner::RunReport;

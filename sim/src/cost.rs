@@ -2,7 +2,7 @@
 //!
 //! A scenario's `costs:` sets it; the defaults describe a modest machine (1 µs per record per
 //! chained operator, a 200 MiB/s disk, a 125 MiB/s — one gigabit — network interface, as many
-//! cores as slots). The engine charges it through `sluice_engine::runtime::resources`.
+//! cores as slots). The engine charges it through `sluice_engine::resources`.
 //!
 //! Each node with resources (a TaskManager, the shuffle service) gets its own [`NodeCosts`]: the
 //! scenario's costs times the node's slowdown, which a `slow` fault raises for a while.
@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use sluice_engine::runtime::resources::CostModel;
+use sluice_engine::resources::CostModel;
 
 /// A scenario's `costs:`; see the module doc.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

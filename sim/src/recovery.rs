@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use sluice_engine::runtime::trace::{TraceEvent, parse_subtask};
+use sluice_engine::trace::{TraceEvent, parse_subtask};
 
 use crate::trace::TraceRecord;
 

@@ -12,7 +12,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use sluice_engine::graph::ExecutionMode;
-use sluice_engine::runtime::trace::TraceEvent;
+use sluice_engine::trace::TraceEvent;
 
 use crate::scenario::{ReplayInfo, Scenario};
 use crate::seed::SeedResult;

@@ -278,14 +278,12 @@ pub fn shrink(scenario: &Scenario, progress: &mut dyn FnMut(&str)) -> Result<Shr
         let submitted = report
             .trace
             .iter()
-            .find(|record| {
-                matches!(record.event, sluice_engine::runtime::trace::TraceEvent::SubmissionAcknowledged { .. })
-            })
+            .find(|record| matches!(record.event, sluice_engine::trace::TraceEvent::SubmissionAcknowledged { .. }))
             .map_or(Duration::ZERO, |record| record.time);
         (0..report.schedule.len())
             .map(|index| {
                 report.trace.iter().find_map(|record| match record.event {
-                    sluice_engine::runtime::trace::TraceEvent::FaultInjected { index: fired, .. } if fired == index => {
+                    sluice_engine::trace::TraceEvent::FaultInjected { index: fired, .. } if fired == index => {
                         Some(record.time.saturating_sub(submitted))
                     }
                     _ => None,

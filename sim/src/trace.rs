@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use sluice_engine::prng::fnv1a64;
-use sluice_engine::runtime::trace::{TraceEvent, Tracer, TracerHandle};
+use sluice_engine::trace::{TraceEvent, Tracer, TracerHandle};
 
 /// One line of a trace.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,7 +7,8 @@
 //! - [`task`]: one subtask: an operator chain between an input gate and record writers (or a
 //!   sink).
 //! - [`messages`]: every message between client, JobMaster and TaskManagers.
-//! - [`trace`]: the structured events the processes report.
+//! - [`crate::trace`] (below the shuffle, which reports through it too): the structured events
+//!   the processes report; [`crate::resources`]: a TaskManager's cores, disk and network.
 //!
 //! This is the one layer that spawns tasks and keeps time (through [`crate::rt`]). Depends on every
 //! layer below. Invariants: every remote call has a timeout; a message from an older job attempt
@@ -16,10 +17,8 @@
 
 pub mod jobmaster;
 pub mod messages;
-pub mod resources;
 pub mod task;
 pub mod taskmanager;
-pub mod trace;
 
 use serde::{Deserialize, Serialize};
 

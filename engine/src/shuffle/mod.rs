@@ -26,7 +26,7 @@
 //! items from a sequence number, with credits, answered with items and a backlog.
 //!
 //! Depends on: [`crate::graph`], [`crate::storage`], [`crate::rpc`], [`crate::record`],
-//! [`crate::runtime::resources`] (costs). Invariants: never one message per record; partitions of
+//! [`crate::resources`] (costs). Invariants: never one message per record; partitions of
 //! different job attempts never mix; an unreadable input is an error naming the partition and its
 //! producer, never a hang; every buffer is checksummed, so corruption reads as loss.
 

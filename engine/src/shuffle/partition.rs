@@ -23,7 +23,7 @@ use super::{
 use crate::future::BoxFuture;
 use crate::graph::ResultPartitionType;
 use crate::record::Record;
-use crate::runtime::resources::Resources;
+use crate::resources::Resources;
 use crate::storage::{Storage, StorageError, framed};
 
 enum Local {

@@ -26,10 +26,10 @@ use super::sort_merge::{Frame, IndexEntry, frames_for, frames_from_index};
 use super::{ItemWriter, PartitionStatistics, ResultPartitionId, ShuffleDescriptor, WriteError};
 use crate::future::BoxFuture;
 use crate::record::Record;
+use crate::resources::Resources;
 use crate::rpc::{RpcClient, RpcError, serve};
-use crate::runtime::resources::Resources;
-use crate::runtime::trace::{TraceEvent, TracerHandle};
 use crate::storage::{Storage, StorageError, framed, read_all};
+use crate::trace::{TraceEvent, TracerHandle};
 
 /// How long a push or finish waits for the service, and how often it is tried.
 const PUSH_TIMEOUT: Duration = Duration::from_millis(500);
@@ -480,9 +480,9 @@ mod tests {
     mod crash {
         use super::*;
         use crate::graph::{IntermediateDataSetId, IntermediateResultPartitionId, ResultPartitionType};
-        use crate::runtime::trace::NoopTracer;
         use crate::shuffle::{PartitionLocation, ShuffleWriter};
         use crate::storage::MemoryStorage;
+        use crate::trace::NoopTracer;
 
         const SERVICE: &str = "10.0.5.1:9700";
 

@@ -30,9 +30,9 @@ use sluice_engine::connectors::file_sink::{
 };
 use sluice_engine::connectors::txn_store::txn_checkpoint;
 use sluice_engine::rpc::serve;
-use sluice_engine::runtime::trace::{TraceEvent, TracerHandle};
 use sluice_engine::storage::remote::{StorageAnswer, StorageCall, StorageOperation, apply};
 use sluice_engine::storage::{MemoryStorage, Storage, StorageError};
+use sluice_engine::trace::{TraceEvent, TracerHandle};
 
 use super::txn_store::{CommittedView, table_from_log};
 

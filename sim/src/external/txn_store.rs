@@ -29,9 +29,9 @@ use sluice_engine::connectors::txn_store::{
 use sluice_engine::connectors::{Row, SinkKind};
 use sluice_engine::rpc::{Endpoint, serve};
 use sluice_engine::rpc_request;
-use sluice_engine::runtime::trace::{TraceEvent, TracerHandle};
 use sluice_engine::storage::framed::{frame, unframe};
 use sluice_engine::storage::{ImmediateStorage, StorageError};
+use sluice_engine::trace::{TraceEvent, TracerHandle};
 
 /// A table's committed contents.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

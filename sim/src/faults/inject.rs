@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_engine::runtime::trace::TraceEvent;
+use sluice_engine::trace::TraceEvent;
 
 use sluice_engine::connectors::txn_store::txn_checkpoint;
 

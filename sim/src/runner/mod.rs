@@ -14,8 +14,8 @@ use sluice_catalog::{self as catalog, ExpectedOutput, ExternalInput};
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::prng::Prng;
 use sluice_engine::runtime::JobSpec;
-use sluice_engine::runtime::trace::TraceEvent;
 use sluice_engine::shuffle::ShuffleConfig;
+use sluice_engine::trace::TraceEvent;
 
 use crate::external::txn_store::CommittedView;
 use crate::faults::Fault;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use sluice_catalog::{self as catalog, ExternalInput};
 use sluice_engine::connectors::SinkKind;
 use sluice_engine::graph::ExecutionMode;
-use sluice_engine::runtime::trace::TraceEvent;
+use sluice_engine::trace::TraceEvent;
 
 use super::client::submit_and_wait;
 use super::{RunOutcome, RunReport, generate_input, job_spec, shuffle_config};

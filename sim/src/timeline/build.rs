@@ -21,7 +21,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::time::Duration;
 
-use sluice_engine::runtime::trace::{TraceEvent, parse_subtask};
+use sluice_engine::trace::{TraceEvent, parse_subtask};
 
 use super::{
     Bar, Downtime, Fate, Lane, MAX_LANES, MAX_ROWS, MAX_VERTICES, Marker, MarkerKind, Origin, OriginBasis, Outcome,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use sluice_engine::connectors::txn_store::txn_checkpoint;
 use sluice_engine::graph::ExecutionMode;
-use sluice_engine::runtime::trace::TraceEvent;
+use sluice_engine::trace::TraceEvent;
 use sluice_sim::faults::{CheckpointTrigger, Fault, FaultKind, Trigger};
 use sluice_sim::runner::RunReport;
 use sluice_sim::scenario::Scenario;

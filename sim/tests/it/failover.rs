@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 
 use sluice_engine::failover::FailoverStrategy;
 use sluice_engine::graph::{ExchangeMode, ExecutionMode};
-use sluice_engine::runtime::trace::{TraceEvent, parse_subtask};
+use sluice_engine::trace::{TraceEvent, parse_subtask};
 use sluice_sim::compare::Variant;
 use sluice_sim::recovery::recovery_metrics;
 use sluice_sim::runner::{RunReport, run};

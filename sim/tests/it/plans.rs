@@ -7,8 +7,8 @@ use std::sync::Arc;
 use sluice_catalog as catalog;
 use sluice_engine::api::JobConfig;
 use sluice_engine::graph::{ExchangeMode, ExecutionGraph, ExecutionMode};
-use sluice_engine::runtime::trace::TraceEvent;
 use sluice_engine::scheduler::SchedulingStrategy;
+use sluice_engine::trace::TraceEvent;
 use sluice_sim::runner::run;
 use sluice_sim::scenario::Scenario;
 

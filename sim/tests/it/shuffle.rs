@@ -5,8 +5,8 @@
 //! data.
 
 use sluice_engine::graph::ExecutionMode;
-use sluice_engine::runtime::trace::TraceEvent;
 use sluice_engine::shuffle::ShuffleConfig;
+use sluice_engine::trace::TraceEvent;
 use sluice_sim::runner::RunReport;
 use sluice_sim::scenario::Scenario;
 use sluice_sim::trace::TraceRecord;

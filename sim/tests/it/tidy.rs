@@ -175,3 +175,21 @@ fn the_engine_depends_on_no_crate_of_ours() {
     let ours: Vec<&str> = manifest.lines().filter(|line| line.trim_start().starts_with("sluice-")).collect();
     assert!(ours.is_empty(), "the engine depends on {ours:?}");
 }
+
+#[test]
+fn no_engine_layer_below_the_runtime_imports_it() {
+    // The runtime is the engine's top layer: what the layers below need from it (the trace,
+    // a TaskManager's resources) lives below them.
+    let mut violations = Vec::new();
+    for (path, text) in sources(&["engine/src"]) {
+        if path.starts_with("engine/src/runtime/") || path == "engine/src/lib.rs" {
+            continue;
+        }
+        for (number, line) in text.lines().enumerate() {
+            if uses(line.split("//").next().unwrap_or(""), "crate::runtime") {
+                violations.push(format!("{path}:{}", number + 1));
+            }
+        }
+    }
+    assert!(violations.is_empty(), "below the runtime, yet importing it: {violations:#?}");
+}

@@ -3,7 +3,7 @@
 //! once ran on, in the picture, until the JobMaster noticed).
 
 use sluice_engine::graph::ExecutionMode;
-use sluice_engine::runtime::trace::TraceEvent;
+use sluice_engine::trace::TraceEvent;
 use sluice_sim::runner::run;
 use sluice_sim::timeline::{self, Bar, Outcome, Timeline};
 

@@ -15,7 +15,7 @@ use crate::graph::ExecutionVertexId;
 use crate::runtime::messages::{
     AcknowledgeCheckpoint, ExecutionAttemptId, JobStatus, NotifyCheckpointComplete, TriggerCheckpoint,
 };
-use crate::runtime::trace::TraceEvent;
+use crate::trace::TraceEvent;
 
 /// How often the final checkpoint's notification is repeated to tasks still waiting for it.
 const FINAL_RESEND: Duration = Duration::from_millis(500);

@@ -9,10 +9,10 @@ use crate::rt::time::Instant;
 use super::{Event, Execution, JobMaster, ha};
 use crate::graph::{ExecutionVertexId, JobVertexId, RegionId};
 use crate::runtime::messages::{ExecutionAttemptId, JobStatus, SubmitTask, TaskDeploymentDescriptor, TaskReport};
-use crate::runtime::trace::TraceEvent;
 use crate::scheduler::SlotId;
 use crate::scheduler::adaptive::decide;
 use crate::shuffle::{InputChannelSpec, PartitionLocation, ResultPartitionId};
+use crate::trace::TraceEvent;
 
 impl JobMaster {
     /// A subtask of the current attempt finished: frees its slot once the slot's other subtasks

@@ -12,9 +12,9 @@ use super::{JobMaster, ha};
 use crate::failover::{FailoverStrategy, RestartDecision, regions_to_restart};
 use crate::graph::{ExecutionVertexId, RegionId};
 use crate::runtime::messages::{ExecutionAttemptId, JobStatus};
-use crate::runtime::trace::TraceEvent;
 use crate::scheduler::RegionState;
 use crate::shuffle::ResultPartitionId;
+use crate::trace::TraceEvent;
 
 /// A failure: why, which subtasks failed, and which partitions were found unreadable.
 pub(super) struct Failure {

@@ -49,7 +49,6 @@ use super::messages::{
     JobStatusReport, RegisterTaskManager, RequestClusterOverview, RequestJobStatus, SubmitJob, TaskFailure,
     TaskOutcome, UpdateTaskExecutionState,
 };
-use super::trace::{TraceEvent, TracerHandle};
 use crate::api::JobRegistry;
 use crate::checkpoint::{CheckpointCoordinator, CompletedCheckpoint};
 use crate::failover::{FailoverStrategy, RestartTracker};
@@ -61,6 +60,7 @@ use crate::shuffle::{
     PartitionLocation, PartitionTracker, ResultPartitionId, ShuffleDescriptor, ShuffleMaster, shuffle_master,
 };
 use crate::storage::{Storage, StorageFactory};
+use crate::trace::{TraceEvent, TracerHandle};
 
 use self::failover::Failure;
 use self::recovery::Reconciliation;

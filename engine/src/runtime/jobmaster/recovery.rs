@@ -19,9 +19,9 @@ use super::{CONTROL_TIMEOUT, Event, Execution, JobMaster, JobRun, SHUFFLE_SERVIC
 use crate::failover::regions_to_restart;
 use crate::graph::{ExecutionVertexId, IntermediateResultPartitionId, JobVertexId, RegionId};
 use crate::runtime::messages::JobStatus;
-use crate::runtime::trace::TraceEvent;
 use crate::shuffle::protocol::ListPartitions;
 use crate::shuffle::{PartitionLocation, ResultPartitionId, ShuffleDescriptor};
+use crate::trace::TraceEvent;
 
 /// What a restarted JobMaster knows while it reconciles.
 pub(super) struct Reconciliation {

@@ -31,7 +31,6 @@ use sorter::{KeyedInputSorter, SORT_BUDGET_BYTES, SortedRecord, SpillError};
 use tokio::sync::mpsc;
 
 use super::messages::{TaskDeploymentDescriptor, TaskFailure, TaskReport};
-use super::resources::{CpuMeter, Resources};
 use crate::checkpoint::{Alignment, BarrierAligner, CheckpointBarrier};
 use crate::graph::operator::{Batch, ErasedSourceReader};
 use crate::graph::partitioner::ChannelSelector;
@@ -39,6 +38,7 @@ use crate::graph::{
     ExecutionGraph, ExecutionMode, JobGraph, JobVertex, NodeBody, OperatorError, ResultPartitionType, TaskInfo,
 };
 use crate::record::{Element, KeySelector, TypeInfo};
+use crate::resources::{CpuMeter, Resources};
 use crate::rpc::RpcClient;
 use crate::shuffle::buffer::{decode_batch, decode_buffer, for_each_record};
 use crate::shuffle::remote::RemoteWriter;

@@ -33,15 +33,15 @@ use super::messages::{
     CancelJobAttempts, CancelTasks, ExecutionAttemptId, Heartbeat, NotifyCheckpointComplete, RegisterTaskManager,
     SubmitTask, TaskDeploymentDescriptor, TaskFailure, TaskOutcome, TriggerCheckpoint, UpdateTaskExecutionState,
 };
-use super::resources::{CostModel, Resources};
 use super::task::{CheckpointEnvironment, TaskControl, TaskEnvironment, run_task};
-use super::trace::{TraceEvent, TracerHandle};
 use crate::api::JobRegistry;
 use crate::graph::{ExecutionGraph, ExecutionVertexId};
+use crate::resources::{CostModel, Resources};
 use crate::rpc::{RpcClient, serve};
 use crate::shuffle::protocol::{ListPartitions, ReleasePartitions, RequestBuffers};
 use crate::shuffle::{PartitionLocation, ResultPartitionManager, ShuffleConfig};
 use crate::storage::{Storage, StorageFactory};
+use crate::trace::{TraceEvent, TracerHandle};
 
 /// How a TaskManager is set up.
 #[derive(Clone)]

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use sluice_engine::runtime::trace::TraceEvent;
+use sluice_engine::trace::TraceEvent;
 
 use super::build::natural_key;
 use super::svg::{escape, tick_label, tick_step};
