@@ -34,10 +34,10 @@ fn makespan(scenario: &Scenario, seed: u64) -> Duration {
 
 fn exchange_modes(criterion: &mut Criterion) {
     for job in catalog::jobs() {
-        let mut group = criterion.benchmark_group(format!("makespan/{}", job.name));
+        let mut group = criterion.benchmark_group(format!("makespan/{}", job.name()));
         group.sample_size(10).sampling_mode(SamplingMode::Flat).warm_up_time(Duration::from_millis(500));
         for exchange_mode in ExchangeMode::ALL {
-            let scenario = scenario(job.name, exchange_mode);
+            let scenario = scenario(job.name(), exchange_mode);
             let mut next_seed = 1;
             group.bench_function(exchange_mode.as_str(), |bencher| {
                 bencher.iter_custom(|iterations| {

@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 
 use super::event_time_input::{FETCH_SIZE, OUT_OF_ORDERNESS_MS, event_time};
-use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobParams, ParamSpec, Updates};
+use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobParams, ParamSpec, Updates};
 use sluice_engine::api::{
     ExecutionMode, KeyedContext, KeyedProcessFunction, ListState, MapState, OperatorError, Record, StreamEnv,
     Timestamp, ValueState,
@@ -37,21 +37,29 @@ pub const BUCKET_MS: i64 = 100;
 pub const SPENDING_STEP: u64 = 5_000;
 
 pub(super) const ALERTS: CatalogJob = CatalogJob {
-    name: "alerts",
-    description: "spending alerts per user: total crossing each 5000 and a third purchase at one merchant",
-    params: &[
-        ParamSpec { name: "purchases", default: 20_000, min: 0, max: 1_000_000, doc: "total purchases in the input" },
-        ParamSpec {
-            name: "users",
-            default: 50,
-            min: 1,
-            max: 100_000,
-            doc: "distinct users (skewed towards low user numbers)",
-        },
-        ParamSpec { name: "merchants", default: 40, min: 1, max: 10_000, doc: "distinct merchants" },
-        ParamSpec { name: "partitions", default: 4, min: 1, max: 64, doc: "partitions of the purchases topic" },
-    ],
-    build,
+    definition: JobDefinition {
+        name: "alerts",
+        description: "spending alerts per user: total crossing each 5000 and a third purchase at one merchant",
+        params: &[
+            ParamSpec {
+                name: "purchases",
+                default: 20_000,
+                min: 0,
+                max: 1_000_000,
+                doc: "total purchases in the input",
+            },
+            ParamSpec {
+                name: "users",
+                default: 50,
+                min: 1,
+                max: 100_000,
+                doc: "distinct users (skewed towards low user numbers)",
+            },
+            ParamSpec { name: "merchants", default: 40, min: 1, max: 10_000, doc: "distinct merchants" },
+            ParamSpec { name: "partitions", default: 4, min: 1, max: 64, doc: "partitions of the purchases topic" },
+        ],
+        build,
+    },
     generate_input,
     reference,
 };

@@ -43,7 +43,7 @@ pub mod event_time_input {
 use std::collections::BTreeMap;
 use std::fmt;
 
-use sluice_engine::api::{JobConfig, StreamEnv};
+use sluice_engine::api::JobConfig;
 pub use sluice_engine::api::{JobDefinition, JobParams, JobRegistry, ParamSpec};
 use sluice_engine::connectors::{Row, SinkKind};
 use sluice_engine::graph::{ExecutionMode, JobGraph};
@@ -90,16 +90,10 @@ pub enum Updates {
 /// What a job must commit, by table.
 pub type ExpectedOutput = BTreeMap<String, ExpectedTable>;
 
-/// A registered job; see the module doc.
+/// A built-in job: what a cluster runs, and what the simulation needs to feed and judge it.
 pub struct CatalogJob {
-    /// The name scenarios use.
-    pub name: &'static str,
-    /// One line on what it computes.
-    pub description: &'static str,
-    /// Its parameters.
-    pub params: &'static [ParamSpec],
-    /// Builds the plan.
-    pub build: fn(&StreamEnv, &JobParams),
+    /// The job as a cluster runs it: name (the one scenarios use), parameters, the program.
+    pub definition: JobDefinition,
     /// Generates the external input.
     pub generate_input: fn(&JobParams, &mut Prng) -> ExternalInput,
     /// The sequential oracle: the rows the job must commit in a mode.
@@ -108,7 +102,7 @@ pub struct CatalogJob {
 
 impl fmt::Debug for CatalogJob {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name)
+        f.write_str(self.definition.name)
     }
 }
 
@@ -119,31 +113,31 @@ pub fn jobs() -> &'static [CatalogJob] {
 
 /// A job by name.
 pub fn find(name: &str) -> Result<&'static CatalogJob, String> {
-    jobs().iter().find(|job| job.name == name).ok_or_else(|| {
-        let known: Vec<&str> = jobs().iter().map(|job| job.name).collect();
+    jobs().iter().find(|job| job.definition.name == name).ok_or_else(|| {
+        let known: Vec<&str> = jobs().iter().map(|job| job.definition.name).collect();
         format!("no job `{name}` in the catalog; known jobs: {}", known.join(", "))
     })
 }
 
 /// Every catalog job, as a cluster is handed them.
 pub fn registry() -> JobRegistry {
-    JobRegistry::of(jobs().iter().map(CatalogJob::definition)).expect("internal: catalog job names are unique")
+    JobRegistry::of(jobs().iter().map(|job| job.definition)).expect("internal: catalog job names are unique")
 }
 
 impl CatalogJob {
-    /// The job as a cluster runs it.
-    pub fn definition(&self) -> JobDefinition {
-        JobDefinition { name: self.name, description: self.description, params: self.params, build: self.build }
+    /// The name scenarios use.
+    pub fn name(&self) -> &'static str {
+        self.definition.name
     }
 
     /// Fills in defaults and rejects parameters the job does not declare.
     pub fn resolve_params(&self, given: &BTreeMap<String, u64>) -> Result<JobParams, String> {
-        self.definition().resolve_params(given)
+        self.definition.resolve_params(given)
     }
 
     /// Builds and chains the job's plan.
     pub fn plan(&self, params: &JobParams, config: JobConfig) -> Result<JobGraph, String> {
-        self.definition().plan(params, config)
+        self.definition.plan(params, config)
     }
 }
 
@@ -160,7 +154,7 @@ mod tests {
         let error = job.resolve_params(&[("wrods".to_string(), 3)].into_iter().collect()).unwrap_err();
         assert!(error.contains("wrods") && error.contains("words"), "{error}");
         let params = job.resolve_params(&BTreeMap::new()).unwrap();
-        assert_eq!(params.0.len(), job.params.len());
+        assert_eq!(params.0.len(), job.definition.params.len());
         let registered: Vec<&str> = registry().jobs().map(|job| job.name).collect();
         assert_eq!(registered, ["alerts", "tpcds", "windowed", "wordcount", "wordcount-files"]);
     }

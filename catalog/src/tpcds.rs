@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobParams, ParamSpec, Updates};
+use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobParams, ParamSpec, Updates};
 use sluice_engine::api::{ExecutionMode, Record, StreamEnv};
 use sluice_engine::connectors::{LogSource, Row, SinkKind, TxnStoreSink};
 use sluice_engine::prng::{Prng, Ratio};
@@ -26,16 +26,18 @@ const ITEMS: &str = "items";
 const TABLE: &str = "revenue_by_category";
 
 pub(super) const TPCDS: CatalogJob = CatalogJob {
-    name: "tpcds",
-    description: "revenue per item category from store and web sales joined with items",
-    params: &[
-        ParamSpec { name: "store_sales", default: 20_000, min: 0, max: 1_000_000, doc: "store sales rows" },
-        ParamSpec { name: "web_sales", default: 10_000, min: 0, max: 1_000_000, doc: "web sales rows" },
-        ParamSpec { name: "items", default: 1_000, min: 1, max: 100_000, doc: "items (every sale refers to one)" },
-        ParamSpec { name: "categories", default: 20, min: 1, max: 1_000, doc: "item categories" },
-        ParamSpec { name: "partitions", default: 4, min: 1, max: 64, doc: "partitions of each sales topic" },
-    ],
-    build,
+    definition: JobDefinition {
+        name: "tpcds",
+        description: "revenue per item category from store and web sales joined with items",
+        params: &[
+            ParamSpec { name: "store_sales", default: 20_000, min: 0, max: 1_000_000, doc: "store sales rows" },
+            ParamSpec { name: "web_sales", default: 10_000, min: 0, max: 1_000_000, doc: "web sales rows" },
+            ParamSpec { name: "items", default: 1_000, min: 1, max: 100_000, doc: "items (every sale refers to one)" },
+            ParamSpec { name: "categories", default: 20, min: 1, max: 1_000, doc: "item categories" },
+            ParamSpec { name: "partitions", default: 4, min: 1, max: 64, doc: "partitions of each sales topic" },
+        ],
+        build,
+    },
     generate_input,
     reference,
 };

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use super::event_time_input::{FETCH_SIZE, OUT_OF_ORDERNESS_MS, event_time};
-use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobParams, ParamSpec, Updates};
+use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobParams, ParamSpec, Updates};
 use sluice_engine::api::{
     ExecutionMode, Record, SlidingEventTimeWindows, StreamEnv, TimeWindow, TumblingEventTimeWindows,
 };
@@ -31,20 +31,22 @@ const SLIDING_SIZE_MS: i64 = 3_000;
 const SLIDING_SLIDE_MS: i64 = 1_000;
 
 pub(super) const WINDOWED: CatalogJob = CatalogJob {
-    name: "windowed",
-    description: "clicks per user in 1s tumbling windows (count, sum) and the largest click in 3s windows sliding by 1s",
-    params: &[
-        ParamSpec { name: "clicks", default: 20_000, min: 0, max: 1_000_000, doc: "total clicks in the input" },
-        ParamSpec {
-            name: "users",
-            default: 100,
-            min: 1,
-            max: 100_000,
-            doc: "distinct users (skewed towards low user numbers)",
-        },
-        ParamSpec { name: "partitions", default: 4, min: 1, max: 64, doc: "partitions of the clicks topic" },
-    ],
-    build,
+    definition: JobDefinition {
+        name: "windowed",
+        description: "clicks per user in 1s tumbling windows (count, sum) and the largest click in 3s windows sliding by 1s",
+        params: &[
+            ParamSpec { name: "clicks", default: 20_000, min: 0, max: 1_000_000, doc: "total clicks in the input" },
+            ParamSpec {
+                name: "users",
+                default: 100,
+                min: 1,
+                max: 100_000,
+                doc: "distinct users (skewed towards low user numbers)",
+            },
+            ParamSpec { name: "partitions", default: 4, min: 1, max: 64, doc: "partitions of the clicks topic" },
+        ],
+        build,
+    },
     generate_input,
     reference,
 };

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobParams, ParamSpec, Updates};
+use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobParams, ParamSpec, Updates};
 use sluice_engine::api::DataStream;
 use sluice_engine::api::{ExecutionMode, Record, StreamEnv};
 use sluice_engine::connectors::{CsvRow, FileSink, FileSource, LogSource, Row, SinkKind, TxnStoreSink};
@@ -30,15 +30,17 @@ const MAX_WORDS_PER_LINE: ParamSpec =
     ParamSpec { name: "max_words_per_line", default: 12, min: 1, max: 1_000, doc: "longest line, in words" };
 
 pub(super) const WORDCOUNT: CatalogJob = CatalogJob {
-    name: "wordcount",
-    description: "counts words of lines read from the log; upserts (word, count)",
-    params: &[
-        ParamSpec { name: "words", default: 20_000, min: 0, max: 1_000_000, doc: "total words in the input" },
-        DISTINCT_WORDS,
-        ParamSpec { name: "partitions", default: 4, min: 1, max: 64, doc: "partitions of the input topic" },
-        MAX_WORDS_PER_LINE,
-    ],
-    build,
+    definition: JobDefinition {
+        name: "wordcount",
+        description: "counts words of lines read from the log; upserts (word, count)",
+        params: &[
+            ParamSpec { name: "words", default: 20_000, min: 0, max: 1_000_000, doc: "total words in the input" },
+            DISTINCT_WORDS,
+            ParamSpec { name: "partitions", default: 4, min: 1, max: 64, doc: "partitions of the input topic" },
+            MAX_WORDS_PER_LINE,
+        ],
+        build,
+    },
     generate_input,
     reference,
 };
@@ -122,28 +124,30 @@ fn reference_of_lines(lines: impl Iterator<Item = String>, mode: ExecutionMode) 
 }
 
 pub(super) const WORDCOUNT_FILES: CatalogJob = CatalogJob {
-    name: "wordcount-files",
-    description: "counts words of the lines of text files; writes (word, count) as CSV files",
-    params: &[
-        ParamSpec {
-            name: "words",
-            default: 20_000,
-            min: 0,
-            max: 1_000_000,
-            doc: "total words in the generated files (a real run may read a directory instead)",
-        },
-        DISTINCT_WORDS,
-        ParamSpec { name: "files", default: 3, min: 1, max: 64, doc: "files the words are written to" },
-        ParamSpec {
-            name: "split_bytes",
-            default: sluice_engine::connectors::files::SPLIT_BYTES,
-            min: 1,
-            max: 1 << 30,
-            doc: "the largest split of a file (splits are line-aligned)",
-        },
-        MAX_WORDS_PER_LINE,
-    ],
-    build: build_files,
+    definition: JobDefinition {
+        name: "wordcount-files",
+        description: "counts words of the lines of text files; writes (word, count) as CSV files",
+        params: &[
+            ParamSpec {
+                name: "words",
+                default: 20_000,
+                min: 0,
+                max: 1_000_000,
+                doc: "total words in the generated files (a real run may read a directory instead)",
+            },
+            DISTINCT_WORDS,
+            ParamSpec { name: "files", default: 3, min: 1, max: 64, doc: "files the words are written to" },
+            ParamSpec {
+                name: "split_bytes",
+                default: sluice_engine::connectors::files::SPLIT_BYTES,
+                min: 1,
+                max: 1 << 30,
+                doc: "the largest split of a file (splits are line-aligned)",
+            },
+            MAX_WORDS_PER_LINE,
+        ],
+        build: build_files,
+    },
     generate_input: generate_files,
     reference: reference_files,
 };

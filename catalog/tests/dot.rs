@@ -85,8 +85,8 @@ fn a_parallelism_decided_at_runtime_is_drawn_as_auto() {
 fn the_rendering_is_deterministic() {
     for job in catalog::jobs() {
         for exchange_mode in ExchangeMode::ALL {
-            let first = job_graph_dot(&plan(job.name, ExecutionMode::Batch, exchange_mode));
-            assert_eq!(first, job_graph_dot(&plan(job.name, ExecutionMode::Batch, exchange_mode)));
+            let first = job_graph_dot(&plan(job.name(), ExecutionMode::Batch, exchange_mode));
+            assert_eq!(first, job_graph_dot(&plan(job.name(), ExecutionMode::Batch, exchange_mode)));
         }
     }
 }

@@ -125,7 +125,7 @@ impl ImmediateStorage for FileStorage {
         if end.is_none() {
             return Err(StorageError::OutOfRange { path: path.to_string(), length: size });
         }
-        // Read into reserved, unzeroed memory: a sink's committed file is read in 4 MiB pieces.
+        // Read into reserved, unzeroed memory: zeroing a piece first would write it twice.
         let mut bytes = Vec::with_capacity(usize::try_from(length).expect("a range within a file fits in memory"));
         handle
             .seek(SeekFrom::Start(offset))

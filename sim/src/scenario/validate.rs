@@ -58,7 +58,7 @@ fn check_name(name: &str) -> Result<(), String> {
 fn check_params(scenario: &Scenario, job: &CatalogJob, text: &str) -> Checked {
     for (name, value) in &scenario.params {
         let field = format!("params.{name}");
-        match job.params.iter().find(|spec| spec.name == name.as_str()) {
+        match job.definition.params.iter().find(|spec| spec.name == name.as_str()) {
             None => return Err(ScenarioError::about(text, &field, job.resolve_params(&scenario.params).unwrap_err())),
             Some(spec) => spec.check(*value).map_err(|message| ScenarioError::about(text, &field, message))?,
         }

@@ -29,26 +29,29 @@ fn passing(scenario: &Scenario, mode: ExecutionMode, what: &str) -> RunReport {
 #[test]
 fn every_job_commits_the_same_output_under_every_exchange_mode_and_parallelism() {
     for job in catalog::jobs() {
-        let baseline =
-            passing(&scenario(job.name, 2, ExchangeMode::AllEdgesBlocking, false), ExecutionMode::Streaming, job.name);
+        let baseline = passing(
+            &scenario(job.name(), 2, ExchangeMode::AllEdgesBlocking, false),
+            ExecutionMode::Streaming,
+            job.name(),
+        );
         for parallelism in [1, 2, 4] {
-            let what = format!("{} streaming p={parallelism}", job.name);
+            let what = format!("{} streaming p={parallelism}", job.name());
             let streaming = passing(
-                &scenario(job.name, parallelism, ExchangeMode::AllEdgesBlocking, false),
+                &scenario(job.name(), parallelism, ExchangeMode::AllEdgesBlocking, false),
                 ExecutionMode::Streaming,
                 &what,
             );
             for exchange_mode in ExchangeMode::ALL {
-                let what = format!("{} batch p={parallelism} {exchange_mode}", job.name);
+                let what = format!("{} batch p={parallelism} {exchange_mode}", job.name());
                 let batch =
-                    passing(&scenario(job.name, parallelism, exchange_mode, false), ExecutionMode::Batch, &what);
+                    passing(&scenario(job.name(), parallelism, exchange_mode, false), ExecutionMode::Batch, &what);
                 assert_eq!(modes_agree(&baseline, &batch), Ok(()), "{what}");
                 assert_eq!(modes_agree(&streaming, &batch), Ok(()), "{what}");
             }
         }
-        let what = format!("{} batch with runtime-decided parallelism", job.name);
+        let what = format!("{} batch with runtime-decided parallelism", job.name());
         let adaptive =
-            passing(&scenario(job.name, 2, ExchangeMode::AllEdgesBlocking, true), ExecutionMode::Batch, &what);
+            passing(&scenario(job.name(), 2, ExchangeMode::AllEdgesBlocking, true), ExecutionMode::Batch, &what);
         assert_eq!(modes_agree(&baseline, &adaptive), Ok(()), "{what}");
         let decided = adaptive.trace.iter().filter(|record| record.event.kind() == "parallelism_decided").count();
         assert!(decided >= 1, "{what}: the adaptive scheduler decided nothing");

@@ -39,7 +39,7 @@ fn render(job: &catalog::CatalogJob, mode: ExecutionMode, exchange_mode: Exchang
     let job_graph = plan.to_string();
     let graph = ExecutionGraph::new(Arc::new(plan));
     let slots = SchedulingStrategy::new(graph.clone()).max_slots_per_region();
-    let decisions = decisions(&scenario(job.name, mode, exchange_mode), mode);
+    let decisions = decisions(&scenario(job.name(), mode, exchange_mode), mode);
     format!(
         "{stream_graph}\n{job_graph}\n{graph}slots needed at once: {slots}\n\nscheduling decisions (seed 1):\n{decisions}"
     )
@@ -53,12 +53,12 @@ fn catalog_plans_in_both_modes_and_every_exchange_mode() {
     settings.bind(|| {
         for job in catalog::jobs() {
             insta::assert_snapshot!(
-                format!("plan-{}-streaming", job.name),
+                format!("plan-{}-streaming", job.name()),
                 render(job, ExecutionMode::Streaming, ExchangeMode::AllEdgesPipelined)
             );
             for exchange_mode in ExchangeMode::ALL {
                 insta::assert_snapshot!(
-                    format!("plan-{}-batch-{exchange_mode}", job.name),
+                    format!("plan-{}-batch-{exchange_mode}", job.name()),
                     render(job, ExecutionMode::Batch, exchange_mode)
                 );
             }
