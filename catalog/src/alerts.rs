@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 
 use super::event_time_input::{FETCH_SIZE, OUT_OF_ORDERNESS_MS, event_time};
-use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobParams, ParamSpec, Updates};
+use super::{ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobParams, ParamSpec, SimJob, Updates};
 use sluice_engine::api::{
     ExecutionMode, KeyedContext, KeyedProcessFunction, ListState, MapState, OperatorError, Record, StreamEnv,
     Timestamp, ValueState,
@@ -36,32 +36,21 @@ pub const BUCKET_MS: i64 = 100;
 /// An alert each time a user's total spending crosses a multiple of this.
 pub const SPENDING_STEP: u64 = 5_000;
 
-pub(super) const ALERTS: CatalogJob = CatalogJob {
+pub(super) const ALERTS: SimJob = SimJob {
     definition: JobDefinition {
         name: "alerts",
         description: "spending alerts per user: total crossing each 5000 and a third purchase at one merchant",
         params: &[
-            ParamSpec {
-                name: "purchases",
-                default: 20_000,
-                min: 0,
-                max: 1_000_000,
-                doc: "total purchases in the input",
-            },
-            ParamSpec {
-                name: "users",
-                default: 50,
-                min: 1,
-                max: 100_000,
-                doc: "distinct users (skewed towards low user numbers)",
-            },
-            ParamSpec { name: "merchants", default: 40, min: 1, max: 10_000, doc: "distinct merchants" },
-            ParamSpec { name: "partitions", default: 4, min: 1, max: 64, doc: "partitions of the purchases topic" },
+            ParamSpec::int("purchases", 20_000, 0, 1_000_000, "total purchases in the input"),
+            ParamSpec::int("users", 50, 1, 100_000, "distinct users (skewed towards low user numbers)"),
+            ParamSpec::int("merchants", 40, 1, 10_000, "distinct merchants"),
+            ParamSpec::int("partitions", 4, 1, 64, "partitions of the purchases topic"),
         ],
+        inputs: &[],
         build,
     },
-    generate_input,
-    reference,
+    generate_input: Some(generate_input),
+    reference: Some(reference),
 };
 
 /// A purchase: user, event time in milliseconds, merchant, amount.
@@ -156,7 +145,7 @@ fn generate_input(params: &JobParams, prng: &mut Prng) -> ExternalInput {
         let amount = prng.range_inclusive(1, 500);
         topic[partition].push((user, timestamp, merchant, amount).to_bytes());
     }
-    ExternalInput { topics: BTreeMap::from([(TOPIC.to_string(), topic)]) }
+    ExternalInput { topics: BTreeMap::from([(TOPIC.to_string(), topic)]), ..ExternalInput::default() }
 }
 
 fn reference(_params: &JobParams, input: &ExternalInput, _mode: ExecutionMode) -> ExpectedOutput {
@@ -189,15 +178,7 @@ mod tests {
 
     #[test]
     fn the_reference_raises_both_kinds_of_alert_and_agrees_across_modes() {
-        let params = JobParams(
-            [
-                ("purchases".to_string(), 3_000),
-                ("users".to_string(), 10),
-                ("merchants".to_string(), 5),
-                ("partitions".to_string(), 3),
-            ]
-            .into(),
-        );
+        let params = JobParams::ints([("purchases", 3_000), ("users", 10), ("merchants", 5), ("partitions", 3)]);
         let input = generate_input(&params, &mut Prng::from_seed(3));
         let streaming = reference(&params, &input, ExecutionMode::Streaming);
         assert_eq!(streaming, reference(&params, &input, ExecutionMode::Batch));

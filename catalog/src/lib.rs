@@ -1,11 +1,12 @@
 //! Sluice's built-in jobs, each with a plain sequential reference implementation.
 //!
-//! A [`CatalogJob`] is a job as the engine runs it (its [`JobDefinition`]: name, parameters, the
-//! function that builds its plan), registered with a cluster through [`registry`] as a user's own
-//! job would be: the engine does not depend on this crate. Each job also says how to generate its
-//! input (the contents of the external log) from a seeded [`Prng`], and computes, with ordinary
-//! sequential Rust, the rows its sinks must commit in each mode: the oracle the simulation checks
-//! against.
+//! A [`SimJob`] is a job as the engine runs it (its [`JobDefinition`]: name, parameters, inputs,
+//! the function that builds its plan), registered with a cluster through [`registry`] as a user's
+//! own job would be: the engine does not depend on this crate. Each job also says how to generate
+//! its input (the log's topics and the input files) from a seeded [`Prng`], and computes, with
+//! ordinary sequential Rust, the rows its sinks must commit in each mode: the oracle the
+//! simulation checks against. [`SimJob`] and the types around it are also what a user's crate
+//! declares its own jobs with (`sluice-sim` re-exports them).
 //!
 //! Depends on: the engine's public API only (`sluice_engine::api`, `connectors`, `graph`). It owns
 //! the jobs and their oracles, and must never reach into the engine's runtime. Invariant: a job's
@@ -44,22 +45,33 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use sluice_engine::api::JobConfig;
-pub use sluice_engine::api::{JobDefinition, JobParams, JobRegistry, ParamSpec};
+pub use sluice_engine::api::{InputFormat, InputSpec, JobDefinition, JobParams, JobRegistry, ParamSpec, ParamValue};
 use sluice_engine::connectors::{Row, SinkKind};
 use sluice_engine::graph::{ExecutionMode, JobGraph};
 use sluice_engine::prng::Prng;
 
-/// The contents of the external log: topic → partitions → encoded records.
+/// What the external systems hold for a job to read: the log's topics and the input files.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExternalInput {
-    /// Topics by name.
+    /// The log's topics by name: partitions of encoded records.
     pub topics: BTreeMap<String, Vec<Vec<Vec<u8>>>>,
+    /// The files the files system serves, by path (`<input>/<file>` for a named input).
+    pub files: BTreeMap<String, Vec<u8>>,
 }
 
 impl ExternalInput {
     /// Total records over all topics.
     pub fn record_count(&self) -> usize {
         self.topics.values().flatten().map(Vec::len).sum()
+    }
+
+    /// The files of the input called `name`, in path order.
+    pub fn input_files(&self, name: &str) -> impl Iterator<Item = (&str, &[u8])> {
+        let prefix = format!("{name}/");
+        self.files
+            .iter()
+            .filter(move |(path, _)| path.starts_with(&prefix))
+            .map(|(path, contents)| (path.as_str(), contents.as_slice()))
     }
 }
 
@@ -90,29 +102,33 @@ pub enum Updates {
 /// What a job must commit, by table.
 pub type ExpectedOutput = BTreeMap<String, ExpectedTable>;
 
-/// A built-in job: what a cluster runs, and what the simulation needs to feed and judge it.
-pub struct CatalogJob {
-    /// The job as a cluster runs it: name (the one scenarios use), parameters, the program.
+/// A job as a simulation runs and judges it: what a cluster runs, where its input comes from,
+/// and what it must commit. The built-in jobs are these; a user's crate declares its own.
+pub struct SimJob {
+    /// The job as a cluster runs it: name (the one scenarios use), parameters, inputs, program.
     pub definition: JobDefinition,
-    /// Generates the external input.
-    pub generate_input: fn(&JobParams, &mut Prng) -> ExternalInput,
-    /// The sequential oracle: the rows the job must commit in a mode.
-    pub reference: fn(&JobParams, &ExternalInput, ExecutionMode) -> ExpectedOutput,
+    /// Generates the external input from a seed; `None` for a job that reads only the files a
+    /// scenario gives it (`input:`). A scenario's files replace the generated files of their inputs.
+    pub generate_input: Option<fn(&JobParams, &mut Prng) -> ExternalInput>,
+    /// The sequential oracle: the rows the job must commit in a mode. `None` for a job without
+    /// one: it is checked by reference-free oracles only (`sluice_sim::Oracle`), and its file
+    /// sinks' tables are read as append tables.
+    pub reference: Option<fn(&JobParams, &ExternalInput, ExecutionMode) -> ExpectedOutput>,
 }
 
-impl fmt::Debug for CatalogJob {
+impl fmt::Debug for SimJob {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.definition.name)
     }
 }
 
-/// Every registered job.
-pub fn jobs() -> &'static [CatalogJob] {
+/// The built-in jobs.
+pub fn jobs() -> &'static [SimJob] {
     &[wordcount::WORDCOUNT, wordcount::WORDCOUNT_FILES, tpcds::TPCDS, windowed::WINDOWED, alerts::ALERTS]
 }
 
 /// A job by name.
-pub fn find(name: &str) -> Result<&'static CatalogJob, String> {
+pub fn find(name: &str) -> Result<&'static SimJob, String> {
     jobs().iter().find(|job| job.definition.name == name).ok_or_else(|| {
         let known: Vec<&str> = jobs().iter().map(|job| job.definition.name).collect();
         format!("no job `{name}` in the catalog; known jobs: {}", known.join(", "))
@@ -124,15 +140,20 @@ pub fn registry() -> JobRegistry {
     JobRegistry::of(jobs().iter().map(|job| job.definition)).expect("internal: catalog job names are unique")
 }
 
-impl CatalogJob {
+impl SimJob {
     /// The name scenarios use.
     pub fn name(&self) -> &'static str {
         self.definition.name
     }
 
     /// Fills in defaults and rejects parameters the job does not declare.
-    pub fn resolve_params(&self, given: &BTreeMap<String, u64>) -> Result<JobParams, String> {
+    pub fn resolve_params(&self, given: &BTreeMap<String, ParamValue>) -> Result<JobParams, String> {
         self.definition.resolve_params(given)
+    }
+
+    /// What the job must commit in `mode`, if it has a reference.
+    pub fn expected(&self, params: &JobParams, input: &ExternalInput, mode: ExecutionMode) -> Option<ExpectedOutput> {
+        self.reference.map(|reference| reference(params, input, mode))
     }
 
     /// Builds and chains the job's plan.
@@ -151,7 +172,7 @@ mod tests {
         let error = find("wordcont").unwrap_err();
         assert!(error.contains("wordcont") && error.contains("wordcount"), "{error}");
         let job = find("wordcount").unwrap();
-        let error = job.resolve_params(&[("wrods".to_string(), 3)].into_iter().collect()).unwrap_err();
+        let error = job.resolve_params(&[("wrods".to_string(), 3.into())].into_iter().collect()).unwrap_err();
         assert!(error.contains("wrods") && error.contains("words"), "{error}");
         let params = job.resolve_params(&BTreeMap::new()).unwrap();
         assert_eq!(params.0.len(), job.definition.params.len());

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobParams, ParamSpec, Updates};
+use super::{ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobParams, ParamSpec, SimJob, Updates};
 use sluice_engine::api::{ExecutionMode, Record, StreamEnv};
 use sluice_engine::connectors::{LogSource, Row, SinkKind, TxnStoreSink};
 use sluice_engine::prng::{Prng, Ratio};
@@ -25,21 +25,22 @@ const WEB_SALES: &str = "web_sales";
 const ITEMS: &str = "items";
 const TABLE: &str = "revenue_by_category";
 
-pub(super) const TPCDS: CatalogJob = CatalogJob {
+pub(super) const TPCDS: SimJob = SimJob {
     definition: JobDefinition {
         name: "tpcds",
         description: "revenue per item category from store and web sales joined with items",
         params: &[
-            ParamSpec { name: "store_sales", default: 20_000, min: 0, max: 1_000_000, doc: "store sales rows" },
-            ParamSpec { name: "web_sales", default: 10_000, min: 0, max: 1_000_000, doc: "web sales rows" },
-            ParamSpec { name: "items", default: 1_000, min: 1, max: 100_000, doc: "items (every sale refers to one)" },
-            ParamSpec { name: "categories", default: 20, min: 1, max: 1_000, doc: "item categories" },
-            ParamSpec { name: "partitions", default: 4, min: 1, max: 64, doc: "partitions of each sales topic" },
+            ParamSpec::int("store_sales", 20_000, 0, 1_000_000, "store sales rows"),
+            ParamSpec::int("web_sales", 10_000, 0, 1_000_000, "web sales rows"),
+            ParamSpec::int("items", 1_000, 1, 100_000, "items (every sale refers to one)"),
+            ParamSpec::int("categories", 20, 1, 1_000, "item categories"),
+            ParamSpec::int("partitions", 4, 1, 64, "partitions of each sales topic"),
         ],
+        inputs: &[],
         build,
     },
-    generate_input,
-    reference,
+    generate_input: Some(generate_input),
+    reference: Some(reference),
 };
 
 /// (item, store, quantity, price in cents)
@@ -112,6 +113,7 @@ fn generate_input(params: &JobParams, prng: &mut Prng) -> ExternalInput {
             (WEB_SALES.to_string(), web),
             (ITEMS.to_string(), vec![catalog]),
         ]),
+        ..ExternalInput::default()
     }
 }
 

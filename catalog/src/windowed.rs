@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use super::event_time_input::{FETCH_SIZE, OUT_OF_ORDERNESS_MS, event_time};
-use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobParams, ParamSpec, Updates};
+use super::{ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobParams, ParamSpec, SimJob, Updates};
 use sluice_engine::api::{
     ExecutionMode, Record, SlidingEventTimeWindows, StreamEnv, TimeWindow, TumblingEventTimeWindows,
 };
@@ -30,25 +30,20 @@ const TUMBLING_MS: i64 = 1_000;
 const SLIDING_SIZE_MS: i64 = 3_000;
 const SLIDING_SLIDE_MS: i64 = 1_000;
 
-pub(super) const WINDOWED: CatalogJob = CatalogJob {
+pub(super) const WINDOWED: SimJob = SimJob {
     definition: JobDefinition {
         name: "windowed",
         description: "clicks per user in 1s tumbling windows (count, sum) and the largest click in 3s windows sliding by 1s",
         params: &[
-            ParamSpec { name: "clicks", default: 20_000, min: 0, max: 1_000_000, doc: "total clicks in the input" },
-            ParamSpec {
-                name: "users",
-                default: 100,
-                min: 1,
-                max: 100_000,
-                doc: "distinct users (skewed towards low user numbers)",
-            },
-            ParamSpec { name: "partitions", default: 4, min: 1, max: 64, doc: "partitions of the clicks topic" },
+            ParamSpec::int("clicks", 20_000, 0, 1_000_000, "total clicks in the input"),
+            ParamSpec::int("users", 100, 1, 100_000, "distinct users (skewed towards low user numbers)"),
+            ParamSpec::int("partitions", 4, 1, 64, "partitions of the clicks topic"),
         ],
+        inputs: &[],
         build,
     },
-    generate_input,
-    reference,
+    generate_input: Some(generate_input),
+    reference: Some(reference),
 };
 
 /// A click: user, event time in milliseconds, amount.
@@ -108,7 +103,7 @@ fn generate_input(params: &JobParams, prng: &mut Prng) -> ExternalInput {
         let amount = prng.range_inclusive(1, 1_000);
         topic[partition].push((user, timestamp, amount).to_bytes());
     }
-    ExternalInput { topics: BTreeMap::from([(TOPIC.to_string(), topic)]) }
+    ExternalInput { topics: BTreeMap::from([(TOPIC.to_string(), topic)]), ..ExternalInput::default() }
 }
 
 fn reference(_params: &JobParams, input: &ExternalInput, _mode: ExecutionMode) -> ExpectedOutput {
@@ -160,8 +155,7 @@ mod tests {
 
     #[test]
     fn the_generated_input_keeps_within_the_watermark_bound_for_any_round_robin_reader() {
-        let params =
-            JobParams([("clicks".to_string(), 5_000), ("users".to_string(), 10), ("partitions".to_string(), 4)].into());
+        let params = JobParams::ints([("clicks", 5_000), ("users", 10), ("partitions", 4)]);
         let input = generate_input(&params, &mut Prng::from_seed(7));
         let partitions = &input.topics[TOPIC];
         // Read the way a source subtask holding every partition does: FETCH_SIZE at a time,
@@ -189,8 +183,7 @@ mod tests {
 
     #[test]
     fn both_modes_expect_one_row_per_user_and_window() {
-        let params =
-            JobParams([("clicks".to_string(), 2_000), ("users".to_string(), 5), ("partitions".to_string(), 2)].into());
+        let params = JobParams::ints([("clicks", 2_000), ("users", 5), ("partitions", 2)]);
         let input = generate_input(&params, &mut Prng::from_seed(1));
         let streaming = reference(&params, &input, ExecutionMode::Streaming);
         assert_eq!(streaming, reference(&params, &input, ExecutionMode::Batch));

@@ -7,42 +7,35 @@
 
 use std::collections::BTreeMap;
 
-use super::{CatalogJob, ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobParams, ParamSpec, Updates};
+use super::{ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobParams, ParamSpec, SimJob, Updates};
 use sluice_engine::api::DataStream;
 use sluice_engine::api::{ExecutionMode, Record, StreamEnv};
 use sluice_engine::connectors::{CsvRow, FileSink, FileSource, LogSource, Row, SinkKind, TxnStoreSink};
 use sluice_engine::prng::Prng;
 
 const TOPIC: &str = "lines";
-/// `wordcount-files`'s input, as the simulation holds it: one record per file, its contents.
-pub const FILES_TOPIC: &str = "files";
 const TABLE: &str = "word_counts";
 
 /// The vocabulary, shared by both jobs' generators.
-const DISTINCT_WORDS: ParamSpec = ParamSpec {
-    name: "distinct_words",
-    default: 500,
-    min: 1,
-    max: 100_000,
-    doc: "vocabulary size (skewed towards low word numbers)",
-};
-const MAX_WORDS_PER_LINE: ParamSpec =
-    ParamSpec { name: "max_words_per_line", default: 12, min: 1, max: 1_000, doc: "longest line, in words" };
+const DISTINCT_WORDS: ParamSpec =
+    ParamSpec::int("distinct_words", 500, 1, 100_000, "vocabulary size (skewed towards low word numbers)");
+const MAX_WORDS_PER_LINE: ParamSpec = ParamSpec::int("max_words_per_line", 12, 1, 1_000, "longest line, in words");
 
-pub(super) const WORDCOUNT: CatalogJob = CatalogJob {
+pub(super) const WORDCOUNT: SimJob = SimJob {
     definition: JobDefinition {
         name: "wordcount",
         description: "counts words of lines read from the log; upserts (word, count)",
         params: &[
-            ParamSpec { name: "words", default: 20_000, min: 0, max: 1_000_000, doc: "total words in the input" },
+            ParamSpec::int("words", 20_000, 0, 1_000_000, "total words in the input"),
             DISTINCT_WORDS,
-            ParamSpec { name: "partitions", default: 4, min: 1, max: 64, doc: "partitions of the input topic" },
+            ParamSpec::int("partitions", 4, 1, 64, "partitions of the input topic"),
             MAX_WORDS_PER_LINE,
         ],
+        inputs: &[],
         build,
     },
-    generate_input,
-    reference,
+    generate_input: Some(generate_input),
+    reference: Some(reference),
 };
 
 fn build(env: &StreamEnv, _params: &JobParams) {
@@ -72,7 +65,7 @@ fn generate_input(params: &JobParams, prng: &mut Prng) -> ExternalInput {
     for (line_number, line) in generate_lines(params, prng).into_iter().enumerate() {
         topic[line_number % partitions].push(line.to_bytes());
     }
-    ExternalInput { topics: BTreeMap::from([(TOPIC.to_string(), topic)]) }
+    ExternalInput { topics: BTreeMap::from([(TOPIC.to_string(), topic)]), ..ExternalInput::default() }
 }
 
 /// `words` words drawn from `distinct_words`, in lines of 1 to `max_words_per_line`.
@@ -123,33 +116,34 @@ fn reference_of_lines(lines: impl Iterator<Item = String>, mode: ExecutionMode) 
     BTreeMap::from([(TABLE.to_string(), ExpectedTable { kind: SinkKind::Upsert, rows, updates: Updates::Exact })])
 }
 
-pub(super) const WORDCOUNT_FILES: CatalogJob = CatalogJob {
+pub(super) const WORDCOUNT_FILES: SimJob = SimJob {
     definition: JobDefinition {
         name: "wordcount-files",
         description: "counts words of the lines of text files; writes (word, count) as CSV files",
         params: &[
-            ParamSpec {
-                name: "words",
-                default: 20_000,
-                min: 0,
-                max: 1_000_000,
-                doc: "total words in the generated files (a real run may read a directory instead)",
-            },
+            ParamSpec::int(
+                "words",
+                20_000,
+                0,
+                1_000_000,
+                "total words in the generated files (a real run may read a directory instead)",
+            ),
             DISTINCT_WORDS,
-            ParamSpec { name: "files", default: 3, min: 1, max: 64, doc: "files the words are written to" },
-            ParamSpec {
-                name: "split_bytes",
-                default: sluice_engine::connectors::files::SPLIT_BYTES,
-                min: 1,
-                max: 1 << 30,
-                doc: "the largest split of a file (splits are line-aligned)",
-            },
+            ParamSpec::int("files", 3, 1, 64, "files the words are written to"),
+            ParamSpec::int(
+                "split_bytes",
+                sluice_engine::connectors::files::SPLIT_BYTES,
+                1,
+                1 << 30,
+                "the largest split of a file (splits are line-aligned)",
+            ),
             MAX_WORDS_PER_LINE,
         ],
+        inputs: &[],
         build: build_files,
     },
-    generate_input: generate_files,
-    reference: reference_files,
+    generate_input: Some(generate_files),
+    reference: Some(reference_files),
 };
 
 fn build_files(env: &StreamEnv, params: &JobParams) {
@@ -169,11 +163,12 @@ fn generate_files(params: &JobParams, prng: &mut Prng) -> ExternalInput {
         file.extend_from_slice(line.as_bytes());
         file.push(b'\n');
     }
-    ExternalInput { topics: BTreeMap::from([(FILES_TOPIC.to_string(), vec![files])]) }
+    let files = files.into_iter().enumerate().map(|(index, contents)| (format!("part-{index:05}"), contents));
+    ExternalInput { files: files.collect(), ..ExternalInput::default() }
 }
 
 fn reference_files(_params: &JobParams, input: &ExternalInput, mode: ExecutionMode) -> ExpectedOutput {
-    let files = input.topics[FILES_TOPIC].iter().flatten();
+    let files = input.files.values();
     let lines =
         files.flat_map(|contents| String::from_utf8_lossy(contents).lines().map(str::to_string).collect::<Vec<_>>());
     reference_of_lines(lines, mode)

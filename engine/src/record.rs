@@ -201,6 +201,10 @@ tuple_record!(A);
 tuple_record!(A, B);
 tuple_record!(A, B, C);
 tuple_record!(A, B, C, D);
+tuple_record!(A, B, C, D, E);
+tuple_record!(A, B, C, D, E, F);
+tuple_record!(A, B, C, D, E, F, G);
+tuple_record!(A, B, C, D, E, F, G, H);
 
 /// A type-erased value flowing through an operator chain.
 pub type Element = Box<dyn Any + Send>;

@@ -22,8 +22,7 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sluice_catalog::wordcount::FILES_TOPIC;
-use sluice_catalog::{self as catalog, ExternalInput};
+use sluice_catalog::ExternalInput;
 use sluice_engine::connectors::SinkKind;
 use sluice_engine::duration::{format_duration, parse_duration};
 use sluice_engine::graph::ExecutionMode;
@@ -121,9 +120,9 @@ pub fn run_local(options: &LocalOptions) -> Result<i32, String> {
     let scenario = Scenario::load(&options.scenario).map_err(|error| error.to_string())?;
     let seed = options.seed.unwrap_or(scenario.seeds.start);
     let modes = if options.modes.is_empty() { scenario.modes.clone() } else { options.modes.clone() };
-    // A job reads files when its generated input is files (wordcount-files): the same test
-    // that decides whether a simulated cluster has a files node.
-    if options.input.is_some() && !generate_input(&scenario, seed).topics.contains_key(FILES_TOPIC) {
+    // A job reads files when its input holds files (wordcount-files, or a scenario's `input:`):
+    // the same test that decides whether a simulated cluster has a files node.
+    if options.input.is_some() && generate_input(&scenario, seed).files.is_empty() {
         return Err(format!("--input: job `{}` does not read files", scenario.job));
     }
     for kill in &options.kills {
@@ -224,15 +223,15 @@ fn run_mode(
         .map_err(|error| io("choosing ports on 127.0.0.1", error))?;
     let cluster_file = work.join("cluster.yaml");
     std::fs::write(&cluster_file, cluster.to_yaml()).map_err(|error| io("cluster.yaml", error))?;
-    let job = catalog::find(&scenario.job).map_err(|error| error.to_string())?;
+    let job = scenario.job();
     let expected = {
         let input = match input {
             Some(directory) => input_files(directory)?,
             None => generate_input(scenario, seed),
         };
-        (job.reference)(&scenario.job_params(), &input, mode)
+        job.expected(&scenario.job_params(), &input, mode)
     };
-    let kinds = table_kinds(&expected);
+    let kinds = table_kinds(expected.as_ref());
     // The launcher's own client first: building its runtime takes a while (200 ms here), and
     // that is not the cluster's time.
     let client_tracer = FileTracer::open(&work.join("trace/client.jsonl"), "client")
@@ -302,12 +301,12 @@ fn input_files(directory: &Path) -> Result<ExternalInput, String> {
     let storage = crate::disk::FileStorage::read_only(directory)
         .map_err(|error| format!("--input {}: {error}", directory.display()))?;
     let paths = storage.list_now("").map_err(|error| format!("--input {}: {error}", directory.display()))?;
-    let mut files = Vec::new();
+    let mut files = BTreeMap::new();
     for path in paths {
         let contents = std::fs::read(directory.join(&path)).map_err(|error| format!("{path}: {error}"))?;
-        files.push(contents);
+        files.insert(path, contents);
     }
-    Ok(ExternalInput { topics: BTreeMap::from([(FILES_TOPIC.to_string(), vec![files])]) })
+    Ok(ExternalInput { files, ..ExternalInput::default() })
 }
 
 /// Submits the job, injects the kills from the acknowledged submission on, waits for the end,

@@ -16,7 +16,7 @@ use std::time::Duration;
 use madsim::net::NetSim;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
-use sluice_catalog::{self as catalog, ExternalInput};
+use sluice_catalog::ExternalInput;
 use sluice_engine::connectors::{DURABLE_STORE_SYSTEM, FILES_SYSTEM, LOG_SYSTEM, TXN_STORE_SYSTEM};
 use sluice_engine::graph::ExternalSystems;
 use sluice_engine::resources::{CostModel, Resources};
@@ -115,8 +115,8 @@ impl Cluster {
 
         let durable_storage: StorageFactory =
             Arc::new(|| Arc::new(RemoteStorage::new(DURABLE_STORE_ADDRESS)) as Arc<dyn Storage>);
-        // The built-in jobs, registered with the cluster as a user's own would be.
-        let jobs = catalog::registry();
+        // The scenario's jobs (the built-in ones, or a user's), registered with the cluster.
+        let jobs = scenario.jobs.registry();
         let jm_config = JobMasterConfig {
             address: JOB_MASTER_ADDRESS,
             heartbeat_timeout: timing.heartbeat_timeout,

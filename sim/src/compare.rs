@@ -20,7 +20,6 @@ use std::fmt::{self, Write as _};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_catalog as catalog;
 use sluice_engine::failover::FailoverStrategy;
 use sluice_engine::graph::{ExchangeMode, ExecutionGraph, ExecutionMode};
 use sluice_engine::scheduler::SchedulingStrategy;
@@ -86,8 +85,7 @@ impl Variant {
 
     /// The most slots the job needs at once in this variant.
     pub fn slots_needed(self, scenario: &Scenario) -> Result<u32, String> {
-        let job = catalog::find(&scenario.job)?;
-        let plan = job.plan(&scenario.job_params(), self.apply(scenario).job_config(self.mode))?;
+        let plan = scenario.job().plan(&scenario.job_params(), self.apply(scenario).job_config(self.mode))?;
         Ok(SchedulingStrategy::new(ExecutionGraph::new(Arc::new(plan))).max_slots_per_region())
     }
 }

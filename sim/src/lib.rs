@@ -11,6 +11,8 @@
 //! | [`faults`] | injects a scenario's faults at their simulated times |
 //! | [`runner`] | one seed in one mode, in a fresh thread: the [`runner::RunReport`] |
 //! | [`check`] | exactly-once, streaming == batch, determinism |
+//! | [`simulation`] | the test API for a user's own job: `Simulation::of(&JOB)…run().assert_passed()` |
+//! | [`output`] | committed tables written as CSV (`run --output`), and two outputs compared (`diff`) |
 //! | [`compare`] | what a run cost (makespan, slot-time, disk bytes, peak slots), per exchange mode |
 //! | [`sweep`] | many seeds in isolated worker processes; records, summaries, shards, JUnit |
 //! | [`trace`] | the event trace and its hash |
@@ -31,6 +33,7 @@ pub mod cost;
 pub mod external;
 pub mod faults;
 pub mod harness_crash;
+pub mod output;
 pub mod recovery;
 #[cfg(madsim)]
 pub mod replay;
@@ -41,10 +44,18 @@ pub mod seed;
 #[cfg(madsim)]
 pub mod shrink;
 #[cfg(madsim)]
+pub mod simulation;
+#[cfg(madsim)]
 pub mod sweep;
 pub mod timeline;
 pub mod trace;
 pub mod words;
+
+pub use scenario::{JobCatalog, Scenario};
+#[cfg(madsim)]
+pub use simulation::{Oracle, Simulation, SimulationReport};
+/// What a job brings to be simulated: re-exported so that a user's crate needs only this one.
+pub use sluice_catalog::{ExpectedOutput, ExpectedTable, ExternalInput, SimJob, Updates};
 
 /// Fails when the crate was built without `--cfg madsim`, e.g. because a `RUSTFLAGS` variable
 /// replaced `.cargo/config.toml`'s flags: the simulation would silently not be a simulation.

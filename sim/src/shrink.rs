@@ -13,6 +13,7 @@
 
 use std::time::Duration;
 
+use sluice_catalog::ParamValue;
 use sluice_engine::graph::ExecutionMode;
 
 use crate::faults::{Fault, FaultKind, Trigger};
@@ -129,7 +130,9 @@ impl Shrinker<'_> {
 
     /// Halves job parameters and the parallelism while the failure stays.
     fn shrink_input(&mut self, mut scenario: Scenario) -> Scenario {
-        let names: Vec<String> = scenario.job_params().0.keys().cloned().collect();
+        let params = scenario.job_params().0;
+        let names: Vec<String> =
+            params.into_iter().filter(|(_, value)| matches!(value, ParamValue::Int(_))).map(|(name, _)| name).collect();
         for name in names {
             loop {
                 let current = scenario.job_params().get(&name);
@@ -137,7 +140,7 @@ impl Shrinker<'_> {
                     break;
                 }
                 let mut candidate = scenario.clone();
-                candidate.params.insert(name.clone(), current / 2);
+                candidate.params.insert(name.clone(), ParamValue::Int(current / 2));
                 if !self.valid(&candidate) || !self.fails(&candidate) {
                     break;
                 }
@@ -158,7 +161,7 @@ impl Shrinker<'_> {
 
     /// A candidate must still be a valid scenario (a parameter may have a minimum).
     fn valid(&self, candidate: &Scenario) -> bool {
-        Scenario::parse("shrink candidate", &candidate.to_yaml()).is_ok()
+        Scenario::parse_with("shrink candidate", &candidate.to_yaml(), candidate.jobs.clone()).is_ok()
     }
 }
 

@@ -33,7 +33,7 @@ mod window;
 
 pub use datastream::{DataStream, DataStreamSink, KeyedStream, WindowedStream};
 pub use process::{KeyedContext, KeyedProcessFunction};
-pub use registry::{JobDefinition, JobParams, JobRegistry, ParamSpec};
+pub use registry::{InputFormat, InputSpec, JobDefinition, JobParams, JobRegistry, ParamKind, ParamSpec, ParamValue};
 pub use source::{Source, SourceReader, erase_source};
 
 pub use crate::graph::operator::BoxFuture;

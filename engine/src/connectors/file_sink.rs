@@ -239,34 +239,14 @@ fn write_csv_field(out: &mut Vec<u8>, field: &str) {
 /// The rows of a CSV file of two-field records, as [`write_csv_row`] writes them; an error
 /// names the record that is not one.
 pub fn parse_csv_rows(bytes: &[u8]) -> Result<Vec<Row>, String> {
-    let text = std::str::from_utf8(bytes).map_err(|error| format!("not UTF-8: {error}"))?;
     let mut rows = Vec::new();
-    let (mut fields, mut field, mut quoted, mut chars) = (Vec::new(), String::new(), false, text.chars().peekable());
-    while let Some(c) = chars.next() {
-        match (quoted, c) {
-            (true, '"') if chars.peek() == Some(&'"') => {
-                chars.next();
-                field.push('"');
-            }
-            (true, '"') => quoted = false,
-            (true, c) => field.push(c),
-            (false, '"') if field.is_empty() => quoted = true,
-            (false, ',') => fields.push(std::mem::take(&mut field)),
-            (false, '\r') if chars.peek() == Some(&'\n') => {}
-            (false, '\n') => {
-                fields.push(std::mem::take(&mut field));
-                let [key, value]: [String; 2] =
-                    std::mem::take(&mut fields).try_into().map_err(|fields: Vec<String>| {
-                        format!("record {} has {} fields, not 2", rows.len(), fields.len())
-                    })?;
-                rows.push(Row { key, value });
-            }
-            (false, c) => field.push(c),
-        }
-    }
-    if quoted || !field.is_empty() || !fields.is_empty() {
-        return Err(format!("record {} is cut short", rows.len()));
-    }
+    super::csv::for_each_record(bytes, |record, fields| {
+        let [key, value]: [String; 2] = std::mem::take(fields)
+            .try_into()
+            .map_err(|fields: Vec<String>| format!("record {record} has {} fields, not 2", fields.len()))?;
+        rows.push(Row { key, value });
+        Ok(())
+    })?;
     Ok(rows)
 }
 

@@ -17,7 +17,9 @@
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
+use super::csv::{Column, ColumnType, CsvRecord, parse_record};
 use super::{call_with_retries, decode_position, encode_position};
+use crate::api::registry::{InputFormat, InputSpec};
 use crate::api::{BoxFuture, OperatorError, Source, SourceReader, TaskInfo};
 use crate::rpc::RpcClient;
 use crate::rt::task::{JoinHandle, spawn};
@@ -33,17 +35,25 @@ const CHUNK_BYTES: u64 = 1 << 20;
 /// The longest line a reader accepts: a file with a longer one is not a text file.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
-/// Reads every line of every file the `files` system serves, as `String`s (without the line
-/// break; `\r\n` counts as one).
+/// Reads every line of the files the `files` system serves, as `String`s (without the line
+/// break; `\r\n` counts as one): all of them, or one named input's (the directory `<name>/`).
 pub struct FileSource<T> {
     split_bytes: u64,
+    /// The input whose files it reads (`None`: every file).
+    input: Option<&'static str>,
     _type: PhantomData<fn() -> T>,
 }
 
 impl FileSource<String> {
-    /// Lines of text, in splits of [`SPLIT_BYTES`].
+    /// Lines of every file, in splits of [`SPLIT_BYTES`].
     pub fn lines() -> FileSource<String> {
-        FileSource { split_bytes: SPLIT_BYTES, _type: PhantomData }
+        FileSource { split_bytes: SPLIT_BYTES, input: None, _type: PhantomData }
+    }
+
+    /// Lines of the files of one input the job declares (its format is `lines`).
+    pub fn lines_of(input: &InputSpec) -> FileSource<String> {
+        assert_eq!(input.format, InputFormat::Lines, "job bug: input `{}` is not declared as lines", input.name);
+        FileSource { input: Some(input.name), ..FileSource::lines() }
     }
 
     /// Splits of at most `split_bytes` (at least 1).
@@ -56,11 +66,86 @@ impl FileSource<String> {
 
 impl Source<String> for FileSource<String> {
     fn name(&self) -> String {
-        "files".to_string()
+        self.input.map_or_else(|| "files".to_string(), |input| format!("files: {input}"))
     }
 
     fn create_reader(&self, task: &TaskInfo) -> Box<dyn SourceReader<String>> {
-        Box::new(LineReader { task: task.clone(), split_bytes: self.split_bytes, state: None, restored: None })
+        Box::new(LineReader::new(task, self.split_bytes, self.input, false))
+    }
+}
+
+/// Reads the records of a CSV input a job declares (Flink's `FileSource` with a `CsvReaderFormat`):
+/// each file's header line is skipped, every other line becomes a `T`. A line that is not a
+/// record of the input's columns fails the task with the file, where and why (the harness checks
+/// a scenario's files before it runs them).
+pub struct CsvSource<T> {
+    lines: FileSource<String>,
+    columns: &'static [Column],
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T: CsvRecord> CsvSource<T> {
+    /// The records of `input`, which must be declared as CSV with columns of `T`'s types.
+    pub fn new(input: &InputSpec) -> CsvSource<T> {
+        let InputFormat::Csv(columns) = input.format else {
+            panic!("job bug: input `{}` is not declared as CSV", input.name)
+        };
+        let types: Vec<ColumnType> = columns.iter().map(|column| column.kind).collect();
+        assert_eq!(
+            types,
+            T::TYPES,
+            "job bug: input `{}` declares other column types than its records have",
+            input.name
+        );
+        CsvSource { lines: FileSource { input: Some(input.name), ..FileSource::lines() }, columns, _type: PhantomData }
+    }
+
+    /// Splits of at most `split_bytes` (at least 1).
+    pub fn with_split_bytes(self, split_bytes: u64) -> CsvSource<T> {
+        CsvSource { lines: self.lines.with_split_bytes(split_bytes), ..self }
+    }
+}
+
+impl<T: CsvRecord> Source<T> for CsvSource<T> {
+    fn name(&self) -> String {
+        self.lines.name()
+    }
+
+    fn create_reader(&self, task: &TaskInfo) -> Box<dyn SourceReader<T>> {
+        let lines = LineReader::new(task, self.lines.split_bytes, self.lines.input, true);
+        Box::new(CsvReader { lines, columns: self.columns, _type: PhantomData })
+    }
+}
+
+struct CsvReader<T> {
+    lines: LineReader,
+    columns: &'static [Column],
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T: CsvRecord> CsvReader<T> {
+    async fn next_records(&mut self) -> Result<Option<Vec<T>>, OperatorError> {
+        let Some((path, offset, lines)) = self.lines.next_lines().await? else { return Ok(None) };
+        let records = lines.iter().map(|line| {
+            parse_record(line, self.columns).map_err(|error| {
+                OperatorError::new(format!("{FILES_SYSTEM}: `{path}`, a line after byte {offset}: {error}"))
+            })
+        });
+        records.collect::<Result<Vec<T>, _>>().map(Some)
+    }
+}
+
+impl<T: CsvRecord> SourceReader<T> for CsvReader<T> {
+    fn poll_next(&mut self) -> BoxFuture<'_, Result<Option<Vec<T>>, OperatorError>> {
+        Box::pin(self.next_records())
+    }
+
+    fn snapshot_state(&self) -> Vec<u8> {
+        self.lines.snapshot_state()
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError> {
+        self.lines.restore_state(state)
     }
 }
 
@@ -117,6 +202,10 @@ async fn read_bytes(
 struct LineReader {
     task: TaskInfo,
     split_bytes: u64,
+    /// The input whose files it reads (`None`: every file).
+    input: Option<&'static str>,
+    /// Each file's first line is a header, not data.
+    skip_header: bool,
     state: Option<ReaderState>,
     restored: Option<Position>,
 }
@@ -161,6 +250,10 @@ fn lines_in(bytes: &[u8], offset: u64, end: u64, length: u64) -> Option<(Vec<Str
 }
 
 impl LineReader {
+    fn new(task: &TaskInfo, split_bytes: u64, input: Option<&'static str>, skip_header: bool) -> LineReader {
+        LineReader { task: task.clone(), split_bytes, input, skip_header, state: None, restored: None }
+    }
+
     async fn call(&self, operation: StorageOperation) -> Result<StorageAnswer, OperatorError> {
         let state = self.state.as_ref().expect("opened");
         let answer = call_with_retries(&state.client, state.files, StorageCall { operation }, FILES_SYSTEM).await?;
@@ -184,7 +277,10 @@ impl LineReader {
             state.next_split = next_split as usize;
             return Ok(());
         }
-        let StorageAnswer::Paths(paths) = self.call(StorageOperation::List { prefix: String::new() }).await? else {
+        let StorageAnswer::Paths(paths) = self
+            .call(StorageOperation::List { prefix: self.input.map_or_else(String::new, |input| format!("{input}/")) })
+            .await?
+        else {
             return Err(OperatorError::new("files: a listing answered out of turn"));
         };
         let mut files = Vec::new();
@@ -271,7 +367,8 @@ impl LineReader {
         }
     }
 
-    async fn next_batch(&mut self) -> Result<Option<Vec<String>>, OperatorError> {
+    /// The next batch of lines, with the file they are from and the byte their first starts at.
+    async fn next_lines(&mut self) -> Result<Option<(String, u64, Vec<String>)>, OperatorError> {
         if self.state.is_none() {
             self.open().await?;
         }
@@ -287,23 +384,27 @@ impl LineReader {
             let (_, after) = self.read_lines_from(&path, next - 1, next).await?;
             next = after;
         }
-        let (lines, after) =
+        let (mut lines, after) =
             if next < end { self.read_lines_from(&path, next, end).await? } else { (Vec::new(), next) };
+        let first = next;
+        if self.skip_header && first == 0 && !lines.is_empty() {
+            lines.remove(0);
+        }
         let state = self.state.as_mut().expect("opened above");
         if after >= end {
             state.splits.remove(index);
         } else {
-            state.splits[index] = (path, end, after, true);
+            state.splits[index] = (path.clone(), end, after, true);
             state.next_split = index + 1;
         }
         self.read_ahead();
-        Ok(Some(lines))
+        Ok(Some((path, first, lines)))
     }
 }
 
 impl SourceReader<String> for LineReader {
     fn poll_next(&mut self) -> BoxFuture<'_, Result<Option<Vec<String>>, OperatorError>> {
-        Box::pin(self.next_batch())
+        Box::pin(async move { Ok(self.next_lines().await?.map(|(_, _, lines)| lines)) })
     }
 
     fn snapshot_state(&self) -> Vec<u8> {

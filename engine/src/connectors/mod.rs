@@ -1,5 +1,5 @@
-//! Connectors to external systems: a replayable log ([`log`]) and a directory of text files
-//! ([`files`]) to read from, and a transactional store ([`txn_store`]) and files in the durable
+//! Connectors to external systems: a replayable log ([`log`]) and a directory of text or CSV
+//! ([`csv`]) files ([`files`]) to read from, and a transactional store ([`txn_store`]) and files in the durable
 //! store ([`file_sink`]) to commit to.
 //!
 //! Each connector owns its wire protocol (the messages its external system answers), so that the
@@ -10,13 +10,15 @@
 //! a source reads by explicit offsets, so a restarted reader replays the same records; a sink's
 //! transaction ids are stable across attempts and its commits are idempotent.
 
+pub mod csv;
 pub mod file_sink;
 pub mod files;
 pub mod log;
 pub mod txn_store;
 
+pub use csv::{Column, ColumnType, CsvRecord};
 pub use file_sink::{CsvField, CsvRow, DURABLE_STORE_SYSTEM, FileSink, Shown};
-pub use files::{FILES_SYSTEM, FileSource};
+pub use files::{CsvSource, FILES_SYSTEM, FileSource};
 pub use log::LogSource;
 pub use txn_store::{Row, SinkKind, TxnCommittable, TxnStoreSink};
 

@@ -9,6 +9,7 @@
 //! command quietly with status 141; see `bin/sluice.rs`.
 
 mod compare;
+mod diff;
 mod merge;
 mod plan;
 mod replay;
@@ -24,7 +25,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use sluice_engine::graph::ExecutionMode;
 
-use crate::scenario::{Scenario, parse_seeds};
+use crate::scenario::{JobCatalog, Scenario, parse_seeds};
 use crate::sweep::summary::status;
 use crate::words::printable;
 
@@ -75,6 +76,9 @@ enum Command {
     /// Compare exchange modes (or failover strategies) on a scenario's seeds.
     #[command(after_help = EXIT_STATUS)]
     Compare(compare::CompareArgs),
+    /// Compare two directories of committed tables (`run --output`) row by row.
+    #[command(after_help = EXIT_STATUS)]
+    Diff(diff::DiffArgs),
     /// A sweep's worker process (started by `sluice sweep`, not by people).
     #[command(name = "__worker", hide = true)]
     Worker(sweep::WorkerArgs),
@@ -180,9 +184,17 @@ fn wall_duration_arg(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// The jobs this process's scenarios may name: the built-in ones, unless a user's binary started
+/// the command with its own ([`main_with`]).
+static JOBS: std::sync::OnceLock<JobCatalog> = std::sync::OnceLock::new();
+
+fn jobs() -> JobCatalog {
+    JOBS.get().cloned().unwrap_or_else(JobCatalog::built_in)
+}
+
 /// Loads a scenario, or prints why not and returns the usage status.
 fn load(file: &std::path::Path) -> Result<Scenario, i32> {
-    Scenario::load(file).map_err(|error| {
+    Scenario::load_with(file, jobs()).map_err(|error| {
         eprintln!("sluice: {error}");
         status::USAGE
     })
@@ -207,6 +219,16 @@ fn limit_memory(bytes: u64) {
 pub fn main_process(arguments: Vec<String>) -> i32 {
     OWNS_PROCESS.store(true, std::sync::atomic::Ordering::Relaxed);
     main(arguments)
+}
+
+/// [`main_process`] for a user's own binary whose scenarios name its own jobs: the whole
+/// `sluice` command (run, sweep, replay, shrink, …) over `jobs`. A sweep's workers are this
+/// binary again, so they know the same jobs. Call it once, from `main`.
+pub fn main_with(arguments: Vec<String>, jobs: JobCatalog) -> i32 {
+    if JOBS.set(jobs).is_err() {
+        panic!("internal: main_with is called once per process");
+    }
+    main_process(arguments)
 }
 
 /// Runs the command line (without the program name); returns the exit status.
@@ -234,6 +256,7 @@ pub fn main(arguments: Vec<String>) -> i32 {
         Command::Timeline(arguments) => timeline::command(&arguments),
         Command::Plan(arguments) => plan::command(&arguments),
         Command::Compare(arguments) => compare::command(&arguments),
+        Command::Diff(arguments) => diff::command(&arguments),
         Command::Worker(arguments) => sweep::worker(&arguments),
     }
 }

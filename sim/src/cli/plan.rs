@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use sluice_catalog as catalog;
 use sluice_engine::api::JobConfig;
 use sluice_engine::graph::dot::job_graph_dot;
 use sluice_engine::graph::{ExchangeMode, ExecutionGraph, ExecutionMode, JobGraph};
@@ -60,7 +59,7 @@ pub(super) fn command(arguments: &PlanArgs) -> i32 {
 
 /// The plan of the job, in the requested format.
 fn render(arguments: &PlanArgs) -> Result<String, String> {
-    let job = catalog::find(&arguments.job).map_err(|message| printable(&message))?;
+    let job = super::jobs().find(&arguments.job).map_err(|message| printable(&message))?;
     let mode = ExecutionMode::from(arguments.mode);
     let exchange_mode = arguments.exchange_mode.unwrap_or(ExchangeMode::default_for(mode));
     let params = job.resolve_params(&BTreeMap::new())?;

@@ -25,6 +25,10 @@ pub(super) struct RunArgs {
     /// Print each run's trace.
     #[arg(long)]
     print_trace: bool,
+    /// Write each run's committed tables as CSV to DIR/seed-<seed>/<mode>/ (final rows, and an
+    /// upsert table's updates in streaming mode); compare two with `sluice diff`.
+    #[arg(long, value_name = "DIR")]
+    output: Option<PathBuf>,
 }
 
 /// What a command prints of each seed.
@@ -169,6 +173,27 @@ pub(super) fn print_seed(
     (true, written)
 }
 
+/// Writes each run's committed tables under `root`; false if one cannot be written.
+fn write_outputs(root: &Path, result: &SeedResult) -> bool {
+    let mut written = true;
+    for (report, _) in &result.runs {
+        let directory = crate::output::run_directory(root, report.seed, report.mode);
+        match crate::output::write_tables(&directory, &report.committed, report.mode) {
+            Ok(files) => println!(
+                "    {}: {} written to {}",
+                report.mode,
+                counted(files.len() as u64, "file"),
+                directory.display()
+            ),
+            Err(error) => {
+                eprintln!("sluice: cannot write {}: {error}", directory.display());
+                written = false;
+            }
+        }
+    }
+    written
+}
+
 pub(super) fn command(arguments: &RunArgs) -> i32 {
     let scenario = match arguments.seeds.load() {
         Ok(scenario) => scenario,
@@ -196,6 +221,9 @@ pub(super) fn command(arguments: &RunArgs) -> i32 {
         let result = run_seed(&scenario, seed, &modes, determinism);
         let (seed_failed, written) = print_seed(&scenario, &printing, &result, single_run);
         all_written &= written;
+        if let Some(root) = &arguments.output {
+            all_written &= write_outputs(root, &result);
+        }
         if seed_failed {
             failed += 1;
         } else if result.outcome() == SeedOutcome::ExpectedUnrecoverable {

@@ -59,7 +59,7 @@ pub(super) struct WorkerArgs {
 pub(super) fn worker(arguments: &WorkerArgs) -> i32 {
     limit_memory(arguments.memory_limit);
     crate::sweep::worker::exit_with_supervisor();
-    match crate::sweep::worker::serve(std::io::stdin().lock(), std::io::stdout().lock()) {
+    match crate::sweep::worker::serve(std::io::stdin().lock(), std::io::stdout().lock(), super::jobs()) {
         Ok(()) => status::PASSED,
         Err(message) => {
             eprintln!("sluice __worker: {message}");

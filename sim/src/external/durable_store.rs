@@ -68,9 +68,9 @@ impl DurableStoreState {
     }
 }
 
-/// How each table of a job's reference applies rows.
-pub fn table_kinds(expected: &ExpectedOutput) -> BTreeMap<String, SinkKind> {
-    expected.iter().map(|(table, expectation)| (table.clone(), expectation.kind)).collect()
+/// How each table of a job's reference applies rows (none known without a reference).
+pub fn table_kinds(expected: Option<&ExpectedOutput>) -> BTreeMap<String, SinkKind> {
+    expected.into_iter().flatten().map(|(table, expectation)| (table.clone(), expectation.kind)).collect()
 }
 
 /// Serves the store at `address` until the node is killed.

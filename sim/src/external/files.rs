@@ -1,33 +1,27 @@
 //! The files node: a directory of input files served read-only over the storage protocol, which
 //! `sluice_engine::connectors::files::FileSource` reads. In simulation its disk is a simulated
-//! one holding the job's generated files (`part-00000`, …); for real (`sluice-real`) it is a
+//! one holding the job's generated files (`part-00000`, …) and a scenario's input files (`<input>/<file>`); for real (`sluice-real`) it is a
 //! directory on the machine's disk. A write of any kind is refused: input is never changed.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use sluice_catalog::ExternalInput;
-use sluice_catalog::wordcount::FILES_TOPIC;
 use sluice_engine::rpc::serve;
 use sluice_engine::storage::remote::{StorageCall, StorageOperation, apply};
 use sluice_engine::storage::{ImmediateStorage, MemoryStorage, Storage, StorageError};
 
-/// The job's input files on a simulated disk, if the job reads files: file `n` of the input's
-/// `files` topic is `part-0000n`, synced.
+/// The job's input files on a simulated disk, synced, if it reads any.
 pub fn load(input: &ExternalInput) -> Option<MemoryStorage> {
-    let files = input.topics.get(FILES_TOPIC)?;
+    if input.files.is_empty() {
+        return None;
+    }
     let disk = MemoryStorage::new();
-    for (index, contents) in files.iter().flatten().enumerate() {
-        let path = part_name(index);
-        disk.append_now(&path, contents).expect("a simulated disk takes every append");
-        disk.sync_now(&path).expect("a file just written exists");
+    for (path, contents) in &input.files {
+        disk.append_now(path, contents).expect("a simulated disk takes every append");
+        disk.sync_now(path).expect("a file just written exists");
     }
     Some(disk)
-}
-
-/// The name of the `index`-th input file.
-pub fn part_name(index: usize) -> String {
-    format!("part-{index:05}")
 }
 
 /// Serves `files` at `address`, read-only, until the node is killed.

@@ -10,7 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_catalog::{self as catalog, ExpectedOutput, ExternalInput};
+use sluice_catalog::{ExpectedOutput, ExternalInput};
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::prng::Prng;
 use sluice_engine::runtime::JobSpec;
@@ -70,8 +70,8 @@ pub struct RunReport {
     pub outcome: RunOutcome,
     /// What the store committed.
     pub committed: CommittedView,
-    /// What the reference implementation says must be committed.
-    pub expected: ExpectedOutput,
+    /// What the reference implementation says must be committed (`None`: the job has none).
+    pub expected: Option<ExpectedOutput>,
     /// The fault schedule it ran with (explicit and random faults).
     pub schedule: Vec<Fault>,
     /// What recovering from failures cost.
@@ -161,8 +161,12 @@ pub fn shuffle_config(scenario: &Scenario) -> ShuffleConfig {
     ShuffleConfig { buffer_size: scenario.buffer_size, kind: scenario.shuffle, ..ShuffleConfig::default() }
 }
 
-/// The job's input for a seed: the same in every mode.
+/// The job's input for a seed, the same in every mode: what it generates from the seed, with
+/// the scenario's input files in place of the generated files of their inputs.
 pub fn generate_input(scenario: &Scenario, seed: u64) -> ExternalInput {
-    let job = catalog::find(&scenario.job).expect("validated when the scenario was loaded");
-    (job.generate_input)(&scenario.job_params(), &mut Prng::fork(seed, "workload"))
+    let generated = match scenario.job().generate_input {
+        Some(generate) => generate(&scenario.job_params(), &mut Prng::fork(seed, "workload")),
+        None => ExternalInput::default(),
+    };
+    crate::scenario::inputs::with_files(generated, &scenario.input)
 }

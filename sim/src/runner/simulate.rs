@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_catalog::{self as catalog, ExternalInput};
+use sluice_catalog::ExternalInput;
 use sluice_engine::connectors::SinkKind;
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::trace::TraceEvent;
@@ -30,10 +30,9 @@ struct Simulated {
 /// Runs one seed of a scenario in one mode; see the module doc.
 pub fn run(scenario: &Scenario, mode: ExecutionMode, seed: u64) -> RunReport {
     let input = Arc::new(generate_input(scenario, seed));
-    let job = catalog::find(&scenario.job).expect("validated when the scenario was loaded");
-    let expected = (job.reference)(&scenario.job_params(), &input, mode);
+    let expected = scenario.job().expected(&scenario.job_params(), &input, mode);
     let schedule = scenario.schedule(seed);
-    let kinds = table_kinds(&expected);
+    let kinds = table_kinds(expected.as_ref());
     let thread_scenario = scenario.clone();
     let thread_schedule = schedule.clone();
     let started = std::time::Instant::now();

@@ -11,17 +11,21 @@ use std::time::Duration;
 
 mod error;
 mod guard;
+pub mod inputs;
+mod jobs;
 pub mod limits;
 mod locate;
 mod validate;
 
 pub use error::ScenarioError;
+pub use inputs::{FileFormat, InputFile};
+pub use jobs::JobCatalog;
 
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
 use std::sync::Arc;
 
-use sluice_catalog::{self as catalog, JobParams};
+use sluice_catalog::{JobParams, ParamValue, SimJob};
 use sluice_engine::api::JobConfig;
 use sluice_engine::checkpoint::CheckpointConfig;
 pub use sluice_engine::duration::{format_duration, parse_duration};
@@ -48,12 +52,15 @@ pub const MAX_PARALLELISM: u32 = 256;
 pub struct Scenario {
     /// Its name, used in reports and replay files.
     pub name: String,
-    /// The catalog job to run.
+    /// The job to run, by name.
     pub job: String,
-    /// The job's parameters; unset ones take the job's defaults. A parameter given twice is an
-    /// error.
+    /// The job's parameters (whole numbers, text, durations); unset ones take the job's
+    /// defaults. A parameter given twice is an error.
     #[serde(default, deserialize_with = "deserialize_params")]
-    pub params: BTreeMap<String, u64>,
+    pub params: BTreeMap<String, ParamValue>,
+    /// Input files by the job's input names, each replacing what the job would generate for it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub input: BTreeMap<String, InputFile>,
     /// The simulated cluster.
     #[serde(default)]
     pub cluster: ClusterSpec,
@@ -115,6 +122,10 @@ pub struct Scenario {
     /// Test-only: the harness itself crashes on one seed, to prove that sweeps isolate it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness_crash: Option<HarnessCrash>,
+    /// The jobs `job` is looked up in (not part of the file): the built-in ones unless the
+    /// scenario was parsed with others.
+    #[serde(skip)]
+    pub jobs: JobCatalog,
 }
 
 /// Expectations a scenario adds to the standard checks.
@@ -279,19 +290,44 @@ fn deserialize_seeds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Range
     deserializer.deserialize_any(ParsedText { parse: parse_seeds, expecting: "a seed or a seed range like 1..100" })
 }
 
+/// A parameter's value as a scenario writes it: a non-negative whole number or text.
+struct GivenValue(ParamValue);
+
+impl<'de> Deserialize<'de> for GivenValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<GivenValue, D::Error> {
+        struct Value;
+        impl de::Visitor<'_> for Value {
+            type Value = GivenValue;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str("a non-negative whole number, a duration like 200ms, or text")
+            }
+
+            fn visit_u64<E: de::Error>(self, number: u64) -> Result<GivenValue, E> {
+                Ok(GivenValue(ParamValue::Int(number)))
+            }
+
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<GivenValue, E> {
+                Ok(GivenValue(ParamValue::Text(text.to_string())))
+            }
+        }
+        deserializer.deserialize_any(Value)
+    }
+}
+
 /// Reads `params`, refusing a parameter given twice (a plain map would keep the last silently).
-fn deserialize_params<'de, D: Deserializer<'de>>(deserializer: D) -> Result<BTreeMap<String, u64>, D::Error> {
+fn deserialize_params<'de, D: Deserializer<'de>>(deserializer: D) -> Result<BTreeMap<String, ParamValue>, D::Error> {
     struct Params;
     impl<'de> de::Visitor<'de> for Params {
-        type Value = BTreeMap<String, u64>;
+        type Value = BTreeMap<String, ParamValue>;
 
         fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-            formatter.write_str("a map of parameter names to non-negative integers")
+            formatter.write_str("a map of parameter names to values")
         }
 
         fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
             let mut params = BTreeMap::new();
-            while let Some((name, value)) = map.next_entry::<String, u64>()? {
+            while let Some((name, GivenValue(value))) = map.next_entry::<String, GivenValue>()? {
                 if params.contains_key(&name) {
                     return Err(de::Error::custom(format!("parameter `{name}` is given twice")));
                 }
@@ -348,8 +384,13 @@ fn serialize_seeds<S: Serializer>(seeds: &Range<u64>, serializer: S) -> Result<S
 }
 
 impl Scenario {
-    /// Reads and validates a scenario file.
+    /// Reads and validates a scenario file of a built-in job.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        Scenario::load_with(path, JobCatalog::built_in())
+    }
+
+    /// Reads and validates a scenario file whose job is one of `jobs`.
+    pub fn load_with(path: &Path, jobs: JobCatalog) -> Result<Scenario, ScenarioError> {
         let file = path.display().to_string();
         let whole_file = |message: String| ScenarioError { file: file.clone(), line: None, field: None, message };
         // Read at most one byte past the limit: a device or a pipe has no size to check first.
@@ -365,16 +406,33 @@ impl Scenario {
             let line = error.as_bytes()[..valid].iter().filter(|byte| **byte == b'\n').count() + 1;
             ScenarioError { line: Some(line), ..whole_file("not UTF-8 text".to_string()) }
         })?;
-        Scenario::parse(&file, &text)
+        Scenario::parse_with(&file, &text, jobs)
     }
 
-    /// Parses and validates scenario text; `file` names it in errors.
+    /// Parses and validates the text of a scenario of a built-in job; `file` names it in errors
+    /// (and input files are found relative to it).
     pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_with(file, text, JobCatalog::built_in())
+    }
+
+    /// Parses and validates scenario text whose job is one of `jobs`.
+    pub fn parse_with(file: &str, text: &str, jobs: JobCatalog) -> Result<Scenario, ScenarioError> {
         guard::check(text).map_err(|error| error.in_file(file))?;
-        let scenario: Scenario =
+        let mut scenario: Scenario =
             serde_yaml::from_str(text).map_err(|error| ScenarioError::from_yaml(file, text, &error))?;
-        validate::validate(&scenario, text).map_err(|error| error.in_file(file))?;
+        scenario.jobs = jobs;
+        let job = scenario
+            .jobs
+            .find(&scenario.job)
+            .map_err(|message| ScenarioError::about(text, "job", message).in_file(file))?;
+        inputs::load(&mut scenario.input, job, file, text)?;
+        validate::validate(&scenario, job, text).map_err(|error| error.in_file(file))?;
         Ok(scenario)
+    }
+
+    /// The job the scenario runs.
+    pub fn job(&self) -> &'static SimJob {
+        self.jobs.find(&self.job).expect("validated when the scenario was loaded")
     }
 
     /// The job configuration of a mode.
@@ -391,8 +449,8 @@ impl Scenario {
 
     /// What the random fault generator needs to know.
     pub fn topology(&self) -> Topology {
-        let job = catalog::find(&self.job).expect("validated when the scenario was loaded");
-        let plan = job
+        let plan = self
+            .job()
             .plan(&self.job_params(), JobConfig::new(ExecutionMode::Streaming, self.parallelism))
             .expect("validated when the scenario was loaded");
         let vertices = plan.vertices.len() as u32;
@@ -461,8 +519,6 @@ impl Scenario {
 
     /// The job's parameters with defaults filled in.
     pub fn job_params(&self) -> JobParams {
-        catalog::find(&self.job)
-            .and_then(|job| job.resolve_params(&self.params))
-            .expect("validated when the scenario was loaded")
+        self.job().resolve_params(&self.params).expect("validated when the scenario was loaded")
     }
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_catalog::{self as catalog, CatalogJob};
+use sluice_catalog::SimJob;
 use sluice_engine::api::JobConfig;
 use sluice_engine::duration::format_duration;
 use sluice_engine::failover::RestartStrategy;
@@ -22,10 +22,9 @@ use crate::faults::{CheckpointTrigger, FaultKind, Trigger};
 type Checked = Result<(), ScenarioError>;
 
 /// Checks a parsed scenario; see the module doc.
-pub(super) fn validate(scenario: &Scenario, text: &str) -> Checked {
+pub(super) fn validate(scenario: &Scenario, job: &SimJob, text: &str) -> Checked {
     let error = |field: &str, message: String| Err(ScenarioError::about(text, field, message));
     check_name(&scenario.name).or_else(|message| error("name", message))?;
-    let job = catalog::find(&scenario.job).map_err(|message| ScenarioError::about(text, "job", message))?;
     check_params(scenario, job, text)?;
     check_cluster(scenario, text)?;
     check_modes(scenario, text)?;
@@ -55,12 +54,12 @@ fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn check_params(scenario: &Scenario, job: &CatalogJob, text: &str) -> Checked {
+fn check_params(scenario: &Scenario, job: &SimJob, text: &str) -> Checked {
     for (name, value) in &scenario.params {
         let field = format!("params.{name}");
         match job.definition.params.iter().find(|spec| spec.name == name.as_str()) {
             None => return Err(ScenarioError::about(text, &field, job.resolve_params(&scenario.params).unwrap_err())),
-            Some(spec) => spec.check(*value).map_err(|message| ScenarioError::about(text, &field, message))?,
+            Some(spec) => drop(spec.check(value).map_err(|message| ScenarioError::about(text, &field, message))?),
         }
     }
     Ok(())
@@ -197,7 +196,7 @@ fn check_restart_strategy(strategy: &RestartStrategy, text: &str) -> Checked {
 }
 
 /// Checks that each mode's plan fits the cluster; returns the plan of the first mode.
-fn check_fits(scenario: &Scenario, job: &CatalogJob, text: &str) -> Result<JobGraph, ScenarioError> {
+fn check_fits(scenario: &Scenario, job: &SimJob, text: &str) -> Result<JobGraph, ScenarioError> {
     let params =
         job.resolve_params(&scenario.params).map_err(|message| ScenarioError::about(text, "params", message))?;
     let cluster = &scenario.cluster;

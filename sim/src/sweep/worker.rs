@@ -16,7 +16,7 @@ use sluice_engine::graph::ExecutionMode;
 
 use super::record::{SeedRecord, resident_memory};
 use crate::replay::write_failure;
-use crate::scenario::Scenario;
+use crate::scenario::{JobCatalog, Scenario};
 use crate::seed::{DeterminismCheck, SeedOutcome, run_seed};
 
 /// What a worker runs: the first line it reads.
@@ -61,7 +61,7 @@ pub fn exit_with_supervisor() {
 /// Serves a supervisor: reads the setup, then runs each requested seed and writes its record.
 /// Returns when the input ends; an error if the input is not what a supervisor sends or the
 /// output is gone.
-pub fn serve(input: impl BufRead, mut output: impl Write) -> Result<(), String> {
+pub fn serve(input: impl BufRead, mut output: impl Write, jobs: JobCatalog) -> Result<(), String> {
     let mut lines = input.lines();
     let setup = lines.next().ok_or("no setup line")?.map_err(|error| error.to_string())?;
     let setup: WorkerSetup = serde_json::from_str(&setup).map_err(|error| format!("a bad setup line: {error}"))?;
@@ -72,7 +72,7 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> Result<(), String> 
             setup.revision
         ));
     }
-    let scenario = Scenario::parse(&setup.file, &setup.scenario).map_err(|error| error.to_string())?;
+    let scenario = Scenario::parse_with(&setup.file, &setup.scenario, jobs).map_err(|error| error.to_string())?;
     for line in lines {
         let line = line.map_err(|error| error.to_string())?;
         let request: WorkerRequest =

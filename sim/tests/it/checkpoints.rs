@@ -154,7 +154,7 @@ fn barriers_align_across_the_inputs_of_a_union_and_a_join() {
     let scenario = load("scenarios/tpcds-checkpoints.yaml");
     let params = [("store_sales", 40_000), ("web_sales", 20_000), ("items", 500)];
     let scenario = Scenario {
-        params: params.into_iter().map(|(name, value)| (name.to_string(), value)).collect(),
+        params: params.into_iter().map(|(name, value)| (name.to_string(), value.into())).collect(),
         modes: vec![ExecutionMode::Streaming],
         seeds: 1..11,
         random_faults: None,

@@ -32,7 +32,7 @@ fn decisions(scenario: &Scenario, mode: ExecutionMode) -> String {
         .collect()
 }
 
-fn render(job: &catalog::CatalogJob, mode: ExecutionMode, exchange_mode: ExchangeMode) -> String {
+fn render(job: &catalog::SimJob, mode: ExecutionMode, exchange_mode: ExchangeMode) -> String {
     let params = job.resolve_params(&Default::default()).unwrap();
     let plan = job.plan(&params, JobConfig::new(mode, 2).with_exchange_mode(exchange_mode)).unwrap();
     let stream_graph = plan.stream_graph.to_string();

@@ -1,0 +1,100 @@
+//! The clickstream job under simulation, through `sluice_sim`'s public API only: its CSV file
+//! and generated inputs, faults in both modes, the reference and the reference-free oracles;
+//! and two deliberately broken copies of it, which must be reported as failing with the
+//! command that reruns them.
+
+use std::time::Duration;
+
+use clickstream::{CLICKSTREAM, DEFINITION, PageCounts, Pages, build_with};
+use sluice_engine::api::{ExecutionMode, JobDefinition, JobParams, StreamEnv};
+use sluice_sim::{Oracle, SimJob, Simulation};
+
+const FAULTS: &[&str] = &["tm-crash", "jm-crash", "partition-loss", "partition", "commit-reply-lost"];
+
+#[test]
+fn the_csv_file_is_counted_exactly_once_under_faults_in_both_modes_and_at_parallelism_one() {
+    Simulation::of(&CLICKSTREAM)
+        .input("clicks", "data/clicks.csv")
+        .param("window", "2s")
+        .cluster(3, 2)
+        .checkpoints(Duration::from_millis(100))
+        .random_faults(4, FAULTS)
+        .fault_window(Duration::from_millis(400))
+        .seeds(1..9)
+        .oracle(Oracle::SameAtParallelism(1))
+        .run()
+        .assert_passed();
+}
+
+#[test]
+fn generated_clicks_commit_the_same_under_every_exchange_mode() {
+    Simulation::of(&CLICKSTREAM)
+        .param("clicks", 3_000)
+        .param("window", "500ms")
+        .cluster(2, 4)
+        .random_faults(2, &["tm-crash", "partition-loss"])
+        .seeds(1..4)
+        .oracle(Oracle::EveryExchangeMode)
+        .run()
+        .assert_passed();
+}
+
+/// The page count keeps each page's last increment instead of summing them.
+fn last_increment(pages: Pages) -> PageCounts {
+    pages.reduce(|_, latest| latest)
+}
+
+fn broken_build(env: &StreamEnv, params: &JobParams) {
+    build_with(env, params, last_increment);
+}
+
+static BROKEN: SimJob = SimJob {
+    definition: JobDefinition { name: "clickstream-broken", build: broken_build, ..DEFINITION },
+    ..CLICKSTREAM
+};
+
+#[test]
+fn a_copy_with_one_operator_flipped_is_reported_failing_with_its_rerun_command_and_replay_file() {
+    let failures = tempfile::tempdir().expect("a scratch directory");
+    let report = Simulation::of(&BROKEN)
+        .input("clicks", "data/clicks.csv")
+        .random_faults(2, FAULTS)
+        .seeds(1..3)
+        .failures_dir(failures.path())
+        .run();
+    assert!(!report.passed());
+    assert_eq!(report.failed_seeds(), [1, 2]);
+    let summary = report.summary();
+    assert!(summary.contains("exactly-once: table `clicks_per_page`"), "{summary}");
+    assert!(summary.contains("SLUICE_SEED=1 cargo test -p clickstream"), "{summary}");
+    let replay = failures.path().join("clickstream-broken-1.yaml");
+    assert!(summary.contains(&format!("replay file: {}", replay.display())), "{summary}");
+    let text = std::fs::read_to_string(&replay).expect("the replay file was written");
+    assert!(text.contains("job: clickstream-broken") && text.contains("check: exactly-once"), "{text}");
+}
+
+/// Streaming counts every page once more than it clicked: a bug no reference is needed to see,
+/// since batch does not.
+fn build_off_in_streaming(env: &StreamEnv, params: &JobParams) {
+    fn one_too_many(pages: Pages) -> PageCounts {
+        pages.sum().map(|(page, count)| (page, count + 1))
+    }
+    let streaming = env.mode() == ExecutionMode::Streaming;
+    build_with(env, params, if streaming { one_too_many } else { clickstream::running_count });
+}
+
+#[test]
+fn without_a_reference_streaming_and_batch_disagreeing_is_reported() {
+    static OFF: SimJob = SimJob {
+        definition: JobDefinition { name: "clickstream-off", build: build_off_in_streaming, ..DEFINITION },
+        generate_input: None,
+        reference: None,
+    };
+    let failures = tempfile::tempdir().expect("a scratch directory");
+    let report =
+        Simulation::of(&OFF).input("clicks", "data/clicks.csv").seeds(1..2).failures_dir(failures.path()).run();
+    assert_eq!(report.failed_seeds(), [1]);
+    let summary = report.summary();
+    assert!(summary.contains("streaming == batch: table `clicks_per_page` final values differ"), "{summary}");
+    assert!(summary.contains("SLUICE_SEED=1 cargo test -p clickstream"), "{summary}");
+}

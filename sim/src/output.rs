@@ -1,0 +1,210 @@
+//! Committed output as files, and two outputs compared: `sluice run --output DIR` and
+//! `sluice diff A B`.
+//!
+//! A run's committed tables are written to `DIR/seed-<seed>/<mode>/`: `<table>.csv` holds the
+//! table's final rows (an upsert table's latest value per key, sorted by key; an append table's
+//! rows, sorted), and an upsert table in streaming mode also gets `<table>.updates.csv`, every
+//! committed update in commit order. Each file starts with a `key,value` header.
+//!
+//! [`diff`] compares the final tables of two such directories, or of any directories of CSV files
+//! with a header line (another engine's output, say): per table, the rows as a multiset, with
+//! counts of the rows only in one side and a few of them. A file is at most
+//! [`MAX_TABLE_BYTES`]; a directory holds at most [`MAX_TABLES`] tables.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use sluice_engine::connectors::SinkKind;
+use sluice_engine::connectors::csv::parse_records;
+use sluice_engine::connectors::file_sink::write_csv_row;
+use sluice_engine::graph::ExecutionMode;
+
+use crate::external::txn_store::{CommittedView, TableView};
+use crate::words::counted;
+
+/// The largest table file `diff` reads.
+pub const MAX_TABLE_BYTES: u64 = 1 << 30;
+/// The most tables a directory `diff` reads may hold.
+pub const MAX_TABLES: usize = 1_000;
+/// Rows shown of each side's difference.
+const SHOWN: usize = 5;
+
+/// The directory a run's tables go to.
+pub fn run_directory(root: &Path, seed: u64, mode: ExecutionMode) -> PathBuf {
+    root.join(format!("seed-{seed}")).join(mode.to_string())
+}
+
+fn csv_of<'a>(rows: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<u8> {
+    let mut out = b"key,value\n".to_vec();
+    for (key, value) in rows {
+        write_csv_row(&mut out, key, value);
+    }
+    out
+}
+
+/// The final rows of a table, sorted.
+fn final_rows(view: &TableView) -> Vec<(&str, &str)> {
+    match view.kind {
+        SinkKind::Upsert => view.latest.iter().map(|(key, value)| (key.as_str(), value.as_str())).collect(),
+        SinkKind::Append => {
+            let mut rows: Vec<(&str, &str)> =
+                view.log.iter().map(|row| (row.key.as_str(), row.value.as_str())).collect();
+            rows.sort_unstable();
+            rows
+        }
+    }
+}
+
+/// Writes a run's committed tables to `directory` (see the module doc); returns the files.
+pub fn write_tables(directory: &Path, committed: &CommittedView, mode: ExecutionMode) -> std::io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(directory)?;
+    let mut written = Vec::new();
+    for (table, view) in committed {
+        let path = directory.join(format!("{table}.csv"));
+        std::fs::write(&path, csv_of(final_rows(view).into_iter()))?;
+        written.push(path);
+        if view.kind == SinkKind::Upsert && mode == ExecutionMode::Streaming {
+            let path = directory.join(format!("{table}.updates.csv"));
+            std::fs::write(&path, csv_of(view.log.iter().map(|row| (row.key.as_str(), row.value.as_str()))))?;
+            written.push(path);
+        }
+    }
+    Ok(written)
+}
+
+/// A directory's final tables: each `<table>.csv` (not `.updates.csv`), its rows without the
+/// header, sorted.
+pub fn read_tables(directory: &Path) -> Result<BTreeMap<String, Vec<Vec<String>>>, String> {
+    let entries = std::fs::read_dir(directory).map_err(|error| format!("{}: {error}", directory.display()))?;
+    let mut tables = BTreeMap::new();
+    for entry in entries {
+        let path = entry.map_err(|error| format!("{}: {error}", directory.display()))?.path();
+        let Some(name) = path.file_name().and_then(|name| name.to_str()) else { continue };
+        let Some(table) = name.strip_suffix(".csv").filter(|table| !table.ends_with(".updates")) else { continue };
+        if tables.len() == MAX_TABLES {
+            return Err(format!("{} holds more than {MAX_TABLES} tables", directory.display()));
+        }
+        let size = path.metadata().map_err(|error| format!("{}: {error}", path.display()))?.len();
+        if size > MAX_TABLE_BYTES {
+            return Err(format!("{} is larger than {} MiB", path.display(), MAX_TABLE_BYTES >> 20));
+        }
+        let bytes = std::fs::read(&path).map_err(|error| format!("{}: {error}", path.display()))?;
+        let mut rows = parse_records(&bytes).map_err(|error| format!("{}: {error}", path.display()))?;
+        if rows.is_empty() {
+            return Err(format!("{}: no header line", path.display()));
+        }
+        rows.remove(0);
+        rows.sort_unstable();
+        tables.insert(table.to_string(), rows);
+    }
+    Ok(tables)
+}
+
+/// How two outputs compare, table by table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diff {
+    /// One line per table.
+    pub lines: Vec<String>,
+    /// Whether every table agrees and both sides hold the same tables.
+    pub agree: bool,
+}
+
+/// Compares the final tables of directories `left` and `right`.
+pub fn diff(left: &Path, right: &Path) -> Result<Diff, String> {
+    let (left_tables, right_tables) = (read_tables(left)?, read_tables(right)?);
+    let names: std::collections::BTreeSet<&String> = left_tables.keys().chain(right_tables.keys()).collect();
+    let (mut lines, mut agree) = (Vec::new(), true);
+    for name in names {
+        let line = match (left_tables.get(name), right_tables.get(name)) {
+            (Some(left_rows), Some(right_rows)) => compare_rows(name, left_rows, right_rows),
+            (Some(_), None) => Err(format!("table `{name}`: only in {}", left.display())),
+            (None, Some(_)) => Err(format!("table `{name}`: only in {}", right.display())),
+            (None, None) => unreachable!("a name from one of the two"),
+        };
+        agree &= line.is_ok();
+        lines.push(line.unwrap_or_else(|line| line));
+    }
+    if lines.is_empty() {
+        return Err(format!("neither {} nor {} holds a table (`<table>.csv`)", left.display(), right.display()));
+    }
+    Ok(Diff { lines, agree })
+}
+
+/// `Ok(line)` if two sorted row lists are equal, else the line that says how they differ.
+fn compare_rows(name: &str, left: &[Vec<String>], right: &[Vec<String>]) -> Result<String, String> {
+    let (mut only_left, mut only_right) = (Vec::new(), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    while i < left.len() || j < right.len() {
+        match (left.get(i), right.get(j)) {
+            (Some(a), Some(b)) if a == b => (i, j) = (i + 1, j + 1),
+            (Some(a), Some(b)) if a < b => (only_left.push(a), i += 1).1,
+            (Some(a), None) => (only_left.push(a), i += 1).1,
+            (_, Some(b)) => (only_right.push(b), j += 1).1,
+            (None, None) => unreachable!("the loop condition"),
+        }
+    }
+    if only_left.is_empty() && only_right.is_empty() {
+        return Ok(format!("table `{name}`: agree ({})", counted(left.len() as u64, "row")));
+    }
+    let show = |rows: &[&Vec<String>]| -> String {
+        let shown: Vec<String> = rows.iter().take(SHOWN).map(|row| row.join(",")).collect();
+        let more = rows.len().saturating_sub(SHOWN);
+        if more > 0 { format!("{} and {more} more", shown.join("; ")) } else { shown.join("; ") }
+    };
+    Err(format!(
+        "table `{name}`: differ: {} against {}; {} only in the first ({}); {} only in the second ({})",
+        counted(left.len() as u64, "row"),
+        right.len(),
+        only_left.len(),
+        show(&only_left),
+        only_right.len(),
+        show(&only_right),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_engine::connectors::Row;
+
+    fn table(kind: SinkKind, rows: &[(&str, &str)]) -> TableView {
+        let log: Vec<Row> =
+            rows.iter().map(|(key, value)| Row { key: key.to_string(), value: value.to_string() }).collect();
+        let latest = log.iter().map(|row| (row.key.clone(), row.value.clone())).collect();
+        TableView { kind, log, latest }
+    }
+
+    #[test]
+    fn written_outputs_of_two_modes_diff_as_agreeing_and_a_changed_row_is_named() {
+        let scratch = tempfile::tempdir().unwrap();
+        let streaming = CommittedView::from([
+            ("counts".to_string(), table(SinkKind::Upsert, &[("a", "1"), ("b", "1"), ("a", "2")])),
+            ("events".to_string(), table(SinkKind::Append, &[("x", "1,2"), ("y", "\"q\"")])),
+        ]);
+        let batch = CommittedView::from([
+            ("counts".to_string(), table(SinkKind::Upsert, &[("a", "2"), ("b", "1")])),
+            ("events".to_string(), table(SinkKind::Append, &[("y", "\"q\""), ("x", "1,2")])),
+        ]);
+        let (left, right) = (scratch.path().join("s"), scratch.path().join("b"));
+        let written = write_tables(&left, &streaming, ExecutionMode::Streaming).unwrap();
+        assert_eq!(written.len(), 3, "{written:?}");
+        assert_eq!(std::fs::read_to_string(left.join("counts.updates.csv")).unwrap(), "key,value\na,1\nb,1\na,2\n");
+        assert_eq!(std::fs::read_to_string(left.join("counts.csv")).unwrap(), "key,value\na,2\nb,1\n");
+        write_tables(&right, &batch, ExecutionMode::Batch).unwrap();
+        let same = diff(&left, &right).unwrap();
+        assert!(same.agree, "{same:?}");
+        assert_eq!(same.lines, ["table `counts`: agree (2 rows)", "table `events`: agree (2 rows)"]);
+        std::fs::write(right.join("counts.csv"), "key,value\na,3\nb,1\nc,1\n").unwrap();
+        let changed = diff(&left, &right).unwrap();
+        assert!(!changed.agree);
+        assert_eq!(
+            changed.lines[0],
+            "table `counts`: differ: 2 rows against 3; 1 only in the first (a,2); 2 only in the second (a,3; c,1)"
+        );
+        std::fs::remove_file(right.join("events.csv")).unwrap();
+        assert!(diff(&left, &right).unwrap().lines[1].contains("only in"));
+        assert!(diff(&left, &scratch.path().join("none")).unwrap_err().contains("none"));
+        std::fs::write(right.join("bad.csv"), "key,value\n\"open\n").unwrap();
+        assert!(diff(&left, &right).unwrap_err().contains("bad.csv"));
+    }
+}
