@@ -51,6 +51,7 @@ pub(super) const ALERTS: SimJob = SimJob {
     },
     generate_input: Some(generate_input),
     reference: Some(reference),
+    late: None,
 };
 
 /// A purchase: user, event time in milliseconds, merchant, amount.

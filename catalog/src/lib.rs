@@ -114,6 +114,26 @@ pub struct SimJob {
     /// one: it is checked by reference-free oracles only (`sluice_sim::Oracle`), and its file
     /// sinks' tables are read as append tables.
     pub reference: Option<fn(&JobParams, &ExternalInput, ExecutionMode) -> ExpectedOutput>,
+    /// Where the job sends its windows' late elements, if it does: then a streaming run that drops
+    /// some is judged against the reference over the input without them, and against a batch
+    /// run over that input, instead of requiring streaming == batch.
+    pub late: Option<LateData>,
+}
+
+/// A job's late-data side output, as committed: an append table of the elements its windows
+/// dropped as late, and how to take them out of the input.
+#[derive(Clone, Copy, Debug)]
+pub struct LateData {
+    /// The append table the late elements are committed to.
+    pub table: &'static str,
+    /// The tables the windows that drop them feed: what streaming computes over the input
+    /// without its late elements (every other table sees them all).
+    pub windowed: &'static [&'static str],
+    /// The event time of one of its rows; `None` if the row is not a late element.
+    pub timestamp: fn(&Row) -> Option<i64>,
+    /// The input without the elements these rows are (each row removes one element); an error
+    /// names a row that is no element the input still holds.
+    pub remove: fn(&ExternalInput, &[Row]) -> Result<ExternalInput, String>,
 }
 
 impl fmt::Debug for SimJob {

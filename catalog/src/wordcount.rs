@@ -36,6 +36,7 @@ pub(super) const WORDCOUNT: SimJob = SimJob {
     },
     generate_input: Some(generate_input),
     reference: Some(reference),
+    late: None,
 };
 
 fn build(env: &StreamEnv, _params: &JobParams) {
@@ -144,6 +145,7 @@ pub(super) const WORDCOUNT_FILES: SimJob = SimJob {
     },
     generate_input: Some(generate_files),
     reference: Some(reference_files),
+    late: None,
 };
 
 fn build_files(env: &StreamEnv, params: &JobParams) {

@@ -226,6 +226,38 @@ pub enum TraceEvent {
         /// Partitions released.
         partitions: u32,
     },
+    /// A window dropped an element whose every window had fired (or sent it to its late-data side
+    /// output): traced at once by the task, so that every drop of every attempt is on record.
+    LateElementDropped {
+        /// Job attempt.
+        attempt: u32,
+        /// The job vertex.
+        vertex: u32,
+        /// The subtask.
+        subtask: u32,
+        /// The window operator's stream node id.
+        operator: u32,
+        /// The element's event time.
+        timestamp: i64,
+        /// The operator's watermark when the element arrived.
+        watermark: i64,
+        /// The end (exclusive) of the last window the element belongs to.
+        window_end: i64,
+    },
+    /// At a subtask's end: how many late elements a window operator dropped since the job began
+    /// (its count is checkpointed, so the final attempt's is the whole job's for this subtask).
+    LateElementsCounted {
+        /// Job attempt.
+        attempt: u32,
+        /// The job vertex.
+        vertex: u32,
+        /// The subtask.
+        subtask: u32,
+        /// The window operator's stream node id.
+        operator: u32,
+        /// Elements dropped as late.
+        dropped: u64,
+    },
     /// The job finished.
     JobFinished {
         /// Restarts over the job's whole life, JobMaster failovers included: its attempt number.
@@ -317,6 +349,8 @@ impl TraceEvent {
             TraceEvent::FinishedWorkReconciled { .. } => "finished_work_reconciled",
             TraceEvent::JobMasterLost { .. } => "job_master_lost",
             TraceEvent::PartitionsExpired { .. } => "partitions_expired",
+            TraceEvent::LateElementDropped { .. } => "late_element_dropped",
+            TraceEvent::LateElementsCounted { .. } => "late_elements_counted",
             TraceEvent::JobFinished { .. } => "job_finished",
             TraceEvent::JobFailed { .. } => "job_failed",
             TraceEvent::TransactionPrepared { .. } => "transaction_prepared",
@@ -406,6 +440,16 @@ impl fmt::Display for TraceEvent {
             }
             TraceEvent::PartitionsExpired { partitions } => {
                 write!(f, "no JobMaster came back: released {}", counted(*partitions, "partition"))
+            }
+            TraceEvent::LateElementDropped { attempt, vertex, subtask, operator, timestamp, watermark, window_end } => {
+                write!(
+                    f,
+                    "a{attempt} v{vertex}[{subtask}] operator {operator}: late element at {timestamp} \
+                     (watermark {watermark}, its last window ended at {window_end})"
+                )
+            }
+            TraceEvent::LateElementsCounted { attempt, vertex, subtask, operator, dropped } => {
+                write!(f, "a{attempt} v{vertex}[{subtask}] operator {operator}: {} late", counted(*dropped, "element"))
             }
             TraceEvent::CheckpointTriggered { attempt, checkpoint } => {
                 write!(f, "a{attempt} trigger checkpoint {checkpoint}")

@@ -273,6 +273,8 @@ fn run_mode(
         committed,
         expected,
         schedule: Vec::new(),
+        // The built-in jobs real mode runs have no late-data side output.
+        without_late: None,
         recovery: recovery_metrics(&trace),
         makespan: wall_time,
         wall_time,

@@ -26,11 +26,12 @@
 //! the faults (plus the time it takes to notice them) were still going on. A job that keeps
 //! failing on a healed cluster is a failure.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use sluice_catalog::{ExpectedOutput, Updates};
+use sluice_catalog::{ExpectedOutput, LateData, Updates};
 use sluice_engine::connectors::txn_store::{txn_checkpoint, txn_table};
 use sluice_engine::connectors::{Row, SinkKind};
 
@@ -341,6 +342,11 @@ pub fn judge(report: &RunReport, scenario: &Scenario) -> Verdict {
     if let Err(failure) = commits_stay(&report.trace, &report.committed) {
         failures.push(failure);
     }
+    if let Some(late) = &scenario.job().late
+        && let Err(failure) = late_data(report, late)
+    {
+        failures.push(failure);
+    }
     let finished = report.outcome == RunOutcome::Finished;
     let exactly = if finished { exactly_once } else { nothing_beyond_reference };
     if let Some(expected) = &report.expected
@@ -422,6 +428,54 @@ pub fn modes_agree(streaming: &RunReport, batch: &RunReport) -> Result<(), Check
     same_final_output("streaming == batch", ("streaming", streaming), ("batch", batch))
 }
 
+/// A streaming run of a job with a late-data side output: its late table holds elements of the
+/// input (each once), each one traced as dropped late, and every element dropped late was late
+/// by the watermark rule (its last window's end − 1 ≤ the watermark at its arrival).
+pub fn late_data(report: &RunReport, late: &LateData) -> Result<(), CheckFailure> {
+    if let Some(Err(problem)) = &report.without_late {
+        let detail = format!("table `{}` holds what is no late element of the input: {problem}", late.table);
+        return Err(CheckFailure { check: "late-data", detail });
+    }
+    late_drops_explained(&report.trace, &report.committed, late)
+}
+
+/// Every element traced as dropped late was late by the watermark rule, and every row of the
+/// late table was traced as dropped.
+fn late_drops_explained(trace: &[TraceRecord], committed: &CommittedView, late: &LateData) -> Result<(), CheckFailure> {
+    let failure = |detail: String| Err(CheckFailure { check: "late-data", detail });
+    let mut dropped: BTreeMap<i64, u64> = BTreeMap::new();
+    for record in trace {
+        if let TraceEvent::LateElementDropped { timestamp, watermark, window_end, vertex, subtask, .. } = &record.event
+        {
+            if window_end - 1 > *watermark {
+                return failure(format!(
+                    "v{vertex}[{subtask}] dropped an element at {timestamp} as late with the watermark at {watermark}, \
+                     but its last window ends at {window_end}"
+                ));
+            }
+            *dropped.entry(*timestamp).or_insert(0) += 1;
+        }
+    }
+    let rows = committed.get(late.table).map(|table| table.log.as_slice()).unwrap_or_default();
+    let mut committed: BTreeMap<i64, u64> = BTreeMap::new();
+    for row in rows {
+        let Some(timestamp) = (late.timestamp)(row) else {
+            return failure(format!("table `{}` row {}={} is not a late element", late.table, row.key, row.value));
+        };
+        *committed.entry(timestamp).or_insert(0) += 1;
+    }
+    for (timestamp, count) in committed {
+        let traced = dropped.get(&timestamp).copied().unwrap_or(0);
+        if count > traced {
+            return failure(format!(
+                "table `{}` holds {count} late elements at {timestamp}, but only {traced} were dropped as late",
+                late.table
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Two runs must commit the same final output: the final value per key (upsert tables) or the
 /// multiset of rows (append tables). `check` names the failure; the labels name the runs in it.
 pub fn same_final_output(
@@ -429,13 +483,30 @@ pub fn same_final_output(
     (left_name, left_run): (&str, &RunReport),
     (right_name, right_run): (&str, &RunReport),
 ) -> Result<(), CheckFailure> {
+    outputs_agree(check, (left_name, &left_run.committed), (right_name, &right_run.committed), None)
+}
+
+/// Two committed views agree on every table's final output but `except`'s (see
+/// [`same_final_output`]).
+pub fn outputs_agree(
+    check: &'static str,
+    (left_name, left_committed): (&str, &CommittedView),
+    (right_name, right_committed): (&str, &CommittedView),
+    except: Option<&str>,
+) -> Result<(), CheckFailure> {
     let failure = |detail: String| Err(CheckFailure { check, detail });
-    let tables: std::collections::BTreeSet<&String> =
-        left_run.committed.keys().chain(right_run.committed.keys()).collect();
-    for table in tables {
-        let (Some(left), Some(right)) = (left_run.committed.get(table), right_run.committed.get(table)) else {
-            return failure(format!("table `{table}` was committed by only one of {left_name} and {right_name}"));
-        };
+    let tables: std::collections::BTreeSet<&String> = left_committed.keys().chain(right_committed.keys()).collect();
+    for table in tables.into_iter().filter(|table| Some(table.as_str()) != except) {
+        // A table one run never committed to is an empty one.
+        let empty =
+            |other: &TableView| Cow::Owned(TableView { kind: other.kind, log: Vec::new(), latest: BTreeMap::new() });
+        let (left, right): (Cow<TableView>, Cow<TableView>) =
+            match (left_committed.get(table), right_committed.get(table)) {
+                (Some(left), Some(right)) => (Cow::Borrowed(left), Cow::Borrowed(right)),
+                (Some(left), None) => (Cow::Borrowed(left), empty(left)),
+                (None, Some(right)) => (empty(right), Cow::Borrowed(right)),
+                (None, None) => unreachable!("a table of one of the two"),
+            };
         match left.kind {
             SinkKind::Upsert => {
                 if left.latest != right.latest {
@@ -600,6 +671,41 @@ mod tests {
         let failure = commits_follow_checkpoints(&bad).unwrap_err();
         assert_eq!(failure.check, "checkpoint-commits");
         assert!(failure.detail.contains("j/t#4/0/c2 at 0.011s"), "{failure}");
+    }
+
+    #[test]
+    fn a_late_drop_against_the_watermark_rule_or_an_untraced_late_row_is_caught() {
+        fn timestamp(row: &Row) -> Option<i64> {
+            row.value.parse().ok()
+        }
+        fn remove(input: &sluice_catalog::ExternalInput, _: &[Row]) -> Result<sluice_catalog::ExternalInput, String> {
+            Ok(input.clone())
+        }
+        let late = LateData { table: "late", windowed: &["t"], timestamp, remove };
+        let drop = |timestamp: i64, watermark: i64, window_end: i64| TraceRecord {
+            time: Duration::from_millis(1),
+            node: "tm-0".to_string(),
+            event: TraceEvent::LateElementDropped {
+                attempt: 0,
+                vertex: 1,
+                subtask: 0,
+                operator: 2,
+                timestamp,
+                watermark,
+                window_end,
+            },
+        };
+        let committed = |values: &[&str]| -> CommittedView {
+            let log: Vec<Row> = values.iter().map(|value| row("u", value)).collect();
+            BTreeMap::from([("late".to_string(), TableView { kind: SinkKind::Append, log, latest: BTreeMap::new() })])
+        };
+        assert_eq!(late_drops_explained(&[drop(300, 999, 1_000)], &committed(&["300"]), &late), Ok(()));
+        let early = late_drops_explained(&[drop(300, 998, 1_000)], &committed(&["300"]), &late).unwrap_err();
+        assert!(early.detail.contains("watermark at 998, but its last window ends at 1000"), "{early}");
+        let untraced = late_drops_explained(&[drop(300, 999, 1_000)], &committed(&["300", "300"]), &late).unwrap_err();
+        assert!(untraced.detail.contains("holds 2 late elements at 300, but only 1 were dropped"), "{untraced}");
+        let stray = late_drops_explained(&[], &committed(&["x"]), &late).unwrap_err();
+        assert!(stray.detail.contains("u=x is not a late element"), "{stray}");
     }
 
     #[test]

@@ -55,7 +55,7 @@ pub use scenario::{JobCatalog, Scenario};
 #[cfg(madsim)]
 pub use simulation::{Oracle, Simulation, SimulationReport};
 /// What a job brings to be simulated: re-exported so that a user's crate needs only this one.
-pub use sluice_catalog::{ExpectedOutput, ExpectedTable, ExternalInput, SimJob, Updates};
+pub use sluice_catalog::{ExpectedOutput, ExpectedTable, ExternalInput, LateData, SimJob, Updates};
 
 /// Fails when the crate was built without `--cfg madsim`, e.g. because a `RUSTFLAGS` variable
 /// replaced `.cargo/config.toml`'s flags: the simulation would silently not be a simulation.

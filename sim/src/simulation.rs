@@ -152,6 +152,12 @@ impl Simulation {
         self
     }
 
+    /// How often watermark generators emit, in simulated time (200 ms unless set).
+    pub fn watermark_interval(mut self, interval: Duration) -> Simulation {
+        self.scenario.watermark_interval = Some(interval);
+        self
+    }
+
     /// An explicit fault, on every seed.
     pub fn fault(mut self, fault: Fault) -> Simulation {
         self.scenario.faults.push(fault);

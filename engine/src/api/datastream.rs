@@ -13,7 +13,9 @@ use super::operators::{
 };
 use super::process::{KeyedProcessFunction, ProcessFunctions, process_operator};
 use super::source::{Source, erase_source};
-use super::window::{AddFunction, FinishFunction, TimestampsAndWatermarksOperator, WindowFunctions, window_operator};
+use super::window::{
+    AddFunction, FinishFunction, LateFunction, TimestampsAndWatermarksOperator, WindowFunctions, window_operator,
+};
 use crate::graph::operator::{OperatorFactory, StreamOperator};
 use crate::graph::partitioner::Partitioner;
 use crate::graph::{
@@ -35,7 +37,29 @@ pub struct DataStream<T> {
     graph: Rc<RefCell<StreamGraph>>,
     config: JobConfig,
     upstreams: Vec<Upstream>,
+    /// The side outputs of the operator this stream is the output of, by tag: the node that
+    /// emits each (a window's late data).
+    side_outputs: Vec<(&'static str, StreamNodeId)>,
     _type: PhantomData<fn() -> T>,
+}
+
+/// Names a side output and the type of its elements (Flink's `OutputTag`): a window's late data
+/// (`WindowedStream::side_output_late_data`), read with `DataStream::side_output`.
+pub struct OutputTag<T> {
+    name: &'static str,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T> OutputTag<T> {
+    /// A tag called `name`.
+    pub const fn new(name: &'static str) -> OutputTag<T> {
+        OutputTag { name, _type: PhantomData }
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
 }
 
 impl<T> Clone for DataStream<T> {
@@ -44,6 +68,7 @@ impl<T> Clone for DataStream<T> {
             graph: Rc::clone(&self.graph),
             config: self.config,
             upstreams: self.upstreams.clone(),
+            side_outputs: self.side_outputs.clone(),
             _type: PhantomData,
         }
     }
@@ -95,7 +120,7 @@ impl<T: Record> DataStream<T> {
             },
         );
         graph.borrow_mut().node_mut(node).name = format!("Source: {name}");
-        DataStream { graph, config, upstreams: vec![Upstream { node, partitioner: None }], _type: PhantomData }
+        DataStream::of_node(graph, config, node)
     }
 
     /// Connects this stream to `node` as its input `input`.
@@ -109,14 +134,35 @@ impl<T: Record> DataStream<T> {
         }
     }
 
+    /// The output of `node`.
+    fn of_node(graph: Rc<RefCell<StreamGraph>>, config: JobConfig, node: StreamNodeId) -> DataStream<T> {
+        let upstreams = vec![Upstream { node, partitioner: None }];
+        DataStream { graph, config, upstreams, side_outputs: Vec::new(), _type: PhantomData }
+    }
+
     fn then<U: Record>(&self, new: NewNode) -> DataStream<U> {
         let node = add_node(&self.graph, self.config, new);
         self.connect(node, 0);
-        DataStream {
-            graph: Rc::clone(&self.graph),
-            config: self.config,
-            upstreams: vec![Upstream { node, partitioner: None }],
-            _type: PhantomData,
+        DataStream::of_node(Rc::clone(&self.graph), self.config, node)
+    }
+
+    /// The side output `tag` of the operator this stream is the output of (Flink's
+    /// `getSideOutput`): a window's late elements, if it was given `side_output_late_data(tag)`.
+    /// Asking for one it does not have is an error of the plan.
+    pub fn side_output<U: Record>(&self, tag: &OutputTag<U>) -> DataStream<U> {
+        match self.side_outputs.iter().find(|(name, _)| *name == tag.name) {
+            Some((_, node)) => DataStream::of_node(Rc::clone(&self.graph), self.config, *node),
+            None => {
+                self.graph.borrow_mut().add_error(format!(
+                    "no side output `{}` on this stream: call `side_output_late_data` with its tag on the window \
+                     before `reduce` or `aggregate`",
+                    tag.name
+                ));
+                DataStream {
+                    upstreams: Vec::new(),
+                    ..DataStream::of_node(Rc::clone(&self.graph), self.config, StreamNodeId(0))
+                }
+            }
         }
     }
 
@@ -192,7 +238,7 @@ impl<T: Record> DataStream<T> {
             }
         };
         let assigner: Arc<dyn Fn(&T) -> Timestamp + Send + Sync> = Arc::new(timestamp);
-        self.operator(
+        let stamped = self.operator(
             "Timestamps/Watermarks",
             Arc::new(move |task: &TaskInfo| {
                 Box::new(TimestampsAndWatermarksOperator {
@@ -202,7 +248,12 @@ impl<T: Record> DataStream<T> {
                     emitted: Watermark::MIN,
                 }) as Box<dyn StreamOperator>
             }),
-        )
+        );
+        // Right after a source (a forward edge from one node), it runs as many subtasks as its
+        // input, unless the program sets its parallelism: a watermark step that silently ran at
+        // the default parallelism would add a round-robin exchange between them.
+        let forward = matches!(self.upstreams.as_slice(), [upstream] if upstream.partitioner.is_none());
+        if forward { stamped.set("parallelism", |node| node.inherits_parallelism = true) } else { stamped }
     }
 
     /// Partitions the stream by key: equal keys go to the same subtask.
@@ -386,12 +437,7 @@ impl<T: Record, K: Key> KeyedStream<T, K> {
         );
         self.stream.with_partitioner(Partitioner::Hash(left)).connect(node, 0);
         other.stream.with_partitioner(Partitioner::Hash(right)).connect(node, 1);
-        DataStream {
-            graph: Rc::clone(&self.stream.graph),
-            config,
-            upstreams: vec![Upstream { node, partitioner: None }],
-            _type: PhantomData,
-        }
+        DataStream::of_node(Rc::clone(&self.stream.graph), config, node)
     }
 }
 
@@ -406,6 +452,7 @@ impl<T: Record, K: Key> KeyedStream<T, K> {
                 encode_key: Arc::clone(&self.encode_key),
             },
             assigner: Arc::new(assigner),
+            late: None,
         }
     }
 }
@@ -433,9 +480,19 @@ impl<T: Record, K: Key> KeyedStream<T, K> {
 pub struct WindowedStream<T, K> {
     keyed: KeyedStream<T, K>,
     assigner: Arc<dyn WindowAssigner>,
+    /// The tag of the late-data side output, if asked for.
+    late: Option<&'static str>,
 }
 
 impl<T: Record, K: Key> WindowedStream<T, K> {
+    /// Emits the elements that arrive after all their windows fired to the side output `tag`
+    /// instead of dropping them (Flink's `sideOutputLateData`); read it from the window's result
+    /// with [`DataStream::side_output`].
+    pub fn side_output_late_data(mut self, tag: &OutputTag<T>) -> WindowedStream<T, K> {
+        self.late = Some(tag.name);
+        self
+    }
+
     /// Reduces each key's elements per window; when a window fires, emits
     /// `finish(key, window, reduced)` (Flink's `reduce(ReduceFunction, ProcessWindowFunction)`).
     pub fn reduce<O: Record>(
@@ -469,11 +526,32 @@ impl<T: Record, K: Key> WindowedStream<T, K> {
         add: AddFunction<T, A>,
         finish: FinishFunction<K, A, O>,
     ) -> DataStream<O> {
+        let Some(tag) = self.late else { return self.window_node(name, add, finish, None) };
+        // The window emits its results and its late elements as one stream of pairs, which two
+        // chained operators split: the results, and the side output.
+        let split_finish: FinishFunction<K, A, (Option<O>, Option<T>)> =
+            Arc::new(move |key: &K, window, accumulator| (Some(finish(key, window, accumulator)), None));
+        let late: LateFunction<T, (Option<O>, Option<T>)> = Arc::new(|element: T| (None, Some(element)));
+        let both = self.window_node(name, add, split_finish, Some(late));
+        let mut results = both.flat_map(|(result, _): (Option<O>, Option<T>)| result).name("Window results");
+        let late_data = both.flat_map(|(_, element): (Option<O>, Option<T>)| element).name("Late data");
+        results.side_outputs.push((tag, late_data.upstreams[0].node));
+        results
+    }
+
+    fn window_node<A: Record, O: Record>(
+        &self,
+        name: &'static str,
+        add: AddFunction<T, A>,
+        finish: FinishFunction<K, A, O>,
+        late: Option<LateFunction<T, O>>,
+    ) -> DataStream<O> {
         let functions = WindowFunctions {
             key_selector: Arc::clone(&self.keyed.key_selector),
             assigner: Arc::clone(&self.assigner),
             add,
             finish,
+            late,
         };
         let selector = self.keyed.erased_selector();
         let stream = &self.keyed.stream;

@@ -31,7 +31,7 @@ pub mod registry;
 mod source;
 mod window;
 
-pub use datastream::{DataStream, DataStreamSink, KeyedStream, WindowedStream};
+pub use datastream::{DataStream, DataStreamSink, KeyedStream, OutputTag, WindowedStream};
 pub use process::{KeyedContext, KeyedProcessFunction};
 pub use registry::{InputFormat, InputSpec, JobDefinition, JobParams, JobRegistry, ParamKind, ParamSpec, ParamValue};
 pub use source::{Source, SourceReader, erase_source};
@@ -173,6 +173,67 @@ mod tests {
             assert_eq!(edge.distribution, DistributionPattern::AllToAll);
             assert_eq!(edge.partition_type, ResultPartitionType::Blocking);
         }
+    }
+
+    #[test]
+    fn a_watermark_step_after_a_source_runs_at_its_parallelism_unless_set() {
+        let stamped = |parallelism: Option<u32>| {
+            plan(ExecutionMode::Streaming, |env| {
+                let stamped = env
+                    .from_source(LogSource::<u64>::new("numbers"))
+                    .set_parallelism(1)
+                    .assign_timestamps_and_watermarks(10, |value: &u64| *value as i64);
+                let stamped = match parallelism {
+                    Some(parallelism) => stamped.set_parallelism(parallelism),
+                    None => stamped,
+                };
+                stamped.key_by(|value: &u64| *value).reduce(|left, right| left.max(right)).sink_to(sink());
+            })
+        };
+        let inherited = stamped(None);
+        assert_eq!(inherited.vertices[0].name, "Source: log `numbers` -> Timestamps/Watermarks", "one chain");
+        assert_eq!(inherited.vertices[0].parallelism, 1);
+        let set = stamped(Some(3));
+        assert_eq!(
+            (set.vertices[1].parallelism, set.edges[0].partitioner.name()),
+            (3, "REBALANCE"),
+            "as the program says"
+        );
+    }
+
+    #[test]
+    fn a_window_sends_its_late_data_to_a_side_output_and_a_missing_one_is_a_plan_error() {
+        let late = OutputTag::<(u64, i64)>::new("late");
+        let graph = plan(ExecutionMode::Streaming, |env| {
+            let windowed = env
+                .from_source(LogSource::<(u64, i64)>::new("points"))
+                .assign_timestamps_and_watermarks(10, |point: &(u64, i64)| point.1)
+                .key_by(|point: &(u64, i64)| point.0)
+                .window(TumblingEventTimeWindows::of(100, 0).unwrap())
+                .side_output_late_data(&late)
+                .aggregate(|| 0u64, |count, _| count + 1, |key: &u64, _, count| (*key, count));
+            windowed.sink_to(TxnStoreSink::append("counts", |row: &(u64, u64)| (row.0.to_string(), row.1.to_string())));
+            windowed
+                .side_output(&late)
+                .sink_to(TxnStoreSink::append("late", |point: &(u64, i64)| (point.0.to_string(), point.1.to_string())));
+        });
+        let names: Vec<&str> = graph.vertices.iter().map(|vertex| vertex.name.as_str()).collect();
+        assert_eq!(
+            names[1], "Window(Aggregate) -> Window results -> Late data -> Sink -> Sink",
+            "one chain: {names:?}"
+        );
+        let env = StreamEnv::new("test", JobConfig::new(ExecutionMode::Streaming, 2));
+        let counts = env
+            .from_source(LogSource::<(u64, i64)>::new("points"))
+            .assign_timestamps_and_watermarks(10, |point: &(u64, i64)| point.1)
+            .key_by(|point: &(u64, i64)| point.0)
+            .window(TumblingEventTimeWindows::of(100, 0).unwrap())
+            .aggregate(|| 0u64, |count, _| count + 1, |key: &u64, _, count| (*key, count));
+        counts
+            .side_output(&late)
+            .sink_to(TxnStoreSink::append("late", |point: &(u64, i64)| (point.0.to_string(), String::new())));
+        let error = env.into_stream_graph().err().expect("a plan error");
+        assert!(error.contains("no side output `late`"), "{error}");
     }
 
     #[test]

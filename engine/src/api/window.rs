@@ -6,24 +6,27 @@
 //! A window's contents are aggregated as elements arrive (an accumulator per key and window);
 //! the window fires once, when the watermark reaches its last timestamp, emitting one result
 //! stamped with that timestamp, and its state is dropped. An element whose every window already
-//! fired is late and dropped (streaming only: batch has no watermark before the end, so every
-//! window fires at the end of its key, and no element is late).
+//! fired is late: counted (the count is checkpointed and reported), handed to the task to trace,
+//! and emitted to the late-data side output if the job asked for one (Flink's
+//! `sideOutputLateData`), else dropped. Streaming only: batch has no watermark before the end,
+//! so every window fires at the end of its key, and no element is late.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::operators::downcast;
-use crate::graph::operator::{Output, StreamOperator};
+use crate::graph::operator::{LateDrop, Output, StreamOperator};
 use crate::graph::{ExecutionMode, OperatorError};
 use crate::record::{Element, Key, Record};
 use crate::time::{BoundedOutOfOrderness, TimeWindow, Timestamp, Watermark, WatermarkGenerator, WindowAssigner};
 
-/// Stamps each element with its event time and, in streaming mode, emits the watermarks a
-/// bounded-out-of-orderness generator derives from them, right after the element that raised
-/// them. Batch mode emits no watermark before the end of input (Flink's
-/// `emitProgressiveWatermarks = false`). Watermarks from upstream are ignored, except the end of
-/// time.
+/// Stamps each element with its event time and, in streaming mode, emits the watermark a
+/// bounded-out-of-orderness generator derives from them every auto-watermark interval of the
+/// task's time (Flink's periodic `onPeriodicEmit`, `pipeline.auto-watermark-interval`), so that
+/// how the source batches its reads does not decide what is late. Batch mode emits no watermark
+/// before the end of input (Flink's `emitProgressiveWatermarks = false`). Watermarks from
+/// upstream are ignored, except the end of time.
 pub(crate) struct TimestampsAndWatermarksOperator<T> {
     pub(crate) assigner: Arc<dyn Fn(&T) -> Timestamp + Send + Sync>,
     pub(crate) generator: BoundedOutOfOrderness,
@@ -37,6 +40,10 @@ impl<T: Record> StreamOperator for TimestampsAndWatermarksOperator<T> {
         let timestamp = (self.assigner)(&value);
         self.generator.on_event(timestamp);
         output.collect_with_timestamp(Box::new(value), Some(timestamp));
+        Ok(())
+    }
+
+    fn on_periodic_emit(&mut self, output: &mut dyn Output) -> Result<(), OperatorError> {
         let watermark = self.generator.current_watermark();
         if self.mode == ExecutionMode::Streaming && watermark > self.emitted {
             self.emitted = watermark;
@@ -58,6 +65,8 @@ impl<T: Record> StreamOperator for TimestampsAndWatermarksOperator<T> {
 pub(crate) type AddFunction<T, A> = Arc<dyn Fn(Option<A>, T) -> A + Send + Sync>;
 /// A fired window's result from its key, bounds and accumulator.
 pub(crate) type FinishFunction<K, A, O> = Arc<dyn Fn(&K, TimeWindow, A) -> O + Send + Sync>;
+/// What a late element is emitted as, when the window has a late-data side output.
+pub(crate) type LateFunction<T, O> = Arc<dyn Fn(T) -> O + Send + Sync>;
 
 /// How a window operator folds elements into its accumulator and what it emits when a window
 /// fires; shared by all its subtasks.
@@ -68,6 +77,8 @@ pub(crate) struct WindowFunctions<T, K, A, O> {
     pub(crate) add: AddFunction<T, A>,
     /// The window's result.
     pub(crate) finish: FinishFunction<K, A, O>,
+    /// Emits a late element instead of dropping it silently (`side_output_late_data`).
+    pub(crate) late: Option<LateFunction<T, O>>,
 }
 
 impl<T, K, A, O> Clone for WindowFunctions<T, K, A, O> {
@@ -77,6 +88,7 @@ impl<T, K, A, O> Clone for WindowFunctions<T, K, A, O> {
             assigner: Arc::clone(&self.assigner),
             add: Arc::clone(&self.add),
             finish: Arc::clone(&self.finish),
+            late: self.late.clone(),
         }
     }
 }
@@ -102,6 +114,7 @@ pub(crate) fn window_operator<T: Record, K: Key, A: Record, O: Record>(
             timers: BTreeSet::new(),
             watermark: Watermark::MIN,
             late: 0,
+            drops: Vec::new(),
             _output: PhantomData,
         }),
         ExecutionMode::Batch => {
@@ -117,25 +130,34 @@ struct WindowOperator<T, K, A, O> {
     /// (fire time, key, window): fired in this order as the watermark passes.
     timers: BTreeSet<(Timestamp, K, TimeWindow)>,
     watermark: Watermark,
-    /// Elements dropped because every window they belong to had fired.
+    /// Elements dropped because every window they belong to had fired, since the job began
+    /// (checkpointed).
     late: u64,
+    /// Late elements not yet handed to the task to trace.
+    drops: Vec<LateDrop>,
     _output: PhantomData<fn(T) -> O>,
 }
+
+/// The most late drops a window operator keeps for its task between two batches.
+const MAX_PENDING_DROPS: usize = 4_096;
 
 impl<T: Record, K: Key, A: Record, O: Record> StreamOperator for WindowOperator<T, K, A, O> {
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
         let value = downcast::<T>(element, "window");
         let timestamp = timestamp_of(output)?;
         let key = (self.functions.key_selector)(&value);
-        let open: Vec<TimeWindow> = self
-            .functions
-            .assigner
-            .assign(timestamp)
-            .into_iter()
-            .filter(|window| !window.is_complete(self.watermark))
-            .collect();
+        let windows = self.functions.assigner.assign(timestamp);
+        let open: Vec<TimeWindow> =
+            windows.iter().copied().filter(|window| !window.is_complete(self.watermark)).collect();
         if open.is_empty() {
             self.late += 1;
+            if self.drops.len() < MAX_PENDING_DROPS {
+                let window_end = windows.iter().map(|window| window.end).max().unwrap_or(timestamp + 1);
+                self.drops.push(LateDrop { timestamp, watermark: self.watermark.0, window_end });
+            }
+            if let Some(late) = &self.functions.late {
+                output.collect_with_timestamp(Box::new(late(value)), Some(timestamp));
+            }
             return Ok(());
         }
         for window in open {
@@ -167,7 +189,7 @@ impl<T: Record, K: Key, A: Record, O: Record> StreamOperator for WindowOperator<
     }
 
     fn snapshot_state(&self) -> Vec<u8> {
-        if self.windows.is_empty() {
+        if self.windows.is_empty() && self.late == 0 {
             return Vec::new();
         }
         let entries: Vec<(K, i64, i64, A)> = self
@@ -175,19 +197,28 @@ impl<T: Record, K: Key, A: Record, O: Record> StreamOperator for WindowOperator<
             .iter()
             .map(|((key, window), accumulator)| (key.clone(), window.start, window.end, accumulator.clone()))
             .collect();
-        entries.to_bytes()
+        (entries, self.late).to_bytes()
     }
 
     fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError> {
         let mut input = state;
-        let entries = Vec::<(K, i64, i64, A)>::decode(&mut input)
+        let (entries, late) = <(Vec<(K, i64, i64, A)>, u64)>::decode(&mut input)
             .map_err(|error| OperatorError::new(format!("window state: {error}")))?;
+        self.late = late;
         for (key, start, end, accumulator) in entries {
             let window = TimeWindow { start, end };
             self.timers.insert((window.max_timestamp(), key.clone(), window));
             self.windows.insert((key, window), accumulator);
         }
         Ok(())
+    }
+
+    fn dropped_late(&self) -> u64 {
+        self.late
+    }
+
+    fn take_late_drops(&mut self) -> Vec<LateDrop> {
+        std::mem::take(&mut self.drops)
     }
 }
 
@@ -272,6 +303,7 @@ mod tests {
             assigner,
             add: Arc::new(|count: Option<u64>, _| count.unwrap_or(0) + 1),
             finish: Arc::new(|key: &String, window: TimeWindow, count| (key.clone(), window.start, count)),
+            late: None,
         }
     }
 
@@ -303,9 +335,44 @@ mod tests {
             "one result per key, stamped with the window's last timestamp"
         );
         feed(operator.as_mut(), &mut output, "a", 300); // late: [0, 1000) fired
+        assert_eq!(operator.dropped_late(), 1);
+        assert_eq!(operator.take_late_drops(), [LateDrop { timestamp: 300, watermark: 999, window_end: 1_000 }]);
+        assert!(operator.take_late_drops().is_empty(), "each drop is handed over once");
         operator.process_watermark(Watermark::MAX, &mut output).unwrap();
         assert_eq!(output.out[2..], [(("a".to_string(), 1_000, 1), Some(1_999))]);
         assert_eq!(output.watermarks, vec![Watermark(998), Watermark(999), Watermark::MAX]);
+    }
+
+    #[test]
+    fn a_late_element_goes_to_the_side_output_and_the_late_count_survives_a_checkpoint() {
+        let tumbling: Arc<dyn WindowAssigner> = Arc::new(TumblingEventTimeWindows::of(1_000, 0).unwrap());
+        let functions = || WindowFunctions {
+            key_selector: Arc::new(|(key, _): &(String, i64)| key.clone()),
+            assigner: Arc::clone(&tumbling),
+            add: Arc::new(|count: Option<u64>, _| count.unwrap_or(0) + 1),
+            finish: Arc::new(|key: &String, window: TimeWindow, count| {
+                (Some((key.clone(), window.start, count)), None)
+            }),
+            late: Some(Arc::new(|element: (String, i64)| (None, Some(element)))),
+        };
+        type Split = (Option<(String, i64, u64)>, Option<(String, i64)>);
+        let mut operator = window_operator(functions(), ExecutionMode::Streaming);
+        let mut output: Collected<Split> = Collected::default();
+        for timestamp in [10, 1_500] {
+            output.timestamp = Some(timestamp);
+            operator.process_element(Box::new(("a".to_string(), timestamp)), &mut output).unwrap();
+        }
+        operator.process_watermark(Watermark(999), &mut output).unwrap();
+        output.timestamp = Some(20);
+        operator.process_element(Box::new(("a".to_string(), 20_i64)), &mut output).unwrap();
+        assert_eq!(
+            output.out,
+            vec![((Some(("a".to_string(), 0, 1)), None), Some(999)), ((None, Some(("a".to_string(), 20))), Some(20))]
+        );
+        let mut restored = window_operator(functions(), ExecutionMode::Streaming);
+        restored.restore_state(&operator.snapshot_state()).unwrap();
+        assert_eq!(restored.dropped_late(), 1);
+        assert!(restored.take_late_drops().is_empty(), "a restored drop was traced by the attempt that made it");
     }
 
     #[test]
@@ -370,6 +437,7 @@ mod tests {
             let mut output: Collected<(String, i64)> = Collected::default();
             for timestamp in [1_000_i64, 950, 1_200] {
                 operator.process_element(Box::new(("x".to_string(), timestamp)), &mut output).unwrap();
+                operator.on_periodic_emit(&mut output).unwrap();
             }
             operator.process_watermark(Watermark(5_000), &mut output).unwrap();
             operator.process_watermark(Watermark::MAX, &mut output).unwrap();

@@ -127,11 +127,25 @@ csv_tuple!(A 0, B 1, C 2, D 3, E 4, F 5);
 csv_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
 csv_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 
-/// The fields of one CSV line (without its line break).
-pub fn split_fields(line: &str) -> Result<Vec<String>, String> {
-    let mut fields = Vec::new();
-    let (mut field, mut quoted, mut was_quoted) = (String::new(), false, false);
-    let mut chars = line.chars().peekable();
+/// What a scan leaves at the end of its text: the fields of a record not ended by a line
+/// break, its last field so far, and whether that is inside quotes.
+struct Rest {
+    fields: Vec<String>,
+    field: String,
+    quoted: bool,
+}
+
+/// Splits `text` into CSV records (RFC 4180), calling `on_record` with each one's fields as its
+/// line break ends it; returns the records and what follows the last line break. `strict`
+/// refuses a quote inside an unquoted field and text after a closing quote (input files);
+/// otherwise they are kept as text (files the engine wrote itself).
+fn scan(
+    text: &str,
+    strict: bool,
+    mut on_record: impl FnMut(usize, &mut Vec<String>) -> Result<(), String>,
+) -> Result<(usize, Rest), String> {
+    let (mut records, mut fields, mut field, mut quoted, mut was_quoted) = (0, Vec::new(), String::new(), false, false);
+    let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         match (quoted, c) {
             (true, '"') if chars.peek() == Some(&'"') => {
@@ -141,19 +155,32 @@ pub fn split_fields(line: &str) -> Result<Vec<String>, String> {
             (true, '"') => quoted = false,
             (true, c) => field.push(c),
             (false, '"') if field.is_empty() && !was_quoted => (quoted, was_quoted) = (true, true),
-            (false, '"') => {
+            (false, '"') if strict => {
                 return Err(format!("field {} has a quote inside it; quote the whole field", fields.len() + 1));
             }
             (false, ',') => {
                 fields.push(std::mem::take(&mut field));
                 was_quoted = false;
             }
-            (false, _) if was_quoted => {
+            (false, '\r') if chars.peek() == Some(&'\n') => {}
+            (false, '\n') => {
+                fields.push(std::mem::take(&mut field));
+                on_record(records, &mut fields)?;
+                fields.clear();
+                (records, was_quoted) = (records + 1, false);
+            }
+            (false, _) if was_quoted && strict => {
                 return Err(format!("field {} goes on after its closing quote", fields.len() + 1));
             }
             (false, c) => field.push(c),
         }
     }
+    Ok((records, Rest { fields, field, quoted }))
+}
+
+/// The fields of one CSV line (without its line break).
+pub fn split_fields(line: &str) -> Result<Vec<String>, String> {
+    let (_, Rest { mut fields, field, quoted }) = scan(line, true, |_, _| Ok(()))?;
     if quoted {
         return Err(format!("field {}'s quote is not closed on its line", fields.len() + 1));
     }
@@ -166,32 +193,11 @@ pub fn split_fields(line: &str) -> Result<Vec<String>, String> {
 /// record (counted from 0) that is cut short, or is `on_record`'s own.
 pub fn for_each_record(
     bytes: &[u8],
-    mut on_record: impl FnMut(usize, &mut Vec<String>) -> Result<(), String>,
+    on_record: impl FnMut(usize, &mut Vec<String>) -> Result<(), String>,
 ) -> Result<usize, String> {
     let text = std::str::from_utf8(bytes).map_err(|error| format!("not UTF-8: {error}"))?;
-    let (mut records, mut fields, mut field, mut quoted) = (0, Vec::new(), String::new(), false);
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (quoted, c) {
-            (true, '"') if chars.peek() == Some(&'"') => {
-                chars.next();
-                field.push('"');
-            }
-            (true, '"') => quoted = false,
-            (true, c) => field.push(c),
-            (false, '"') if field.is_empty() => quoted = true,
-            (false, ',') => fields.push(std::mem::take(&mut field)),
-            (false, '\r') if chars.peek() == Some(&'\n') => {}
-            (false, '\n') => {
-                fields.push(std::mem::take(&mut field));
-                on_record(records, &mut fields)?;
-                fields.clear();
-                records += 1;
-            }
-            (false, c) => field.push(c),
-        }
-    }
-    if quoted || !field.is_empty() || !fields.is_empty() {
+    let (records, rest) = scan(text, false, on_record)?;
+    if rest.quoted || !rest.field.is_empty() || !rest.fields.is_empty() {
         return Err(format!("record {records} is cut short"));
     }
     Ok(records)

@@ -81,6 +81,8 @@ impl Source<String> for FileSource<String> {
 pub struct CsvSource<T> {
     lines: FileSource<String>,
     columns: &'static [Column],
+    /// The most records one batch holds (every record of a read, 1 MiB, unless set).
+    fetch_lines: usize,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -97,12 +99,20 @@ impl<T: CsvRecord> CsvSource<T> {
             "job bug: input `{}` declares other column types than its records have",
             input.name
         );
-        CsvSource { lines: FileSource { input: Some(input.name), ..FileSource::lines() }, columns, _type: PhantomData }
+        let lines = FileSource { input: Some(input.name), ..FileSource::lines() };
+        CsvSource { lines, columns, fetch_lines: usize::MAX, _type: PhantomData }
     }
 
     /// Splits of at most `split_bytes` (at least 1).
     pub fn with_split_bytes(self, split_bytes: u64) -> CsvSource<T> {
         CsvSource { lines: self.lines.with_split_bytes(split_bytes), ..self }
+    }
+
+    /// Batches of at most `records` records (at least 1): how often the chain between a read's
+    /// batches may emit a watermark or take a checkpoint.
+    pub fn with_fetch_size(self, records: usize) -> CsvSource<T> {
+        assert!(records > 0, "a batch holds at least one record");
+        CsvSource { fetch_lines: records, ..self }
     }
 }
 
@@ -112,7 +122,8 @@ impl<T: CsvRecord> Source<T> for CsvSource<T> {
     }
 
     fn create_reader(&self, task: &TaskInfo) -> Box<dyn SourceReader<T>> {
-        let lines = LineReader::new(task, self.lines.split_bytes, self.lines.input, true);
+        let mut lines = LineReader::new(task, self.lines.split_bytes, self.lines.input, true);
+        lines.fetch_lines = self.fetch_lines;
         Box::new(CsvReader { lines, columns: self.columns, _type: PhantomData })
     }
 }
@@ -206,6 +217,8 @@ struct LineReader {
     input: Option<&'static str>,
     /// Each file's first line is a header, not data.
     skip_header: bool,
+    /// The most lines one batch holds.
+    fetch_lines: usize,
     state: Option<ReaderState>,
     restored: Option<Position>,
 }
@@ -227,10 +240,10 @@ pub fn assign_splits(files: &[(String, u64)], split_bytes: u64, index: u32, para
 
 /// The lines that start in `bytes` (read from `offset` of a file of `length` bytes) before
 /// `end`, and where the next unread line starts; `None` if no line ends in `bytes` (read more).
-fn lines_in(bytes: &[u8], offset: u64, end: u64, length: u64) -> Option<(Vec<String>, u64)> {
+fn lines_in(bytes: &[u8], offset: u64, end: u64, length: u64, max_lines: usize) -> Option<(Vec<String>, u64)> {
     let mut lines = Vec::new();
     let mut start = 0usize;
-    while offset + (start as u64) < end {
+    while offset + (start as u64) < end && lines.len() < max_lines {
         let rest = &bytes[start..];
         let line_end = match rest.iter().position(|byte| *byte == b'\n') {
             Some(newline) => newline,
@@ -251,7 +264,8 @@ fn lines_in(bytes: &[u8], offset: u64, end: u64, length: u64) -> Option<(Vec<Str
 
 impl LineReader {
     fn new(task: &TaskInfo, split_bytes: u64, input: Option<&'static str>, skip_header: bool) -> LineReader {
-        LineReader { task: task.clone(), split_bytes, input, skip_header, state: None, restored: None }
+        let fetch_lines = usize::MAX;
+        LineReader { task: task.clone(), split_bytes, input, skip_header, fetch_lines, state: None, restored: None }
     }
 
     async fn call(&self, operation: StorageOperation) -> Result<StorageAnswer, OperatorError> {
@@ -349,6 +363,7 @@ impl LineReader {
         path: &str,
         offset: u64,
         end: u64,
+        max_lines: usize,
     ) -> Result<(Vec<String>, u64), OperatorError> {
         let length = self.file_length(path).await?;
         let mut bytes = Vec::new();
@@ -356,7 +371,7 @@ impl LineReader {
             let at = offset + bytes.len() as u64;
             let want = CHUNK_BYTES.min(length.saturating_sub(at));
             bytes.extend(self.read(path, at, want).await?);
-            if let Some(found) = lines_in(&bytes, offset, end, length) {
+            if let Some(found) = lines_in(&bytes, offset, end, length, max_lines) {
                 return Ok(found);
             }
             if bytes.len() > MAX_LINE_BYTES {
@@ -381,11 +396,14 @@ impl LineReader {
         if !aligned {
             // The split starts inside a line or at a line's start: the line that holds byte
             // `next - 1` belongs to the split before.
-            let (_, after) = self.read_lines_from(&path, next - 1, next).await?;
+            let (_, after) = self.read_lines_from(&path, next - 1, next, usize::MAX).await?;
             next = after;
         }
-        let (mut lines, after) =
-            if next < end { self.read_lines_from(&path, next, end).await? } else { (Vec::new(), next) };
+        let (mut lines, after) = if next < end {
+            self.read_lines_from(&path, next, end, self.fetch_lines).await?
+        } else {
+            (Vec::new(), next)
+        };
         let first = next;
         if self.skip_header && first == 0 && !lines.is_empty() {
             lines.remove(0);
@@ -428,11 +446,11 @@ mod tests {
         let length = text.len() as u64;
         let mut next = next;
         if !aligned {
-            next = lines_in(&text[next as usize - 1..], next - 1, next, length).expect("whole file").1;
+            next = lines_in(&text[next as usize - 1..], next - 1, next, length, usize::MAX).expect("whole file").1;
         }
         let mut lines = Vec::new();
         while next < end {
-            let (found, after) = lines_in(&text[next as usize..], next, end, length).expect("whole file");
+            let (found, after) = lines_in(&text[next as usize..], next, end, length, usize::MAX).expect("whole file");
             lines.extend(found);
             next = after;
         }
@@ -470,8 +488,9 @@ mod tests {
 
     #[test]
     fn an_unfinished_line_asks_for_more_bytes() {
-        assert_eq!(lines_in(b"no newline yet", 0, 100, 1000), None);
-        assert_eq!(lines_in(b"one\ntwo", 0, 100, 1000), Some((vec!["one".to_string()], 4)));
-        assert_eq!(lines_in(b"one\ntwo", 0, 100, 7), Some((vec!["one".to_string(), "two".to_string()], 7)));
+        assert_eq!(lines_in(b"no newline yet", 0, 100, 1000, usize::MAX), None);
+        assert_eq!(lines_in(b"one\ntwo", 0, 100, 1000, usize::MAX), Some((vec!["one".to_string()], 4)));
+        assert_eq!(lines_in(b"one\ntwo", 0, 100, 7, usize::MAX), Some((vec!["one".to_string(), "two".to_string()], 7)));
+        assert_eq!(lines_in(b"one\ntwo", 0, 100, 7, 1), Some((vec!["one".to_string()], 4)), "at most one line");
     }
 }

@@ -263,6 +263,37 @@ pub trait StreamOperator: Send {
     fn restore_state(&mut self, _state: &[u8]) -> Result<(), OperatorError> {
         Ok(())
     }
+
+    /// Called every auto-watermark interval of the task's time (Flink's
+    /// `pipeline.auto-watermark-interval`, an `onPeriodicEmit`): a watermark generator emits
+    /// its current watermark here. The default does nothing.
+    fn on_periodic_emit(&mut self, _output: &mut dyn Output) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
+    /// Elements it dropped as late since the job began (checkpointed with its state), for the
+    /// task's report.
+    fn dropped_late(&self) -> u64 {
+        0
+    }
+
+    /// The late elements dropped since the last call, to be traced at once: (event time, the
+    /// watermark at its arrival, the end of its last window).
+    fn take_late_drops(&mut self) -> Vec<LateDrop> {
+        Vec::new()
+    }
+}
+
+/// One element a window dropped as late: its event time, the watermark when it arrived, and
+/// the end of the last window it belongs to (late: `window_end - 1 <= watermark`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LateDrop {
+    /// The element's event time.
+    pub timestamp: Timestamp,
+    /// The operator's watermark when it arrived.
+    pub watermark: Timestamp,
+    /// The end (exclusive) of the last window it belongs to.
+    pub window_end: Timestamp,
 }
 
 /// Creates an operator instance for one subtask.

@@ -171,12 +171,14 @@ impl StreamGraph {
         edges.into_iter().map(|(_, other, edge)| (other, edge)).collect()
     }
 
-    /// Gives each node that inherits its parallelism its input's. Nodes are in program order,
+    /// Gives each node that inherits its parallelism, and whose parallelism the program did not
+    /// set, its input's. Nodes are in program order,
     /// an input before its consumers, so a node's input is resolved before the node.
     pub fn resolve_inherited_parallelism(&mut self) {
         for index in 0..self.graph.node_count() {
             let id = StreamNodeId(index as u32);
-            if !self.node(id).inherits_parallelism {
+            // A parallelism the program set wins over the inherited one.
+            if !self.node(id).inherits_parallelism || self.node(id).parallelism_explicit {
                 continue;
             }
             if let [(input, _)] = self.in_edges(id).as_slice() {

@@ -60,6 +60,10 @@ pub struct JobSpec {
     /// a restart starts from the beginning).
     #[serde(default)]
     pub checkpoint: Option<CheckpointConfig>,
+    /// How often watermark generators emit (Flink's `pipeline.auto-watermark-interval`); the
+    /// task's default, 200 ms, if unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark_interval: Option<std::time::Duration>,
 }
 
 impl JobSpec {

@@ -15,13 +15,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sluice_engine::api::{
-    DataStream, ExecutionMode, InputFormat, InputSpec, JobDefinition, JobParams, KeyedStream, ParamSpec, StreamEnv,
+    DataStream, ExecutionMode, InputFormat, InputSpec, JobDefinition, JobParams, KeyedStream, OutputTag, ParamSpec,
+    StreamEnv,
 };
 use sluice_engine::connectors::csv::{Column, ColumnType, parse_record};
 use sluice_engine::connectors::{CsvSource, Row, SinkKind, TxnStoreSink};
 use sluice_engine::prng::Prng;
 use sluice_engine::time::{TumblingEventTimeWindows, WindowAssigner};
-use sluice_sim::{ExpectedOutput, ExpectedTable, ExternalInput, SimJob, Updates};
+use sluice_sim::{ExpectedOutput, ExpectedTable, ExternalInput, LateData, SimJob, Updates};
 
 /// A click: user, page, event time in milliseconds.
 pub type Click = (String, String, i64);
@@ -41,10 +42,23 @@ pub const CLICKS: InputSpec = InputSpec {
 pub const WINDOW_TABLE: &str = "clicks_per_window";
 /// A running count of clicks per page.
 pub const PAGE_TABLE: &str = "clicks_per_page";
+/// The clicks that arrived after their window fired: `(user, "time,page")`.
+pub const LATE_TABLE: &str = "late_clicks";
+/// The windows' late-data side output.
+pub const LATE: OutputTag<Click> = OutputTag::new("late-clicks");
 
 /// The job, as the harness runs and judges it.
-pub const CLICKSTREAM: SimJob =
-    SimJob { definition: DEFINITION, generate_input: Some(generate), reference: Some(reference) };
+pub const CLICKSTREAM: SimJob = SimJob {
+    definition: DEFINITION,
+    generate_input: Some(generate),
+    reference: Some(reference),
+    late: Some(LateData {
+        table: LATE_TABLE,
+        windowed: &[WINDOW_TABLE],
+        timestamp: late_timestamp,
+        remove: remove_clicks,
+    }),
+};
 
 /// The job, as a cluster runs it.
 pub const DEFINITION: JobDefinition = JobDefinition {
@@ -72,6 +86,7 @@ pub const DEFINITION: JobDefinition = JobDefinition {
             100_000,
             "clicks a seed generates when no file is given (one split: at most 3 MB)",
         ),
+        ParamSpec::int("fetch_size", 256, 1, 100_000, "clicks the source hands on at a time"),
     ],
     inputs: &[CLICKS],
     build,
@@ -100,19 +115,22 @@ fn build(env: &StreamEnv, params: &JobParams) {
 pub fn build_with(env: &StreamEnv, params: &JobParams, count_pages: fn(Pages) -> PageCounts) {
     let bound = params.duration("out_of_orderness").as_millis() as i64;
     let clicks = env
-        .from_source(CsvSource::<Click>::new(&CLICKS))
+        .from_source(CsvSource::<Click>::new(&CLICKS).with_fetch_size(params.get("fetch_size") as usize))
         .assign_timestamps_and_watermarks(bound, |click: &Click| click.2);
-    clicks
+    let per_window = clicks
         .key_by(|click: &Click| click.0.clone())
         .window(windows(params))
+        .side_output_late_data(&LATE)
         .aggregate(
             || 0u64,
             |count: u64, _: Click| count + 1,
             |user: &String, window, count| (format!("{user}@{}", window.start), count.to_string()),
         )
-        .name("Clicks per window")
+        .name("Clicks per window");
+    per_window
         .sink_to(TxnStoreSink::append(WINDOW_TABLE, |row: &(String, String)| row.clone()))
         .name("Sink: clicks_per_window");
+    per_window.side_output(&LATE).sink_to(TxnStoreSink::append(LATE_TABLE, late_row)).name("Sink: late_clicks");
     count_pages(clicks.map(|click: Click| (click.1, 1i64)).name("Page").key_by(|pair: &(String, i64)| pair.0.clone()))
         .sink_to(TxnStoreSink::upsert(PAGE_TABLE, |pair: &(String, i64)| (pair.0.clone(), pair.1.to_string())))
         .name("Sink: clicks_per_page");
@@ -134,6 +152,45 @@ fn generate(params: &JobParams, prng: &mut Prng) -> ExternalInput {
     ExternalInput {
         files: BTreeMap::from([("clicks/generated.csv".to_string(), csv.into_bytes())]),
         ..Default::default()
+    }
+}
+
+/// A late click as its table holds it.
+fn late_row(click: &Click) -> (String, String) {
+    (click.0.clone(), format!("{},{}", click.2, click.1))
+}
+
+/// A late click's event time, from its row.
+fn late_timestamp(row: &Row) -> Option<i64> {
+    row.value.split_once(',')?.0.parse().ok()
+}
+
+/// The input without the late clicks `rows` are: each row takes out the first line of the
+/// input's files that is that click.
+fn remove_clicks(input: &ExternalInput, rows: &[Row]) -> Result<ExternalInput, String> {
+    let InputFormat::Csv(columns) = CLICKS.format else { unreachable!("CLICKS is CSV") };
+    let mut left: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for row in rows {
+        *left.entry((row.key.clone(), row.value.clone())).or_insert(0) += 1;
+    }
+    let mut without = input.clone();
+    for (path, contents) in input.input_files(CLICKS.name) {
+        let text = String::from_utf8_lossy(contents);
+        let mut kept = String::new();
+        for (index, line) in text.lines().enumerate() {
+            let click = (index > 0).then(|| parse_record::<Click>(line, columns).ok()).flatten();
+            if let Some(count) = click.and_then(|click| left.get_mut(&late_row(&click))).filter(|count| **count > 0) {
+                *count -= 1;
+                continue;
+            }
+            kept.push_str(line);
+            kept.push('\n');
+        }
+        without.files.insert(path.to_string(), kept.into_bytes());
+    }
+    match left.iter().find(|(_, count)| **count > 0) {
+        Some(((user, value), _)) => Err(format!("no click {user},{value} is left in the input")),
+        None => Ok(without),
     }
 }
 
@@ -180,5 +237,7 @@ fn reference(params: &JobParams, input: &ExternalInput, mode: ExecutionMode) -> 
             ExpectedTable { kind: SinkKind::Append, rows: window_rows, updates: Updates::Exact },
         ),
         (PAGE_TABLE.to_string(), ExpectedTable { kind: SinkKind::Upsert, rows: page_rows, updates: Updates::Exact }),
+        // The reference drops nothing as late: a run's late clicks are taken out of its input.
+        (LATE_TABLE.to_string(), ExpectedTable { kind: SinkKind::Append, rows: Vec::new(), updates: Updates::Exact }),
     ])
 }

@@ -89,6 +89,7 @@ fn without_a_reference_streaming_and_batch_disagreeing_is_reported() {
         definition: JobDefinition { name: "clickstream-off", build: build_off_in_streaming, ..DEFINITION },
         generate_input: None,
         reference: None,
+        late: None,
     };
     let failures = tempfile::tempdir().expect("a scratch directory");
     let report =
@@ -97,4 +98,54 @@ fn without_a_reference_streaming_and_batch_disagreeing_is_reported() {
     let summary = report.summary();
     assert!(summary.contains("streaming == batch: table `clicks_per_page` final values differ"), "{summary}");
     assert!(summary.contains("SLUICE_SEED=1 cargo test -p clickstream"), "{summary}");
+}
+
+/// The ten clicks `data/late-clicks.csv` holds 30 s after their time, as `late_clicks` rows.
+fn the_late_clicks() -> Vec<(String, String)> {
+    let times = [312, 15_549, 30_556, 45_829, 60_892, 75_681, 90_804, 105_597, 120_455, 135_383];
+    let mut rows: Vec<(String, String)> =
+        times.iter().enumerate().map(|(user, time)| (format!("user-{user}"), format!("{time},/late"))).collect();
+    rows.sort();
+    rows
+}
+
+#[test]
+fn late_clicks_go_to_the_side_output_exactly_and_the_fetch_size_changes_nothing() {
+    let mut outputs = Vec::new();
+    for fetch_size in [64, 256, 1_024] {
+        let report = Simulation::of(&CLICKSTREAM)
+            .input("clicks", "data/late-clicks.csv")
+            .param("window", "2s")
+            .param("fetch_size", fetch_size)
+            .watermark_interval(Duration::from_millis(1))
+            .cluster(3, 2)
+            .checkpoints(Duration::from_millis(20))
+            .random_faults(3, &["tm-crash", "jm-crash", "partition-loss", "commit-reply-lost"])
+            .fault_window(Duration::from_millis(100))
+            .seeds(1..4)
+            .run();
+        report.assert_passed();
+        for seed in &report.seeds {
+            let (streaming, _) =
+                seed.result.runs.iter().find(|(run, _)| run.mode == ExecutionMode::Streaming).expect("a streaming run");
+            let late = &streaming.committed["late_clicks"];
+            let mut rows: Vec<(String, String)> =
+                late.log.iter().map(|row| (row.key.clone(), row.value.clone())).collect();
+            rows.sort();
+            assert_eq!(rows, the_late_clicks(), "fetch size {fetch_size}, seed {}", seed.result.seed);
+            assert_eq!(streaming.late_dropped().values().sum::<u64>(), 10, "the report counts them");
+            let mut windows = streaming.committed["clicks_per_window"].log.clone();
+            windows.sort();
+            outputs.push((fetch_size, windows));
+        }
+    }
+    assert!(outputs.windows(2).all(|pair| pair[0].1 == pair[1].1), "every fetch size commits the same windows");
+}
+
+#[test]
+fn the_crate_s_scenario_files_pass_every_seed() {
+    for file in ["scenarios/clicks-faults.yaml", "scenarios/late-clicks.yaml"] {
+        let simulation = Simulation::from_scenario(&CLICKSTREAM, file).unwrap_or_else(|error| panic!("{error}"));
+        simulation.run().assert_passed();
+    }
 }

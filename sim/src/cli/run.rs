@@ -69,6 +69,13 @@ pub(super) fn report_line(report: &RunReport, verdict: &Verdict) -> String {
             recovery.recovery_time.as_secs_f64()
         );
     }
+    for ((vertex, operator), dropped) in report.late_dropped() {
+        let _ = write!(
+            line,
+            "\n             late: {} dropped by v{vertex} (operator {operator})",
+            counted(dropped, "element")
+        );
+    }
     for index in report.unfired_faults() {
         let _ = write!(line, "\n             never fired: fault #{index}: {}", report.schedule[index]);
     }

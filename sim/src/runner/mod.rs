@@ -6,6 +6,7 @@
 //! from the seed (its own `workload` stream) before the simulation starts, so both modes of one
 //! seed read the same input.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +28,7 @@ pub mod client;
 #[cfg(madsim)]
 mod simulate;
 #[cfg(madsim)]
-pub use simulate::run;
+pub use simulate::{run, run_on};
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,6 +81,9 @@ pub struct RunReport {
     pub makespan: Duration,
     /// Wall-clock time the simulation took.
     pub wall_time: Duration,
+    /// A streaming run that committed late elements (of a job with a late-data side output):
+    /// the input without them, or why they are not elements of the input.
+    pub without_late: Option<Result<Arc<ExternalInput>, String>>,
     /// The event trace.
     pub trace: Vec<TraceRecord>,
     /// Its canonical hash.
@@ -95,6 +99,25 @@ impl RunReport {
     /// Restarts the job took (see [`RecoveryMetrics::restarts`]).
     pub fn restarts(&self) -> u64 {
         self.recovery.restarts
+    }
+
+    /// Late elements each window operator dropped, by (vertex, operator): the count each
+    /// subtask reported at its end, from its latest attempt (the count is checkpointed).
+    pub fn late_dropped(&self) -> BTreeMap<(u32, u32), u64> {
+        let mut latest: BTreeMap<(u32, u32, u32), (u32, u64)> = BTreeMap::new();
+        for record in &self.trace {
+            if let TraceEvent::LateElementsCounted { attempt, vertex, subtask, operator, dropped } = record.event {
+                let entry = latest.entry((vertex, operator, subtask)).or_insert((attempt, dropped));
+                if attempt >= entry.0 {
+                    *entry = (attempt, dropped);
+                }
+            }
+        }
+        let mut totals = BTreeMap::new();
+        for ((vertex, operator, _), (_, dropped)) in latest {
+            *totals.entry((vertex, operator)).or_insert(0) += dropped;
+        }
+        totals
     }
 
     /// Positions in the schedule of the faults that never fired in this run.
@@ -153,6 +176,7 @@ pub fn job_spec(scenario: &Scenario, mode: ExecutionMode, shuffle: ShuffleConfig
         failover_strategy: scenario.failover_strategy,
         shuffle,
         checkpoint: scenario.checkpoints,
+        watermark_interval: scenario.watermark_interval,
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_catalog::ExternalInput;
+use sluice_catalog::{ExpectedOutput, ExpectedTable, ExternalInput, LateData, Updates};
 use sluice_engine::connectors::SinkKind;
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::trace::TraceEvent;
@@ -29,16 +29,22 @@ struct Simulated {
 
 /// Runs one seed of a scenario in one mode; see the module doc.
 pub fn run(scenario: &Scenario, mode: ExecutionMode, seed: u64) -> RunReport {
-    let input = Arc::new(generate_input(scenario, seed));
+    run_on(scenario, mode, seed, Arc::new(generate_input(scenario, seed)))
+}
+
+/// Runs one seed of a scenario in one mode on the given input (a batch run over a streaming
+/// run's input without its late elements).
+pub fn run_on(scenario: &Scenario, mode: ExecutionMode, seed: u64, input: Arc<ExternalInput>) -> RunReport {
     let expected = scenario.job().expected(&scenario.job_params(), &input, mode);
     let schedule = scenario.schedule(seed);
     let kinds = table_kinds(expected.as_ref());
     let thread_scenario = scenario.clone();
     let thread_schedule = schedule.clone();
+    let thread_input = Arc::clone(&input);
     let started = std::time::Instant::now();
     let joined = std::thread::Builder::new()
         .name(format!("sim-{}-{mode}-{seed}", scenario.name))
-        .spawn(move || simulate(&thread_scenario, &thread_schedule, mode, seed, input, &kinds))
+        .spawn(move || simulate(&thread_scenario, &thread_schedule, mode, seed, thread_input, &kinds))
         .expect("cannot spawn a simulation thread")
         .join();
     let wall_time = started.elapsed();
@@ -55,7 +61,14 @@ pub fn run(scenario: &Scenario, mode: ExecutionMode, seed: u64) -> RunReport {
         .iter()
         .rev()
         .find(|record| matches!(record.event, TraceEvent::JobFinished { .. } | TraceEvent::JobFailed { .. }));
+    let (expected, without_late) = match (scenario.job().late, mode) {
+        (Some(late), ExecutionMode::Streaming) => {
+            with_late_data(scenario, late, &input, &simulated.committed, expected)
+        }
+        _ => (expected, None),
+    };
     RunReport {
+        without_late,
         scenario: scenario.name.clone(),
         source: Arc::new(scenario.clone()),
         mode,
@@ -70,6 +83,39 @@ pub fn run(scenario: &Scenario, mode: ExecutionMode, seed: u64) -> RunReport {
         trace_hash: trace_hash(&simulated.trace),
         trace: simulated.trace,
     }
+}
+
+/// What a streaming run of a job with a late-data side output must commit, given the late
+/// elements it committed: the reference over the input without them, and those elements in the
+/// late table; and that input (or why the late rows are no elements of the input).
+fn with_late_data(
+    scenario: &Scenario,
+    late: LateData,
+    input: &ExternalInput,
+    committed: &CommittedView,
+    expected: Option<ExpectedOutput>,
+) -> (Option<ExpectedOutput>, Option<Result<Arc<ExternalInput>, String>>) {
+    let rows = committed.get(late.table).map(|table| table.log.as_slice()).unwrap_or_default();
+    if rows.is_empty() {
+        return (expected, None);
+    }
+    let without = match (late.remove)(input, rows) {
+        Ok(without) => without,
+        Err(problem) => return (expected, Some(Err(problem))),
+    };
+    let windowed = scenario.job().expected(&scenario.job_params(), &without, ExecutionMode::Streaming);
+    let expected = expected.zip(windowed).map(|(mut tables, mut windowed)| {
+        for table in late.windowed {
+            if let Some(expectation) = windowed.remove(*table) {
+                tables.insert(table.to_string(), expectation);
+            }
+        }
+        let mut rows = rows.to_vec();
+        rows.sort();
+        tables.insert(late.table.to_string(), ExpectedTable { kind: SinkKind::Append, rows, updates: Updates::Exact });
+        tables
+    });
+    (expected, Some(Ok(Arc::new(without))))
 }
 
 fn simulate(

@@ -167,8 +167,9 @@ mod tests {
 
     const DEFINITION: JobDefinition =
         JobDefinition { name: "points", description: "points", params: &[], inputs: &[POINTS], build };
-    static GENERATING: SimJob = SimJob { definition: DEFINITION, generate_input: Some(generate), reference: None };
-    static FILES_ONLY: SimJob = SimJob { definition: DEFINITION, generate_input: None, reference: None };
+    static GENERATING: SimJob =
+        SimJob { definition: DEFINITION, generate_input: Some(generate), reference: None, late: None };
+    static FILES_ONLY: SimJob = SimJob { definition: DEFINITION, generate_input: None, reference: None, late: None };
 
     fn parse(job: &'static SimJob, directory: &Path, input: &str) -> Result<Scenario, ScenarioError> {
         let text = format!("name: points\njob: points\n{input}");

@@ -97,6 +97,10 @@ pub struct Scenario {
     /// commits at end of input and restarts from the beginning.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoints: Option<CheckpointConfig>,
+    /// How often watermark generators emit, in simulated time (Flink's
+    /// `pipeline.auto-watermark-interval`); 200 ms if unset.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "sluice_engine::duration::optional_text")]
+    pub watermark_interval: Option<Duration>,
     /// Where blocking partitions live: `task-manager` (the producer's disk) or `remote` (the
     /// shuffle service).
     #[serde(default = "default_shuffle")]

@@ -121,6 +121,9 @@ fn check_times(scenario: &Scenario, text: &str) -> Checked {
 fn check_settings(scenario: &Scenario, text: &str) -> Checked {
     within(text, "buffer_size", scenario.buffer_size, MIN_BUFFER_SIZE, MAX_BUFFER_SIZE)?;
     let (millisecond, hour) = (Duration::from_millis(1), Duration::from_secs(3600));
+    if let Some(interval) = scenario.watermark_interval {
+        within_time(text, "watermark_interval", interval, millisecond, hour)?;
+    }
     if let Some(checkpoints) = &scenario.checkpoints {
         within_time(text, "checkpoints.interval", checkpoints.interval, millisecond, hour)?;
         within_time(text, "checkpoints.timeout", checkpoints.timeout, millisecond, hour)?;

@@ -4,7 +4,7 @@
 //! and serializes it into the record writers of the network edges it feeds. Sinks are leaves.
 //! Nodes are kept in chain order, which is topological: a parent comes before its children.
 
-use crate::graph::operator::{Batch, ErasedSinkWriter, Output, StreamOperator};
+use crate::graph::operator::{Batch, ErasedSinkWriter, LateDrop, Output, StreamOperator};
 use crate::graph::{IntermediateDataSetId, OperatorError};
 use crate::record::{Element, TypeInfo};
 use crate::runtime::messages::TaskFailure;
@@ -294,15 +294,49 @@ impl OperatorChain {
 
     /// Ends the input of every operator, parents first, so that each can emit what it held back.
     pub(super) fn end_input(&mut self) -> Result<(), TaskFailure> {
+        self.each_operator(|operator, output| operator.end_input(output))
+    }
+
+    /// Calls every operator, parents first, with its output.
+    fn each_operator(
+        &mut self,
+        mut call: impl FnMut(&mut dyn StreamOperator, &mut dyn Output) -> Result<(), OperatorError>,
+    ) -> Result<(), TaskFailure> {
         for node in 0..self.nodes.len() {
             let ChainBody::Operator(slot) = &mut self.nodes[node].body else { continue };
             let mut operator = slot.take().expect("internal: an operator was re-entered");
-            let result = operator.end_input(&mut NodeOutput { chain: self, node, timestamp: None });
+            let result = call(operator.as_mut(), &mut NodeOutput { chain: self, node, timestamp: None });
             self.nodes[node].body = ChainBody::Operator(Some(operator));
             result.map_err(|error| TaskFailure::Operator(error.message))?;
             self.take_error()?;
         }
         Ok(())
+    }
+
+    /// Gives every operator, parents first, its periodic emit (a watermark generator emits its
+    /// watermark, which reaches the network at the next flush).
+    pub(super) fn periodic_emit(&mut self) -> Result<(), TaskFailure> {
+        self.each_operator(|operator, output| operator.on_periodic_emit(output))
+    }
+
+    /// The late elements the operators dropped since the last call, by operator id.
+    pub(super) fn take_late_drops(&mut self) -> Vec<(u32, LateDrop)> {
+        let mut drops = Vec::new();
+        for node in &mut self.nodes {
+            if let ChainBody::Operator(Some(operator)) = &mut node.body {
+                drops.extend(operator.take_late_drops().into_iter().map(|drop| (node.operator_id, drop)));
+            }
+        }
+        drops
+    }
+
+    /// How many late elements each operator that dropped some dropped since the job began.
+    pub(super) fn dropped_late(&self) -> Vec<(u32, u64)> {
+        let counts = self.nodes.iter().filter_map(|node| match &node.body {
+            ChainBody::Operator(Some(operator)) => Some((node.operator_id, operator.dropped_late())),
+            _ => None,
+        });
+        counts.filter(|(_, dropped)| *dropped > 0).collect()
     }
 
     /// Flushes everything and finishes the output partitions; returns the records written and

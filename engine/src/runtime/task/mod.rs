@@ -23,6 +23,7 @@ pub mod sorter;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use chain::{ChainBody, ChainNode, OperatorChain};
 pub use checkpointing::{CheckpointEnvironment, TaskControl};
@@ -40,6 +41,7 @@ use crate::graph::{
 use crate::record::{Element, KeySelector, TypeInfo};
 use crate::resources::{CpuMeter, Resources};
 use crate::rpc::RpcClient;
+use crate::rt::time::Instant;
 use crate::shuffle::buffer::{decode_batch, decode_buffer, for_each_record};
 use crate::shuffle::remote::RemoteWriter;
 use crate::shuffle::{
@@ -47,6 +49,7 @@ use crate::shuffle::{
 };
 use crate::storage::Storage;
 use crate::time::{StatusWatermarkValve, Timestamp, Watermark};
+use crate::trace::{TraceEvent, TracerHandle};
 
 /// How many elements of a source's batch go through its chain together.
 const SOURCE_GROUP: usize = 256;
@@ -67,7 +70,13 @@ pub struct TaskEnvironment {
     pub controls: mpsc::UnboundedReceiver<TaskControl>,
     /// Where checkpoints are saved and acknowledged.
     pub checkpoints: CheckpointEnvironment,
+    /// The TaskManager's tracer: the task traces its windows' late elements.
+    pub tracer: TracerHandle,
 }
+
+/// How often a task gives its operators their periodic emit (Flink's
+/// `pipeline.auto-watermark-interval` default): watermark generators emit at this pace.
+pub const AUTO_WATERMARK_INTERVAL: Duration = Duration::from_millis(200);
 
 /// What each input channel carries: its element type, the head's input it feeds, and whether
 /// it is read from a disk.
@@ -318,9 +327,39 @@ struct Run<'a> {
     controls: mpsc::UnboundedReceiver<TaskControl>,
     metrics: TaskReport,
     operators: u64,
+    tracer: TracerHandle,
+    /// When the operators get their next periodic emit.
+    next_emit: Instant,
 }
 
 impl Run<'_> {
+    /// After a batch of elements: traces the late elements the windows dropped, and gives the
+    /// operators their periodic emit once its interval passed.
+    fn after_elements(&mut self) -> Result<(), TaskFailure> {
+        self.trace_late_drops();
+        let now = Instant::now();
+        if now >= self.next_emit {
+            self.chain.periodic_emit()?;
+            self.next_emit = now + self.descriptor.spec.watermark_interval.unwrap_or(AUTO_WATERMARK_INTERVAL);
+        }
+        Ok(())
+    }
+
+    fn trace_late_drops(&mut self) {
+        let execution = self.descriptor.execution;
+        for (operator, drop) in self.chain.take_late_drops() {
+            self.tracer.record(TraceEvent::LateElementDropped {
+                attempt: execution.attempt,
+                vertex: execution.vertex.vertex.0,
+                subtask: execution.vertex.subtask,
+                operator,
+                timestamp: drop.timestamp,
+                watermark: drop.watermark,
+                window_end: drop.window_end,
+            });
+        }
+    }
+
     /// Reads the source batch by batch; between batches, takes the checkpoints it was asked for.
     async fn read_source(&mut self, cpu: &mut CpuMeter<'_>) -> Result<(), TaskFailure> {
         loop {
@@ -334,6 +373,7 @@ impl Run<'_> {
             for group in batch.into_chunks(SOURCE_GROUP) {
                 self.chain.push_batch(group).await?;
             }
+            self.after_elements()?;
             cpu.charge(count, self.operators).await;
             self.chain.flush(false).await?;
         }
@@ -403,6 +443,7 @@ impl Run<'_> {
                         self.metrics.disk_bytes_read += bytes.len() as u64;
                     }
                     let count = self.push_buffer(&channels[channel], &bytes, channel).await?;
+                    self.after_elements()?;
                     cpu.charge(count, self.operators).await;
                     self.chain.flush(false).await?;
                     Vec::new()
@@ -514,7 +555,8 @@ impl Run<'_> {
 
 /// Runs a task to its end; see the module doc.
 pub async fn run_task(environment: TaskEnvironment) -> Result<TaskReport, TaskFailure> {
-    let TaskEnvironment { descriptor, graph, partitions, client, resources, controls, checkpoints } = environment;
+    let TaskEnvironment { descriptor, graph, partitions, client, resources, controls, checkpoints, tracer } =
+        environment;
     let job_graph = graph.job_graph();
     let vertex = job_graph.vertex(descriptor.execution.vertex.vertex);
     let outputs = OutputFactory { partitions: &partitions, client: &client, resources: &resources };
@@ -535,6 +577,8 @@ pub async fn run_task(environment: TaskEnvironment) -> Result<TaskReport, TaskFa
         controls,
         metrics: TaskReport::default(),
         operators: vertex.chain.len() as u64,
+        tracer,
+        next_emit: Instant::now() + descriptor.spec.watermark_interval.unwrap_or(AUTO_WATERMARK_INTERVAL),
     };
     if let Some((id, handle)) = &descriptor.restore {
         run.checkpointing.restore(*id, handle, &mut run.chain, run.source.as_mut()).await?;
@@ -547,11 +591,22 @@ pub async fn run_task(environment: TaskEnvironment) -> Result<TaskReport, TaskFa
             run.read_sorted(&mut gate, &channels, &keys, partitions.storage(), &mut cpu).await?
         }
     }
-    let Run { mut chain, source, mut checkpointing, mut controls, mut metrics, .. } = run;
+    run.trace_late_drops();
+    let Run { mut chain, source, mut checkpointing, mut controls, mut metrics, tracer, .. } = run;
     // The end of input is the end of event time: every timer and window fires.
     chain.process_watermark(Watermark::MAX)?;
     chain.end_input()?;
     (metrics.records_out, metrics.partitions) = chain.finish().await?;
+    let execution = descriptor.execution;
+    for (operator, dropped) in chain.dropped_late() {
+        tracer.record(TraceEvent::LateElementsCounted {
+            attempt: execution.attempt,
+            vertex: execution.vertex.vertex.0,
+            subtask: execution.vertex.subtask,
+            operator,
+            dropped,
+        });
+    }
     metrics.disk_bytes_written = chain.blocking_bytes_written();
     cpu.pay().await;
     if descriptor.checkpointing {

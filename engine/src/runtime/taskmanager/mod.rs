@@ -373,6 +373,7 @@ impl TaskManager {
                 storage: Arc::clone(&self.checkpoint_storage),
                 job_master: self.config.job_master,
             },
+            tracer: Arc::clone(&self.config.tracer),
         };
         let this = Arc::clone(self);
         let key = (job_id.clone(), execution);
