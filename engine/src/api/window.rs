@@ -188,8 +188,11 @@ impl<T: Record, K: Key, A: Record, O: Record> StreamOperator for WindowOperator<
         Ok(())
     }
 
+    /// The open windows, the late count and the watermark: a restored operator must know which
+    /// windows already fired (their output is committed), or an element for one of them would
+    /// open it again instead of being late.
     fn snapshot_state(&self) -> Vec<u8> {
-        if self.windows.is_empty() && self.late == 0 {
+        if self.windows.is_empty() && self.late == 0 && self.watermark == Watermark::MIN {
             return Vec::new();
         }
         let entries: Vec<(K, i64, i64, A)> = self
@@ -197,14 +200,14 @@ impl<T: Record, K: Key, A: Record, O: Record> StreamOperator for WindowOperator<
             .iter()
             .map(|((key, window), accumulator)| (key.clone(), window.start, window.end, accumulator.clone()))
             .collect();
-        (entries, self.late).to_bytes()
+        (entries, self.late, self.watermark.0).to_bytes()
     }
 
     fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError> {
         let mut input = state;
-        let (entries, late) = <(Vec<(K, i64, i64, A)>, u64)>::decode(&mut input)
+        let (entries, late, watermark) = <(Vec<(K, i64, i64, A)>, u64, i64)>::decode(&mut input)
             .map_err(|error| OperatorError::new(format!("window state: {error}")))?;
-        self.late = late;
+        (self.late, self.watermark) = (late, Watermark(watermark));
         for (key, start, end, accumulator) in entries {
             let window = TimeWindow { start, end };
             self.timers.insert((window.max_timestamp(), key.clone(), window));
@@ -373,6 +376,11 @@ mod tests {
         restored.restore_state(&operator.snapshot_state()).unwrap();
         assert_eq!(restored.dropped_late(), 1);
         assert!(restored.take_late_drops().is_empty(), "a restored drop was traced by the attempt that made it");
+        // The window [0, 1000) fired before the checkpoint: an element for it is still late.
+        output.timestamp = Some(30);
+        restored.process_element(Box::new(("a".to_string(), 30_i64)), &mut output).unwrap();
+        assert_eq!(output.out.last(), Some(&((None, Some(("a".to_string(), 30))), Some(30))));
+        assert_eq!(restored.take_late_drops(), [LateDrop { timestamp: 30, watermark: 999, window_end: 1_000 }]);
     }
 
     #[test]
