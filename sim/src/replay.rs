@@ -17,6 +17,21 @@ use sluice_engine::trace::TraceEvent;
 use crate::scenario::{ReplayInfo, Scenario};
 use crate::seed::SeedResult;
 
+/// `cargo run --release -p <package> -- <subcommand> <path>`: the command that runs a replay file
+/// (or a scenario) again with this process's jobs. The package is `sluice-sim`'s for the
+/// built-in jobs, or the user's crate whose binary calls `cli::main_with` (named by cargo's
+/// `CARGO_PKG_NAME` when cargo started the process, else by the binary's own name).
+pub fn command(subcommand: &str, path: impl std::fmt::Display) -> String {
+    let from_cargo = std::env::var("CARGO_PKG_NAME").ok().filter(|package| !package.starts_with("sluice"));
+    let binary = || {
+        let executable = std::env::current_exe().ok()?;
+        let name = executable.file_stem()?.to_str()?.to_string();
+        (name != "sluice" && !name.contains('-')).then_some(name)
+    };
+    let package = from_cargo.or_else(binary).unwrap_or_else(|| "sluice-sim".to_string());
+    format!("cargo run --release -p {package} -- {subcommand} {path}")
+}
+
 /// The git revision this binary was built from (`+changes` if the tree was modified).
 pub const GIT_REVISION: &str = env!("SLUICE_GIT_REVISION");
 
@@ -102,8 +117,7 @@ pub fn write_seed(directory: &Path, scenario: &Scenario, seed: u64, why: &str) -
     if let Some(info) = &mut replay.replay {
         info.check = "assertion".to_string();
     }
-    let header =
-        format!("# Rerun: cargo run --release -p sluice-sim -- run {} --print-trace\n# {why}\n", path.display());
+    let header = format!("# Rerun: {} --print-trace\n# {why}\n", command("run", path.display()));
     std::fs::write(&path, header + &seal(replay).to_yaml())?;
     Ok(path)
 }
@@ -121,11 +135,8 @@ fn seal(mut replay: Scenario) -> Scenario {
 pub fn write_crash(directory: &Path, scenario: &Scenario, seed: u64, crash: &str) -> io::Result<PathBuf> {
     std::fs::create_dir_all(directory)?;
     let path = failure_path(directory, scenario, seed);
-    let header = format!(
-        "# Replay: cargo run --release -p sluice-sim -- replay {}\n# crashed: {}\n",
-        path.display(),
-        crash.lines().next().unwrap_or("")
-    );
+    let header =
+        format!("# Replay: {}\n# crashed: {}\n", command("replay", path.display()), crash.lines().next().unwrap_or(""));
     std::fs::write(&path, header + &crash_scenario(scenario, seed, crash).to_yaml())?;
     Ok(path)
 }
@@ -142,8 +153,8 @@ pub fn write_failure(directory: &Path, scenario: &Scenario, result: &SeedResult)
     let replay = replay_scenario(scenario, result);
     let info = replay.replay.as_ref().expect("set above");
     let header = format!(
-        "# Replay: cargo run --release -p sluice-sim -- replay {}\n# {} failed: {}\n",
-        path.display(),
+        "# Replay: {}\n# {} failed: {}\n",
+        command("replay", path.display()),
         info.check,
         info.detail.lines().next().unwrap_or("")
     );

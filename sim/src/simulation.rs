@@ -420,7 +420,10 @@ impl SimulationReport {
             }
             text.push_str(&format!("  rerun: {}\n", rerun_command(seed.result.seed)));
             match &seed.replay {
-                Some(Ok(path)) => text.push_str(&format!("  replay file: {}\n", path.display())),
+                Some(Ok(path)) => {
+                    let replay = crate::replay::command("replay", path.display());
+                    text.push_str(&format!("  replay file: {} ({replay})\n", path.display()));
+                }
                 Some(Err(error)) => text.push_str(&format!("  {error}\n")),
                 None => {}
             }

@@ -69,6 +69,7 @@ fn a_copy_with_one_operator_flipped_is_reported_failing_with_its_rerun_command_a
     assert!(summary.contains("SLUICE_SEED=1 cargo test -p clickstream"), "{summary}");
     let replay = failures.path().join("clickstream-broken-1.yaml");
     assert!(summary.contains(&format!("replay file: {}", replay.display())), "{summary}");
+    assert!(summary.contains("cargo run --release -p clickstream -- replay"), "{summary}");
     let text = std::fs::read_to_string(&replay).expect("the replay file was written");
     assert!(text.contains("job: clickstream-broken") && text.contains("check: exactly-once"), "{text}");
 }

@@ -176,7 +176,7 @@ fn report_failures<'a>(options: &SeedArgs, scenario: &Scenario, failed: impl Ite
             format!("{}-{}-{}", outcome.variant.mode, outcome.variant.exchange_mode, outcome.variant.failover);
         let directory = options.failures.join(variant);
         match write_failure(&directory, &outcome.variant.apply(scenario), &result) {
-            Ok(path) => println!("    replay: cargo run --release -p sluice-sim -- replay {}", path.display()),
+            Ok(path) => println!("    replay: {}", crate::replay::command("replay", path.display())),
             Err(error) => eprintln!("sluice: cannot write the replay file: {error}"),
         }
     }

@@ -173,7 +173,7 @@ pub(super) fn print_seed(
     }
     if let Some(directory) = printing.failures {
         match write_failure(directory, scenario, result) {
-            Ok(path) => println!("    replay: cargo run --release -p sluice-sim -- replay {}", path.display()),
+            Ok(path) => println!("    replay: {}", crate::replay::command("replay", path.display())),
             Err(error) => eprintln!("sluice: cannot write the replay file: {error}"),
         }
     }

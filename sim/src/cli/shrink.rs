@@ -46,11 +46,11 @@ pub(super) fn command(arguments: &ShrinkArgs) -> i32 {
     let minimal = replay_scenario(&shrunk.scenario, &shrunk.result);
     let output = arguments.output.clone().unwrap_or_else(|| minimal_path(&arguments.file));
     let header = format!(
-        "# Shrunk from {} in {} simulations: still fails `{}`.\n# Replay: cargo run --release -p sluice-sim -- replay {}\n",
+        "# Shrunk from {} in {} simulations: still fails `{}`.\n# Replay: {}\n",
         arguments.file.display(),
         shrunk.tests,
         shrunk.check,
-        output.display()
+        crate::replay::command("replay", output.display())
     );
     if let Err(error) = std::fs::write(&output, header + &minimal.to_yaml()) {
         eprintln!("sluice shrink: cannot write {}: {error}", output.display());

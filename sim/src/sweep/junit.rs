@@ -54,7 +54,7 @@ fn test_case(record: &SeedRecord) -> TestCase {
     let replay = record
         .replay_file
         .as_ref()
-        .map(|file| format!("\nreplay: cargo run --release -p sluice-sim -- replay {file}"))
+        .map(|file| format!("\nreplay: {}", crate::replay::command("replay", file)))
         .unwrap_or_default();
     let status = match record.outcome {
         Outcome::Passed | Outcome::ExpectedUnrecoverable => TestCaseStatus::success(),

@@ -236,7 +236,7 @@ impl Summary {
             let count = counted(group.count, "seed");
             let _ = writeln!(text, "  {name}: {count} ({}{more})", shown.join(", "));
             if let Some((_, _, file)) = &group.fastest {
-                let _ = writeln!(text, "    replay: cargo run --release -p sluice-sim -- replay {}", printable(file));
+                let _ = writeln!(text, "    replay: {}", crate::replay::command("replay", printable(file)));
             }
         };
         for (check, failures) in &self.failures {
