@@ -36,7 +36,7 @@ use sluice_sim::external::durable_store::{file_tables, table_kinds};
 use sluice_sim::external::txn_store::{CommittedPage, CommittedView, ReadCommitted, table_from_log};
 use sluice_sim::recovery::recovery_metrics;
 use sluice_sim::runner::client::submit_and_wait;
-use sluice_sim::runner::{RunOutcome, RunReport, generate_input, job_spec, shuffle_config};
+use sluice_sim::runner::{RunOutcome, RunReport, generate_input};
 use sluice_sim::scenario::Scenario;
 use sluice_sim::trace::trace_hash;
 use sluice_sim::words::{counted, size};
@@ -255,7 +255,7 @@ fn run_mode(
             processes.lock().expect("processes lock").start(&node)?;
         }
     }
-    let spec = job_spec(scenario, mode, shuffle_config(scenario));
+    let spec = scenario.job_spec(mode);
     let (outcome, committed, kills, job_ended) =
         runtime.block_on(drive(&cluster, spec, scenario, kills, Arc::clone(&processes), &client_tracer, &kinds));
     // The job's time ends when the JobMaster reports it finished; reading the committed output

@@ -11,7 +11,7 @@ use std::time::Instant;
 use sluice_engine::graph::ExecutionMode;
 use sluice_sim::check::exactly_once;
 use sluice_sim::runner::client::submit_and_wait;
-use sluice_sim::runner::{RunOutcome, generate_input, job_spec, shuffle_config};
+use sluice_sim::runner::{RunOutcome, generate_input};
 use sluice_sim::scenario::Scenario;
 use sluice_sim::words::counted;
 
@@ -44,7 +44,7 @@ pub fn run_submit(
     let (before, outcome, committed) = runtime.block_on(async {
         let before = read_committed(&cluster, &kinds).await?;
         let (submitted, _) = tokio::sync::oneshot::channel();
-        let spec = job_spec(&scenario, mode, shuffle_config(&scenario));
+        let spec = scenario.job_spec(mode);
         let outcome = submit_and_wait(
             cluster.job_master,
             spec,

@@ -14,8 +14,6 @@ use std::time::Duration;
 use sluice_catalog::{ExpectedOutput, ExternalInput};
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::prng::Prng;
-use sluice_engine::runtime::JobSpec;
-use sluice_engine::shuffle::ShuffleConfig;
 use sluice_engine::trace::TraceEvent;
 
 use crate::external::txn_store::CommittedView;
@@ -159,30 +157,6 @@ impl Default for ClusterTiming {
             partition_grace: Duration::from_secs(5),
         }
     }
-}
-
-/// The job a scenario submits in `mode`.
-pub fn job_spec(scenario: &Scenario, mode: ExecutionMode, shuffle: ShuffleConfig) -> JobSpec {
-    JobSpec {
-        job_id: scenario.name.clone(),
-        job_name: scenario.job.clone(),
-        params: scenario.job_params(),
-        mode,
-        parallelism: scenario.parallelism,
-        max_parallelism: sluice_engine::graph::partitioner::default_max_parallelism(scenario.parallelism),
-        exchange_mode: scenario.exchange_mode,
-        adaptive: scenario.adaptive_batch,
-        restart_strategy: scenario.restart_strategy,
-        failover_strategy: scenario.failover_strategy,
-        shuffle,
-        checkpoint: scenario.checkpoints,
-        watermark_interval: scenario.watermark_interval,
-    }
-}
-
-/// The shuffle settings a scenario runs with.
-pub fn shuffle_config(scenario: &Scenario) -> ShuffleConfig {
-    ShuffleConfig { buffer_size: scenario.buffer_size, kind: scenario.shuffle, ..ShuffleConfig::default() }
 }
 
 /// The job's input for a seed, the same in every mode: what it generates from the seed, with

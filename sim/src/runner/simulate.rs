@@ -12,7 +12,7 @@ use sluice_engine::graph::ExecutionMode;
 use sluice_engine::trace::TraceEvent;
 
 use super::client::submit_and_wait;
-use super::{RunOutcome, RunReport, generate_input, job_spec, shuffle_config};
+use super::{RunOutcome, RunReport, generate_input};
 use crate::cluster::{CLIENT_IP, Cluster, JOB_MASTER_ADDRESS};
 use crate::external::durable_store::{file_tables, table_kinds};
 use crate::external::txn_store::CommittedView;
@@ -129,9 +129,9 @@ fn simulate(
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async move {
         let trace = TraceLog::start();
-        let shuffle = shuffle_config(scenario);
+        let shuffle = scenario.shuffle_config();
         let cluster = Arc::new(Cluster::start(scenario, shuffle, input, &trace));
-        let spec = job_spec(scenario, mode, shuffle);
+        let spec = scenario.job_spec(mode);
         let client = madsim::runtime::Handle::current().create_node().name("client").ip(CLIENT_IP).build();
         let limit = scenario.time_limit;
         let task_managers = scenario.cluster.task_managers;

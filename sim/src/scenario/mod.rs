@@ -32,9 +32,10 @@ pub use sluice_engine::duration::{format_duration, parse_duration};
 use sluice_engine::failover::{FailoverStrategy, RestartStrategy};
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::graph::{ExchangeMode, ExecutionGraph};
+use sluice_engine::runtime::JobSpec;
 use sluice_engine::scheduler::SchedulingStrategy;
 use sluice_engine::scheduler::adaptive::AdaptiveBatchConfig;
-use sluice_engine::shuffle::ShuffleKind;
+use sluice_engine::shuffle::{ShuffleConfig, ShuffleKind};
 
 use crate::cost::CostSpec;
 use crate::faults::random::Topology;
@@ -439,11 +440,33 @@ impl Scenario {
         self.jobs.find(&self.job).expect("validated when the scenario was loaded")
     }
 
-    /// The job configuration of a mode.
+    /// The job the scenario submits in `mode`: the one place its settings become the engine's.
+    pub fn job_spec(&self, mode: ExecutionMode) -> JobSpec {
+        JobSpec {
+            job_id: self.name.clone(),
+            job_name: self.job.clone(),
+            params: self.job_params(),
+            mode,
+            parallelism: self.parallelism,
+            max_parallelism: sluice_engine::graph::partitioner::default_max_parallelism(self.parallelism),
+            exchange_mode: self.exchange_mode,
+            adaptive: self.adaptive_batch,
+            restart_strategy: self.restart_strategy,
+            failover_strategy: self.failover_strategy,
+            shuffle: self.shuffle_config(),
+            checkpoint: self.checkpoints,
+            watermark_interval: self.watermark_interval,
+        }
+    }
+
+    /// The shuffle settings the scenario runs with.
+    pub fn shuffle_config(&self) -> ShuffleConfig {
+        ShuffleConfig { buffer_size: self.buffer_size, kind: self.shuffle, ..ShuffleConfig::default() }
+    }
+
+    /// The job configuration of a mode, as the cluster derives it from [`Scenario::job_spec`].
     pub fn job_config(&self, mode: ExecutionMode) -> JobConfig {
-        JobConfig::new(mode, self.parallelism)
-            .with_exchange_mode(self.exchange_mode)
-            .with_adaptive_parallelism(self.adaptive_batch.is_some())
+        self.job_spec(mode).config()
     }
 
     /// Cores per TaskManager.
