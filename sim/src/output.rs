@@ -8,7 +8,8 @@
 //!
 //! [`diff`] compares the final tables of two such directories, or of any directories of CSV files
 //! with a header line (another engine's output, say): per table, the rows as a multiset, with
-//! counts of the rows only in one side and a few of them. A file is at most
+//! counts of the rows only in one side and a few of them; a table one side has no file for is
+//! an empty one there (a run that committed no row to it). A file is at most
 //! [`MAX_TABLE_BYTES`]; a directory holds at most [`MAX_TABLES`] tables.
 
 use std::collections::BTreeMap;
@@ -115,8 +116,11 @@ pub fn diff(left: &Path, right: &Path) -> Result<Diff, String> {
     let names: std::collections::BTreeSet<&String> = left_tables.keys().chain(right_tables.keys()).collect();
     let (mut lines, mut agree) = (Vec::new(), true);
     for name in names {
+        // A table one side has no file for is an empty one there (a run that committed no row
+        // to it), as `streaming == batch` counts it.
         let line = match (left_tables.get(name), right_tables.get(name)) {
             (Some(left_rows), Some(right_rows)) => compare_rows(name, left_rows, right_rows),
+            (Some(rows), None) | (None, Some(rows)) if rows.is_empty() => Ok(format!("table `{name}`: agree (0 rows)")),
             (Some(_), None) => Err(format!("table `{name}`: only in {}", left.display())),
             (None, Some(_)) => Err(format!("table `{name}`: only in {}", right.display())),
             (None, None) => unreachable!("a name from one of the two"),
@@ -148,11 +152,14 @@ fn compare_rows(name: &str, left: &[Vec<String>], right: &[Vec<String>]) -> Resu
     }
     let show = |rows: &[&Vec<String>]| -> String {
         let shown: Vec<String> = rows.iter().take(SHOWN).map(|row| row.join(",")).collect();
-        let more = rows.len().saturating_sub(SHOWN);
-        if more > 0 { format!("{} and {more} more", shown.join("; ")) } else { shown.join("; ") }
+        match rows.len().saturating_sub(SHOWN) {
+            _ if rows.is_empty() => String::new(),
+            0 => format!(" ({})", shown.join("; ")),
+            more => format!(" ({} and {more} more)", shown.join("; ")),
+        }
     };
     Err(format!(
-        "table `{name}`: differ: {} against {}; {} only in the first ({}); {} only in the second ({})",
+        "table `{name}`: differ: {} against {}; {} only in the first{}; {} only in the second{}",
         counted(left.len() as u64, "row"),
         right.len(),
         only_left.len(),
@@ -201,8 +208,14 @@ mod tests {
             changed.lines[0],
             "table `counts`: differ: 2 rows against 3; 1 only in the first (a,2); 2 only in the second (a,3; c,1)"
         );
+        std::fs::write(right.join("counts.csv"), "key,value\na,2\nb,1\n").unwrap();
+        std::fs::write(right.join("nothing.csv"), "key,value\n").unwrap();
+        let empty = diff(&left, &right).unwrap();
+        assert!(empty.agree, "a table without rows is one without a file: {empty:?}");
+        assert_eq!(empty.lines[2], "table `nothing`: agree (0 rows)");
         std::fs::remove_file(right.join("events.csv")).unwrap();
-        assert!(diff(&left, &right).unwrap().lines[1].contains("only in"));
+        let missing = diff(&left, &right).unwrap();
+        assert!(!missing.agree && missing.lines[1].contains("only in"), "{missing:?}");
         assert!(diff(&left, &scratch.path().join("none")).unwrap_err().contains("none"));
         std::fs::write(right.join("bad.csv"), "key,value\n\"open\n").unwrap();
         assert!(diff(&left, &right).unwrap_err().contains("bad.csv"));

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clickstream::{CLICKSTREAM, DEFINITION, PageCounts, Pages, build_with};
 use sluice_engine::api::{ExecutionMode, JobDefinition, JobParams, StreamEnv};
+use sluice_engine::graph::ExchangeMode;
 use sluice_sim::{Oracle, SimJob, Simulation};
 
 const FAULTS: &[&str] = &["tm-crash", "jm-crash", "partition-loss", "partition", "commit-reply-lost"];
@@ -160,6 +161,16 @@ fn build_off_at_parallelism_one(env: &StreamEnv, params: &JobParams) {
     build_with(env, params, if alone { one_too_many } else { clickstream::running_count });
 }
 
+/// Counts one click too many per page, but only in batch mode with every exchange pipelined.
+fn build_off_when_pipelined(env: &StreamEnv, params: &JobParams) {
+    fn one_too_many(pages: Pages) -> PageCounts {
+        pages.sum().map(|(page, count)| (page, count + 1))
+    }
+    let config = env.config();
+    let pipelined = config.mode == ExecutionMode::Batch && config.exchange_mode == ExchangeMode::AllEdgesPipelined;
+    build_with(env, params, if pipelined { one_too_many } else { clickstream::running_count });
+}
+
 /// Commits every page update twice.
 fn build_doubling(env: &StreamEnv, params: &JobParams) {
     fn twice(pages: Pages) -> PageCounts {
@@ -207,6 +218,20 @@ fn the_reference_free_oracles_catch_what_the_modes_agree_on() {
         "{summary}"
     );
     assert!(simulation(&DOUBLING, Oracle::ModesAgree).run().passed(), "a doubled upsert ends at the same values");
+    static PIPELINED: SimJob = SimJob {
+        definition: JobDefinition { name: "clickstream-pipelined", build: build_off_when_pipelined, ..DEFINITION },
+        generate_input: None,
+        reference: None,
+        late: None,
+    };
+    let pipelined = simulation(&PIPELINED, Oracle::EveryExchangeMode).run();
+    let summary = pipelined.summary();
+    assert!(
+        summary.contains("same output under every exchange mode: table `clicks_per_page` final values differ"),
+        "{summary}"
+    );
+    assert!(summary.contains("parallelism 2, all-edges-pipelined"), "{summary}");
+    assert!(!summary.contains("streaming == batch"), "both modes agree at the default exchange mode: {summary}");
 }
 
 /// Seeds of `late-clicks.yaml` that failed `exactly-once` when the window's watermark was not

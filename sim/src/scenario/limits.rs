@@ -1,7 +1,8 @@
 //! The bounds a scenario's values are checked against when it is loaded, chosen so that one run
 //! fits the machine simulating it (2 cores and a few GiB are plenty for any scenario within
-//! them). docs/scenarios.md lists them with each field; the job parameters' bounds are the
-//! catalog's (`ParamSpec::min`, `ParamSpec::max`).
+//! them). docs/scenarios.md lists them with each field; the job parameters' bounds are each
+//! job's own (`ParamKind::Int` and `ParamKind::Duration` ranges; text at most
+//! `MAX_TEXT_PARAM_BYTES`).
 
 use std::time::Duration;
 
