@@ -152,8 +152,7 @@ pub fn run(role: &Role, cluster: &ClusterFile, dirs: &Dirs) -> Result<(), String
                 partition_grace: timing.partition_grace,
                 storage: disk(&node)?,
                 checkpoint_storage: durable_storage,
-                // The job's own shuffle settings arrive with each task; this is the default.
-                shuffle: sluice_engine::shuffle::ShuffleConfig::default(),
+                shuffle: sluice_engine::shuffle::ShuffleEnvironmentConfig::default(),
                 costs: Arc::new(ZeroCost),
                 cores: cluster.slots_per_task_manager,
                 tracer,

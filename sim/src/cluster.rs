@@ -23,7 +23,7 @@ use sluice_engine::resources::{CostModel, Resources};
 use sluice_engine::runtime::jobmaster::SHUFFLE_SERVICE;
 use sluice_engine::runtime::jobmaster::{JobMasterConfig, run_job_master};
 use sluice_engine::runtime::taskmanager::{TaskManagerConfig, run_task_manager};
-use sluice_engine::shuffle::ShuffleConfig;
+use sluice_engine::shuffle::ShuffleEnvironmentConfig;
 use sluice_engine::shuffle::remote::{ShuffleServiceConfig, run_shuffle_service};
 use sluice_engine::storage::remote::RemoteStorage;
 use sluice_engine::storage::{MemoryStorage, Storage, StorageFactory};
@@ -72,7 +72,7 @@ pub struct Cluster {
 
 impl Cluster {
     /// Starts every node; call inside the simulation.
-    pub fn start(scenario: &Scenario, shuffle: ShuffleConfig, input: Arc<ExternalInput>, trace: &TraceLog) -> Cluster {
+    pub fn start(scenario: &Scenario, input: Arc<ExternalInput>, trace: &TraceLog) -> Cluster {
         let spec = &scenario.cluster;
         let mut costs = BTreeMap::new();
         let handle = Handle::current();
@@ -152,7 +152,7 @@ impl Cluster {
                 partition_grace: timing.partition_grace,
                 storage: Arc::new(disk.clone()) as Arc<dyn Storage>,
                 checkpoint_storage: Arc::clone(&durable_storage),
-                shuffle,
+                shuffle: ShuffleEnvironmentConfig::default(),
                 costs: Arc::new(node_costs) as Arc<dyn CostModel>,
                 cores: scenario.cores(),
                 tracer: trace.tracer_for(&name),

@@ -1,20 +1,20 @@
 //! The test API for a job in a user's own crate: build a simulation of it, run its seeds, and
 //! assert that every oracle held.
 //!
-//! ```ignore
+//! ```no_run
 //! use sluice_sim::{Oracle, Simulation};
 //!
-//! #[test]
-//! fn clicks_survive_crashes() {
-//!     Simulation::of(&clickstream::CLICKSTREAM)
-//!         .input("clicks", "data/clicks.csv")
-//!         .cluster(3, 2)
-//!         .random_faults(4, &["tm-crash", "jm-crash", "partition-loss"])
-//!         .seeds(1..21)
-//!         .oracle(Oracle::SameAtParallelism(1))
-//!         .run()
-//!         .assert_passed();
-//! }
+//! // In a user's crate this is its own job (`examples/clickstream` passes `&CLICKSTREAM` and
+//! // its CSV file with `.input("clicks", "data/clicks.csv")`).
+//! let job = sluice_catalog::find("wordcount").expect("a built-in job");
+//! Simulation::of(job)
+//!     .param("words", 5_000u64)
+//!     .cluster(3, 2)
+//!     .random_faults(4, &["tm-crash", "jm-crash", "partition-loss"])
+//!     .seeds(1..21)
+//!     .oracle(Oracle::SameAtParallelism(1))
+//!     .run()
+//!     .assert_passed();
 //! ```
 //!
 //! A simulation is a scenario built in code ([`Scenario`]: the same fields, defaults and checks

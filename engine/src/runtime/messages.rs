@@ -165,27 +165,8 @@ pub enum TaskOutcome {
 /// Why a task failed, classified for failover.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TaskFailure {
-    /// An input partition is not held where it should be (Flink's `PartitionNotFoundException`).
-    PartitionNotFound {
-        /// The partition.
-        partition: ResultPartitionId,
-        /// Where it should have been.
-        location: String,
-    },
-    /// The server of an input partition does not answer.
-    ProducerUnreachable {
-        /// The partition.
-        partition: ResultPartitionId,
-        /// Where it should have been.
-        location: String,
-    },
-    /// An input partition's data is corrupt or unreadable.
-    CorruptInput {
-        /// The partition.
-        partition: ResultPartitionId,
-        /// What was wrong.
-        detail: String,
-    },
+    /// An input partition could not be read: its producer must run again too.
+    Input(ShuffleError),
     /// A user function, source or sink failed.
     Operator(String),
     /// The task could not write one of its output partitions.
@@ -194,17 +175,16 @@ pub enum TaskFailure {
     Deployment(String),
 }
 
+impl TaskFailure {
+    /// An input partition whose bytes are not what its producer wrote.
+    pub fn corrupt_input(partition: ResultPartitionId, detail: impl Into<String>) -> TaskFailure {
+        TaskFailure::Input(ShuffleError::Corrupt { partition, detail: detail.into() })
+    }
+}
+
 impl From<ShuffleError> for TaskFailure {
     fn from(error: ShuffleError) -> TaskFailure {
-        match error {
-            ShuffleError::PartitionNotFound { partition, location } => {
-                TaskFailure::PartitionNotFound { partition, location }
-            }
-            ShuffleError::ProducerUnreachable { partition, location } => {
-                TaskFailure::ProducerUnreachable { partition, location }
-            }
-            ShuffleError::Corrupt { partition, detail } => TaskFailure::CorruptInput { partition, detail },
-        }
+        TaskFailure::Input(error)
     }
 }
 
@@ -217,15 +197,7 @@ impl From<WriteError> for TaskFailure {
 impl fmt::Display for TaskFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TaskFailure::PartitionNotFound { partition, location } => write!(
-                f,
-                "partition {partition} (data set {}, producer subtask {}) not found on {location}",
-                partition.partition.dataset.0, partition.partition.producer_subtask
-            ),
-            TaskFailure::ProducerUnreachable { partition, location } => {
-                write!(f, "{location}, holding partition {partition}, is unreachable")
-            }
-            TaskFailure::CorruptInput { partition, detail } => write!(f, "input {partition} corrupt: {detail}"),
+            TaskFailure::Input(error) => error.fmt(f),
             TaskFailure::Operator(message) => write!(f, "operator failed: {message}"),
             TaskFailure::Output(message) => write!(f, "output failed: {message}"),
             TaskFailure::Deployment(message) => write!(f, "deployment failed: {message}"),

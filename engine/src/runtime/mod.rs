@@ -54,7 +54,8 @@ pub struct JobSpec {
     /// Which subtasks a failure restarts.
     #[serde(default)]
     pub failover_strategy: FailoverStrategy,
-    /// Network buffer tuning.
+    /// How its data is exchanged: buffer size, credits per channel, where blocking partitions
+    /// live (the TaskManager sets the memory its partitions hold).
     pub shuffle: ShuffleConfig,
     /// Streaming only: checkpoint at this interval (otherwise sinks commit at end of input and
     /// a restart starts from the beginning).

@@ -12,6 +12,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use super::protocol::{BufferResponse, PartitionRequestError, RequestBuffers, StreamItem};
@@ -39,8 +40,9 @@ impl InputChannelSpec {
     }
 }
 
-/// Why an input could not be read.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why an input could not be read; a task fails with it as [`crate::runtime::TaskFailure::Input`],
+/// and the JobMaster restarts the partition's producer too.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ShuffleError {
     /// The partition's server does not hold it (Flink's `PartitionNotFoundException`).
     PartitionNotFound {
@@ -65,20 +67,35 @@ pub enum ShuffleError {
     },
 }
 
+impl ShuffleError {
+    /// The partition that could not be read.
+    pub fn partition(&self) -> ResultPartitionId {
+        match self {
+            ShuffleError::PartitionNotFound { partition, .. }
+            | ShuffleError::ProducerUnreachable { partition, .. }
+            | ShuffleError::Corrupt { partition, .. } => *partition,
+        }
+    }
+
+    /// True if the partition's data is gone or damaged where it lives (not merely out of reach),
+    /// so other partitions held there may be too.
+    pub fn data_lost(&self) -> bool {
+        !matches!(self, ShuffleError::ProducerUnreachable { .. })
+    }
+}
+
 impl fmt::Display for ShuffleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ShuffleError::PartitionNotFound { partition, location } => {
-                write!(
-                    f,
-                    "partition {partition} (producer subtask {}) not found on {location}",
-                    partition.partition.producer_subtask
-                )
-            }
+            ShuffleError::PartitionNotFound { partition, location } => write!(
+                f,
+                "partition {partition} (data set {}, producer subtask {}) not found on {location}",
+                partition.partition.dataset.0, partition.partition.producer_subtask
+            ),
             ShuffleError::ProducerUnreachable { partition, location } => {
                 write!(f, "{location}, holding partition {partition}, is unreachable")
             }
-            ShuffleError::Corrupt { partition, detail } => write!(f, "partition {partition} corrupt: {detail}"),
+            ShuffleError::Corrupt { partition, detail } => write!(f, "input {partition} corrupt: {detail}"),
         }
     }
 }
@@ -365,6 +382,32 @@ async fn read_channel(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn partition_id() -> ResultPartitionId {
+        use crate::graph::{IntermediateDataSetId, IntermediateResultPartitionId};
+        let partition = IntermediateResultPartitionId { dataset: IntermediateDataSetId(3), producer_subtask: 1 };
+        ResultPartitionId { partition, attempt: 2 }
+    }
+
+    #[test]
+    fn an_input_error_names_its_partition_and_whether_its_data_is_gone() {
+        let partition = partition_id();
+        let location = "tm-2 (10.0.1.2:9000)".to_string();
+        let not_found = ShuffleError::PartitionNotFound { partition, location: location.clone() };
+        let unreachable = ShuffleError::ProducerUnreachable { partition, location };
+        let corrupt = ShuffleError::Corrupt { partition, detail: "buffer checksum mismatch".to_string() };
+        for error in [&not_found, &unreachable, &corrupt] {
+            assert_eq!(error.partition(), partition, "{error}");
+        }
+        assert!(not_found.data_lost() && corrupt.data_lost(), "gone or damaged where it lives");
+        assert!(!unreachable.data_lost(), "out of reach, maybe still there");
+        assert_eq!(
+            not_found.to_string(),
+            "partition ds3.p1@a2 (data set 3, producer subtask 1) not found on tm-2 (10.0.1.2:9000)"
+        );
+        assert_eq!(unreachable.to_string(), "tm-2 (10.0.1.2:9000), holding partition ds3.p1@a2, is unreachable");
+        assert_eq!(corrupt.to_string(), "input ds3.p1@a2 corrupt: buffer checksum mismatch");
+    }
 
     /// A gate over `channels` channels without fetchers: the test sends what they would.
     fn gate(channels: usize) -> (InputGate, mpsc::UnboundedSender<ChannelMessage>) {

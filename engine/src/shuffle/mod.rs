@@ -54,30 +54,22 @@ pub use writer::RecordWriter;
 use crate::future::BoxFuture;
 use crate::graph::{IntermediateResultPartitionId, ResultPartitionType};
 
-/// Tuning of the data exchange.
+/// The data exchange as a job sets it: how its records are cut into buffers, how many buffers
+/// each consumer channel asks for at once, and where its blocking partitions live. It travels
+/// with the job ([`crate::runtime::JobSpec`]) to every task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShuffleConfig {
     /// Bytes per network buffer.
     pub buffer_size: usize,
-    /// Items a pipelined subpartition may hold before its producer waits (the memory bound).
-    pub pipelined_queue_buffers: usize,
     /// Credits a consumer channel grants (buffers it can take at once).
     pub channel_credits: u32,
-    /// Bytes a blocking partition's write buffer holds before it spills a region.
-    pub sort_buffer_bytes: usize,
     /// Where blocking partitions live.
     pub kind: ShuffleKind,
 }
 
 impl Default for ShuffleConfig {
     fn default() -> Self {
-        ShuffleConfig {
-            buffer_size: 32 * 1024,
-            pipelined_queue_buffers: 8,
-            channel_credits: 4,
-            sort_buffer_bytes: 256 * 1024,
-            kind: ShuffleKind::TaskManager,
-        }
+        ShuffleConfig { buffer_size: 32 * 1024, channel_credits: 4, kind: ShuffleKind::TaskManager }
     }
 }
 
@@ -86,6 +78,22 @@ impl ShuffleConfig {
     pub fn input_gate(&self) -> InputGateConfig {
         assert!(self.channel_credits > 0, "a channel needs at least one credit to receive anything");
         InputGateConfig { credits: self.channel_credits, ..InputGateConfig::default() }
+    }
+}
+
+/// The data exchange as a TaskManager sets it, for every job it serves (Flink's
+/// `ShuffleEnvironment` configuration): the memory its partitions may hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShuffleEnvironmentConfig {
+    /// Items a pipelined subpartition may hold before its producer waits (the memory bound).
+    pub pipelined_queue_buffers: usize,
+    /// Bytes a blocking partition's write buffer holds before it spills a region.
+    pub sort_buffer_bytes: usize,
+}
+
+impl Default for ShuffleEnvironmentConfig {
+    fn default() -> Self {
+        ShuffleEnvironmentConfig { pipelined_queue_buffers: 8, sort_buffer_bytes: 256 * 1024 }
     }
 }
 

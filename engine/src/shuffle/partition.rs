@@ -17,7 +17,7 @@ use super::pipelined::PipelinedPartition;
 use super::protocol::{BufferResponse, PartitionRequestError, RequestBuffers, StreamItem};
 use super::sort_merge::{Frame, SortMergePartition};
 use super::{
-    ItemWriter, PartitionLocation, PartitionStatistics, ResultPartitionId, ShuffleConfig, ShuffleDescriptor,
+    ItemWriter, PartitionLocation, PartitionStatistics, ResultPartitionId, ShuffleDescriptor, ShuffleEnvironmentConfig,
     ShuffleWriter, WriteError,
 };
 use crate::future::BoxFuture;
@@ -64,7 +64,7 @@ const LONG_POLL: Duration = Duration::from_millis(100);
 pub struct ResultPartitionManager {
     entries: Arc<Mutex<BTreeMap<ResultPartitionId, Entry>>>,
     storage: Arc<dyn Storage>,
-    config: ShuffleConfig,
+    config: ShuffleEnvironmentConfig,
     resources: Arc<Resources>,
     /// Where it serves partitions, if it does: readers on the same TaskManager read from it
     /// directly.
@@ -74,7 +74,11 @@ pub struct ResultPartitionManager {
 impl ResultPartitionManager {
     /// A manager writing blocking partitions to `storage`, charging disk and network time to
     /// `resources`.
-    pub fn new(storage: Arc<dyn Storage>, config: ShuffleConfig, resources: Arc<Resources>) -> ResultPartitionManager {
+    pub fn new(
+        storage: Arc<dyn Storage>,
+        config: ShuffleEnvironmentConfig,
+        resources: Arc<Resources>,
+    ) -> ResultPartitionManager {
         ResultPartitionManager { entries: Default::default(), storage, config, resources, location: None }
     }
 
@@ -430,7 +434,7 @@ mod tests {
     const BUFFERS_PER_SUBPARTITION: u8 = 50;
 
     fn manager(storage: &MemoryStorage) -> ResultPartitionManager {
-        let config = ShuffleConfig { pipelined_queue_buffers: QUEUE, ..ShuffleConfig::default() };
+        let config = ShuffleEnvironmentConfig { pipelined_queue_buffers: QUEUE, ..ShuffleEnvironmentConfig::default() };
         ResultPartitionManager::new(Arc::new(storage.clone()), config, Arc::new(Resources::free()))
     }
 

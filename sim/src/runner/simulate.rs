@@ -129,8 +129,7 @@ fn simulate(
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async move {
         let trace = TraceLog::start();
-        let shuffle = scenario.shuffle_config();
-        let cluster = Arc::new(Cluster::start(scenario, shuffle, input, &trace));
+        let cluster = Arc::new(Cluster::start(scenario, input, &trace));
         let spec = scenario.job_spec(mode);
         let client = madsim::runtime::Handle::current().create_node().name("client").ip(CLIENT_IP).build();
         let limit = scenario.time_limit;

@@ -453,15 +453,10 @@ impl Scenario {
             adaptive: self.adaptive_batch,
             restart_strategy: self.restart_strategy,
             failover_strategy: self.failover_strategy,
-            shuffle: self.shuffle_config(),
+            shuffle: ShuffleConfig { buffer_size: self.buffer_size, kind: self.shuffle, ..ShuffleConfig::default() },
             checkpoint: self.checkpoints,
             watermark_interval: self.watermark_interval,
         }
-    }
-
-    /// The shuffle settings the scenario runs with.
-    pub fn shuffle_config(&self) -> ShuffleConfig {
-        ShuffleConfig { buffer_size: self.buffer_size, kind: self.shuffle, ..ShuffleConfig::default() }
     }
 
     /// The job configuration of a mode, as the cluster derives it from [`Scenario::job_spec`].

@@ -5,7 +5,7 @@
 //! data.
 
 use sluice_engine::graph::ExecutionMode;
-use sluice_engine::shuffle::ShuffleConfig;
+use sluice_engine::shuffle::ShuffleEnvironmentConfig;
 use sluice_engine::trace::TraceEvent;
 use sluice_sim::runner::RunReport;
 use sluice_sim::scenario::Scenario;
@@ -67,7 +67,7 @@ fn assert_items_source_ran_alone_on_tm_2(report: &RunReport) {
 fn backpressure_holds_producers_within_their_queues_while_a_consumer_is_slow() {
     let scenario = load("scenarios/wordcount-backpressure.yaml");
     assert_eq!(scenario.modes, vec![ExecutionMode::Streaming], "streaming: every exchange is pipelined");
-    let queue = ShuffleConfig::default().pipelined_queue_buffers as u64;
+    let queue = ShuffleEnvironmentConfig::default().pipelined_queue_buffers as u64;
     let subpartitions = u64::from(scenario.parallelism);
     let buffer = scenario.buffer_size as u64;
     for report in passing_runs(&scenario) {

@@ -610,18 +610,16 @@ impl JobMaster {
                     reason: failure.to_string(),
                 });
                 let lost = match &failure {
-                    TaskFailure::PartitionNotFound { partition, .. }
-                    | TaskFailure::ProducerUnreachable { partition, .. }
-                    | TaskFailure::CorruptInput { partition, .. } => BTreeSet::from([*partition]),
+                    TaskFailure::Input(error) => BTreeSet::from([error.partition()]),
                     _ => BTreeSet::new(),
                 };
                 // A partition gone from a TaskManager that still runs: what else did it lose
                 // (a lost disk loses them all)? Found now, they restart with this failure
                 // instead of one consumer failure at a time.
-                if let TaskFailure::PartitionNotFound { partition, .. } | TaskFailure::CorruptInput { partition, .. } =
-                    &failure
+                if let TaskFailure::Input(error) = &failure
+                    && error.data_lost()
                 {
-                    self.check_partitions_of(*partition);
+                    self.check_partitions_of(error.partition());
                 }
                 let cause = format!("{vertex} failed: {failure}");
                 self.on_failure(Failure { cause, failed: BTreeSet::from([vertex]), lost }).await;

@@ -243,7 +243,7 @@ fn decode_into_batch(
 }
 
 fn corrupt(descriptor: &TaskDeploymentDescriptor, index: usize, error: crate::record::DecodeError) -> TaskFailure {
-    TaskFailure::CorruptInput { partition: descriptor.inputs[index].partition(), detail: error.message }
+    TaskFailure::corrupt_input(descriptor.inputs[index].partition(), error.message)
 }
 
 /// A record's key, timestamp, and where its encoded bytes are in its buffer.
@@ -272,10 +272,7 @@ fn keyed_records(
         records.push((key, timestamp, start..start + record.len()));
         Ok(())
     })
-    .map_err(|error| TaskFailure::CorruptInput {
-        partition: descriptor.inputs[index].partition(),
-        detail: error.message,
-    })?;
+    .map_err(|error| TaskFailure::corrupt_input(descriptor.inputs[index].partition(), error.message))?;
     Ok(records)
 }
 
@@ -288,10 +285,10 @@ fn expect_buffer(
 ) -> Result<(), TaskFailure> {
     match kind {
         GateEventKind::Buffer => Ok(()),
-        GateEventKind::Event => Err(TaskFailure::CorruptInput {
-            partition: descriptor.inputs[channel].partition(),
-            detail: "an event arrived, and this task expects none".to_string(),
-        }),
+        GateEventKind::Event => Err(TaskFailure::corrupt_input(
+            descriptor.inputs[channel].partition(),
+            "an event arrived, and this task expects none",
+        )),
     }
 }
 
@@ -432,9 +429,11 @@ impl Run<'_> {
                         }
                         continue;
                     }
-                    let barrier = CheckpointBarrier::decode(&bytes).map_err(|error| TaskFailure::CorruptInput {
-                        partition: self.descriptor.inputs[channel].partition(),
-                        detail: format!("an event that is neither a watermark nor a checkpoint barrier: {error}"),
+                    let barrier = CheckpointBarrier::decode(&bytes).map_err(|error| {
+                        TaskFailure::corrupt_input(
+                            self.descriptor.inputs[channel].partition(),
+                            format!("an event that is neither a watermark nor a checkpoint barrier: {error}"),
+                        )
                     })?;
                     aligner.on_barrier(channel, barrier.id)
                 }

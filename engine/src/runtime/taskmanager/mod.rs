@@ -39,7 +39,7 @@ use crate::graph::{ExecutionGraph, ExecutionVertexId};
 use crate::resources::{CostModel, Resources};
 use crate::rpc::{RpcClient, serve};
 use crate::shuffle::protocol::{ListPartitions, ReleasePartitions, RequestBuffers};
-use crate::shuffle::{PartitionLocation, ResultPartitionManager, ShuffleConfig};
+use crate::shuffle::{PartitionLocation, ResultPartitionManager, ShuffleEnvironmentConfig};
 use crate::storage::{Storage, StorageFactory};
 use crate::trace::{TraceEvent, TracerHandle};
 
@@ -66,8 +66,9 @@ pub struct TaskManagerConfig {
     pub storage: Arc<dyn Storage>,
     /// Opens the durable store, where its tasks save checkpoint snapshots.
     pub checkpoint_storage: StorageFactory,
-    /// Network buffer tuning for the partitions it serves.
-    pub shuffle: ShuffleConfig,
+    /// The memory of the partitions it serves, for every job (the job's own shuffle settings
+    /// arrive with each task, in its [`crate::runtime::JobSpec`]).
+    pub shuffle: ShuffleEnvironmentConfig,
     /// How long work takes on its cores, disk and network interface.
     pub costs: Arc<dyn CostModel>,
     /// Its cores, shared by the tasks running on it.
