@@ -26,6 +26,7 @@ pub mod api;
 pub mod checkpoint;
 pub mod connectors;
 pub mod counted;
+pub mod cover;
 pub mod duration;
 pub mod failover;
 pub mod future;

@@ -280,6 +280,8 @@ fn run_mode(
         wall_time,
         trace_hash: trace_hash(&trace),
         trace,
+        // Coverage marks are counted in simulation only; a real process has no recorder.
+        coverage: Default::default(),
     };
     let failures = check_run(&report);
     Ok(ModeRun { report, failures, kills, work: work.to_path_buf(), peak_memory })

@@ -16,6 +16,7 @@
 //! | [`compare`] | what a run cost (makespan, slot-time, disk bytes, peak slots), per exchange mode |
 //! | [`sweep`] | many seeds in isolated worker processes; records, summaries, shards, JUnit |
 //! | [`trace`] | the event trace and its hash |
+//! | [`coverage`] | the engine's coverage marks a run reached, against the faults active; the sweep's table |
 //! | [`words`] | counts in the singular when they are one; user text made safe for a terminal |
 //! | [`cli`] | the `sluice` command |
 //!
@@ -30,6 +31,7 @@ pub mod cluster;
 #[cfg(madsim)]
 pub mod compare;
 pub mod cost;
+pub mod coverage;
 pub mod external;
 pub mod faults;
 pub mod harness_crash;

@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 use sluice_engine::prng::fnv1a64;
 use sluice_engine::trace::{TraceEvent, Tracer, TracerHandle};
 
+use crate::coverage::CoverageRecorder;
+
 /// One line of a trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceRecord {
@@ -36,6 +38,7 @@ pub struct TraceLog {
     records: Arc<Mutex<Vec<TraceRecord>>>,
     start: madsim::time::Instant,
     appended: Arc<tokio::sync::Notify>,
+    coverage: CoverageRecorder,
 }
 
 struct NodeTracer {
@@ -52,12 +55,27 @@ impl Tracer for NodeTracer {
 impl TraceLog {
     /// A log whose time zero is now; call inside the simulation.
     pub fn start() -> TraceLog {
-        TraceLog { records: Arc::default(), start: madsim::time::Instant::now(), appended: Arc::default() }
+        TraceLog {
+            records: Arc::default(),
+            start: madsim::time::Instant::now(),
+            appended: Arc::default(),
+            coverage: CoverageRecorder::default(),
+        }
+    }
+
+    /// The run's coverage, which the log tells which faults are active.
+    pub fn coverage(&self) -> &CoverageRecorder {
+        &self.coverage
     }
 
     /// Records an event of `node`.
     pub fn record(&self, node: &str, event: TraceEvent) {
         let time = madsim::time::Instant::now().duration_since(self.start);
+        match &event {
+            TraceEvent::FaultInjected { index, kind, .. } => self.coverage.fault_injected(*index, kind),
+            TraceEvent::FaultHealed { index, .. } => self.coverage.fault_healed(*index),
+            _ => {}
+        }
         self.records.lock().expect("trace lock").push(TraceRecord { time, node: node.to_string(), event });
         self.appended.notify_waiters();
     }

@@ -57,6 +57,7 @@ impl BarrierAligner {
             }
             Some(_) => {
                 // A newer checkpoint: the one being aligned cannot complete here.
+                crate::cover!(CheckpointCancelledByNewerBarrier);
                 steps.push(Alignment::UnblockAll);
                 self.pending = Some((id, BTreeSet::from([channel])));
             }

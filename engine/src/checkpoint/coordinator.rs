@@ -171,6 +171,7 @@ impl CheckpointCoordinator {
         if now.saturating_sub(pending.triggered_at) < self.config.timeout {
             return None;
         }
+        crate::cover!(CheckpointAbortedByTimeout);
         self.abort(now)
     }
 

@@ -348,7 +348,10 @@ impl<T: Record> TxnStoreWriter<T> {
                 // the restore committed the restored checkpoint's transactions.
                 let prefix = writer_txn_prefix(&self.task, &self.table);
                 let request = AbortLingeringTransactions { prefix: prefix.clone(), epoch: self.epoch };
-                connection.call_for(request, "abort lingering transactions", &prefix).await?;
+                let aborted: u64 = connection.call_for(request, "abort lingering transactions", &prefix).await?;
+                if aborted > 0 {
+                    crate::cover!(LingeringTransactionAborted);
+                }
             }
             self.connection = Some(connection);
         }
@@ -451,7 +454,9 @@ impl TxnStoreCommitter {
             let request = CommitTransaction { txn_id: committable.txn_id.clone(), epoch: committable.epoch };
             // Commit is idempotent, so a lost reply is retried safely: the retry answers
             // AlreadyCommitted.
-            connection.call(request, "commit", &committable.txn_id).await?;
+            if connection.call(request, "commit", &committable.txn_id).await? == TxnOutcome::AlreadyCommitted {
+                crate::cover!(CommitRetried);
+            }
         }
         Ok(())
     }

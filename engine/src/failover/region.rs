@@ -36,8 +36,9 @@ pub fn regions_to_restart(
         }
     }
     let mut restart: BTreeSet<RegionId> = failed.clone();
-    let mut queue: VecDeque<RegionId> = failed.iter().copied().collect();
-    while let Some(region) = queue.pop_front() {
+    // Each region with how many lost partitions upstream of a failed region it is.
+    let mut queue: VecDeque<(RegionId, u32)> = failed.iter().map(|region| (*region, 0)).collect();
+    while let Some((region, stages_up)) = queue.pop_front() {
         let members = &graph.regions()[region.0 as usize].vertices;
         for vertex in members {
             for input in graph.consumed_inputs(*vertex) {
@@ -47,14 +48,19 @@ pub fn regions_to_restart(
                     }
                     let producer = graph.region_of(channel.producer);
                     if restart.insert(producer) {
-                        queue.push_back(producer);
+                        if stages_up == 0 {
+                            crate::cover!(MissingPartitionProducerRestarted);
+                        } else {
+                            crate::cover!(ProducerRestartedTwoStagesUp);
+                        }
+                        queue.push_back((producer, stages_up + 1));
                     }
                 }
             }
             for produced in graph.produced_partitions(*vertex) {
                 for consumer in consumers.get(&produced.id).into_iter().flatten() {
                     if *consumer != region && started(*consumer) && restart.insert(*consumer) {
-                        queue.push_back(*consumer);
+                        queue.push_back((*consumer, 0));
                     }
                 }
             }

@@ -331,6 +331,9 @@ impl LocalWriter {
             Local::SortMerge(partition) => {
                 let threshold = self.manager.config.sort_buffer_bytes;
                 let full = partition.add(subpartition, item.take().expect("added once"), threshold);
+                if full {
+                    crate::cover!(SortBufferSpilled);
+                }
                 Ok(if full { AddStep::Spill } else { AddStep::Added })
             }
         }

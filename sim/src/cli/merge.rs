@@ -74,7 +74,7 @@ fn read(path: &Path, mut on_seed: impl FnMut(&crate::sweep::record::SeedRecord, 
                 seeds.get_or_insert_with(|| Summary::new(&record.scenario)).add(&record);
                 on_seed(&record, line.trim_end());
             }
-            Ok(JsonLine::Summary(line)) => summary = Some(line),
+            Ok(JsonLine::Summary(line)) => summary = Some(*line),
             Err(error) => return Err(format!("{name}:{number}: not a line of `sluice sweep --format json`: {error}")),
         }
     }
@@ -201,7 +201,7 @@ fn print_merged(
 ) -> i32 {
     match arguments.format {
         Format::Json => {
-            println!("{}", serde_json::to_string(&JsonLine::Summary(line.clone())).expect("a summary serializes"));
+            println!("{}", serde_json::to_string(&JsonLine::Summary(Box::new(line.clone()))).expect("a summary serializes"));
         }
         Format::Text => {
             println!(

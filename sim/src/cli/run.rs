@@ -4,9 +4,11 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use sluice_engine::cover::Mark;
 
 use super::{SeedArgs, limit_memory};
 use crate::check::Verdict;
+use crate::coverage::CoverageTable;
 use crate::replay::write_failure;
 use crate::runner::RunReport;
 use crate::scenario::Scenario;
@@ -137,6 +139,10 @@ pub(super) fn print_seed(
     let mut written = true;
     for (report, verdict) in &result.runs {
         println!("{}", report_line(report, verdict));
+        if !report.coverage.is_empty() {
+            let marks: Vec<&str> = report.coverage.keys().map(|mark| mark.name()).collect();
+            println!("    covered: {}", marks.join(", "));
+        }
         if let Verdict::ExpectedUnrecoverable(reason) = verdict {
             println!("    expected-unrecoverable: {reason}");
         }
@@ -224,8 +230,12 @@ pub(super) fn command(arguments: &RunArgs) -> i32 {
         failures: Some(&arguments.seeds.failures),
     };
     let (mut passed, mut failed, mut unrecoverable, mut all_written) = (0u64, 0u64, 0u64, true);
+    let mut coverage = CoverageTable::default();
     for seed in seeds.clone() {
         let result = run_seed(&scenario, seed, &modes, determinism);
+        for (report, _) in &result.runs {
+            coverage.add(&report.coverage);
+        }
         let (seed_failed, written) = print_seed(&scenario, &printing, &result, single_run);
         all_written &= written;
         if let Some(root) = &arguments.output {
@@ -243,6 +253,13 @@ pub(super) fn command(arguments: &RunArgs) -> i32 {
         "summary: {} × {}: {passed} passed, {failed} failed, {unrecoverable} expected-unrecoverable",
         counted(seeds.end - seeds.start, "seed"),
         counted(modes.len() as u64, "mode"),
+    );
+    let never: Vec<&str> = coverage.never_hit().into_iter().map(|mark| mark.name()).collect();
+    println!(
+        "coverage: {} of {} marks reached{}",
+        Mark::ALL.len() - never.len(),
+        Mark::ALL.len(),
+        if never.is_empty() { String::new() } else { format!("; never: {}", never.join(", ")) }
     );
     if failed > 0 {
         status::FAILED

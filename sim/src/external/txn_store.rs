@@ -143,6 +143,12 @@ impl Journal {
     }
 }
 
+/// A writer of an older epoch is refused: a zombie fenced off.
+fn fenced(current_epoch: u64) -> TxnError {
+    sluice_engine::cover!(ZombieWriterFenced);
+    TxnError::Fenced { current_epoch }
+}
+
 impl TxnStoreState {
     /// A real store's state: its newest complete image, if it compacted, and what the journal
     /// after it holds, replayed; journaling from now on. An error (a damaged journal, an entry
@@ -333,7 +339,7 @@ impl TxnStoreState {
             && request.epoch < fence
             && !self.transactions.get(&request.txn_id).is_some_and(|transaction| transaction.committed)
         {
-            return Err(TxnError::Fenced { current_epoch: fence });
+            return Err(fenced(fence));
         }
         match self.transactions.get_mut(&request.txn_id) {
             None => {
@@ -351,9 +357,7 @@ impl TxnStoreState {
                 Ok(TxnOutcome::Done)
             }
             Some(transaction) if transaction.committed => Ok(TxnOutcome::AlreadyCommitted),
-            Some(transaction) if request.epoch < transaction.epoch => {
-                Err(TxnError::Fenced { current_epoch: transaction.epoch })
-            }
+            Some(transaction) if request.epoch < transaction.epoch => Err(fenced(transaction.epoch)),
             Some(transaction) => {
                 if request.epoch > transaction.epoch {
                     // A newer attempt takes over: what older attempts staged is aborted.
@@ -372,7 +376,7 @@ impl TxnStoreState {
             return Err(Ok(TxnOutcome::AlreadyCommitted));
         }
         if epoch < transaction.epoch {
-            return Err(Err(TxnError::Fenced { current_epoch: transaction.epoch }));
+            return Err(Err(fenced(transaction.epoch)));
         }
         if epoch > transaction.epoch {
             return Err(Err(TxnError::UnknownTransaction)); // its begin never arrived

@@ -16,6 +16,7 @@ use sluice_engine::graph::ExecutionMode;
 use sluice_engine::prng::Prng;
 use sluice_engine::trace::TraceEvent;
 
+use crate::coverage::Coverage;
 use crate::external::txn_store::CommittedView;
 use crate::faults::Fault;
 use crate::recovery::RecoveryMetrics;
@@ -86,6 +87,8 @@ pub struct RunReport {
     pub trace: Vec<TraceRecord>,
     /// Its canonical hash.
     pub trace_hash: u64,
+    /// The engine's coverage marks it reached (none in real mode: processes keep their own).
+    pub coverage: Coverage,
 }
 
 impl RunReport {

@@ -14,6 +14,7 @@ use sluice_engine::trace::TraceEvent;
 use super::client::submit_and_wait;
 use super::{RunOutcome, RunReport, generate_input};
 use crate::cluster::{CLIENT_IP, Cluster, JOB_MASTER_ADDRESS};
+use crate::coverage::Coverage;
 use crate::external::durable_store::{file_tables, table_kinds};
 use crate::external::txn_store::CommittedView;
 use crate::faults::{self, Fault};
@@ -25,6 +26,7 @@ struct Simulated {
     outcome: RunOutcome,
     committed: CommittedView,
     trace: Vec<TraceRecord>,
+    coverage: Coverage,
 }
 
 /// Runs one seed of a scenario in one mode; see the module doc.
@@ -54,7 +56,12 @@ pub fn run_on(scenario: &Scenario, mode: ExecutionMode, seed: u64, input: Arc<Ex
             .cloned()
             .or_else(|| payload.downcast_ref::<&str>().map(ToString::to_string))
             .unwrap_or_else(|| "a panic without a message".to_string());
-        Simulated { outcome: RunOutcome::Panicked(message), committed: CommittedView::new(), trace: Vec::new() }
+        Simulated {
+            outcome: RunOutcome::Panicked(message),
+            committed: CommittedView::new(),
+            trace: Vec::new(),
+            coverage: Coverage::new(),
+        }
     });
     let end = simulated
         .trace
@@ -82,6 +89,7 @@ pub fn run_on(scenario: &Scenario, mode: ExecutionMode, seed: u64, input: Arc<Ex
         wall_time,
         trace_hash: trace_hash(&simulated.trace),
         trace: simulated.trace,
+        coverage: simulated.coverage,
     }
 }
 
@@ -129,6 +137,8 @@ fn simulate(
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async move {
         let trace = TraceLog::start();
+        // The simulation runs on this thread: every node's marks reach the run's recorder.
+        let _covering = trace.coverage().install();
         let cluster = Arc::new(Cluster::start(scenario, input, &trace));
         let spec = scenario.job_spec(mode);
         let client = madsim::runtime::Handle::current().create_node().name("client").ip(CLIENT_IP).build();
@@ -151,6 +161,6 @@ fn simulate(
             .await
             .unwrap_or_else(|error| panic!("internal: a file sink committed what it cannot read back: {error}"));
         committed.extend(files);
-        Simulated { outcome, committed, trace: trace.records() }
+        Simulated { outcome, committed, trace: trace.records(), coverage: trace.coverage().coverage() }
     })
 }

@@ -5,10 +5,13 @@
 //! merge into the summary one unsharded sweep would have printed. Times are whole microseconds
 //! or milliseconds, never floats, so that merged sums are exact.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use sluice_engine::graph::ExecutionMode;
 
 use crate::check::Verdict;
+use crate::coverage::Coverage;
 use crate::seed::{SeedOutcome, SeedResult};
 
 /// A seed's outcome, as sweeps count it.
@@ -71,6 +74,9 @@ pub struct RunRecord {
     /// Positions in the schedule of the faults that never fired.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unfired: Vec<usize>,
+    /// The coverage marks it reached, with the fault kinds active at each.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub coverage: Coverage,
 }
 
 /// A check that failed.
@@ -147,6 +153,7 @@ impl SeedRecord {
                 wall_ms: report.wall_time.as_millis() as u64,
                 trace_hash: format!("{:016x}", report.trace_hash),
                 unfired: report.unfired_faults(),
+                coverage: report.coverage.clone(),
             })
             .collect::<Vec<_>>();
         let failures = result
@@ -199,7 +206,7 @@ pub enum JsonLine {
     /// A seed.
     Seed(SeedRecord),
     /// The sweep's summary, last.
-    Summary(super::summary::SweepSummary),
+    Summary(Box<super::summary::SweepSummary>),
 }
 
 /// This process's resident memory now and at its peak, in KiB, from `/proc/self/status`

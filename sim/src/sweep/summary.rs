@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::record::{Outcome, SeedRecord};
+use crate::coverage::CoverageTable;
 use crate::faults::model::KIND_NAMES;
 use crate::words::{counted, printable};
 
@@ -107,6 +108,9 @@ pub struct Summary {
     pub wall_ms: u64,
     /// The largest peak resident memory a worker reported, in KiB.
     pub worker_peak_rss_kb: u64,
+    /// Which coverage marks the runs reached, with which fault kinds active.
+    #[serde(default)]
+    pub coverage: CoverageTable,
 }
 
 impl Summary {
@@ -125,6 +129,9 @@ impl Summary {
             Outcome::Crashed => &mut self.crashed,
         } += 1;
         self.add_kinds(record);
+        for run in &record.runs {
+            self.coverage.add(&run.coverage);
+        }
         self.simulated_us += record.simulated_us();
         self.wall_ms += record.wall_ms;
         self.worker_peak_rss_kb = self.worker_peak_rss_kb.max(record.worker_peak_rss_kb.unwrap_or(0));
@@ -181,6 +188,7 @@ impl Summary {
         self.simulated_us += other.simulated_us;
         self.wall_ms += other.wall_ms;
         self.worker_peak_rss_kb = self.worker_peak_rss_kb.max(other.worker_peak_rss_kb);
+        self.coverage.merge(&other.coverage);
         for (kind, counts) in &other.kinds {
             let mine = self.kinds.entry(kind.clone()).or_default();
             mine.seeds += counts.seeds;
@@ -230,6 +238,9 @@ impl Summary {
             self.passed, self.failed, self.expected_unrecoverable, self.crashed
         );
         text.push_str(&self.render_kinds());
+        if self.coverage.runs > 0 {
+            text.push_str(&self.coverage.render());
+        }
         let group = |text: &mut String, name: &str, group: &FailureGroup| {
             let shown: Vec<String> = group.seeds.iter().map(ToString::to_string).collect();
             let more = if group.count > group.seeds.len() as u64 { ", …" } else { "" };
@@ -311,7 +322,10 @@ pub struct SweepSummary {
 mod tests {
     use super::*;
     use crate::sweep::record::{FailureRecord, RunRecord};
+    use sluice_engine::cover::Mark;
     use sluice_engine::graph::ExecutionMode;
+
+    use crate::coverage::MarkHits;
 
     fn record(seed: u64, outcome: Outcome, faults: &[&str], check: Option<&str>) -> SeedRecord {
         let run = RunRecord {
@@ -324,6 +338,13 @@ mod tests {
             wall_ms: seed,
             trace_hash: "0".into(),
             unfired: if faults.is_empty() { vec![] } else { vec![0] },
+            coverage: faults
+                .first()
+                .map(|kind| {
+                    let hits = MarkHits { hits: seed, fault_kinds: [(kind.to_string(), seed)].into() };
+                    [(Mark::CommitRetried, hits)].into()
+                })
+                .unwrap_or_default(),
         };
         SeedRecord {
             scenario: "s".into(),

@@ -8,6 +8,7 @@
 mod canary;
 mod checkpoints;
 mod cli;
+mod coverage;
 mod determinism;
 mod equivalence;
 mod event_time;

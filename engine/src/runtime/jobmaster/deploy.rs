@@ -88,6 +88,7 @@ impl JobMaster {
                 }
             }
             let decision = decide(&bytes, &config);
+            crate::cover!(AdaptiveParallelismDecided);
             let event = TraceEvent::ParallelismDecided {
                 attempt: job.attempt,
                 vertex: vertex.0,

@@ -49,6 +49,7 @@ impl JobMaster {
         }
         match job.restarts.on_failure(&failure.cause, now, jitter) {
             RestartDecision::GiveUp(reason) => {
+                crate::cover!(RestartStrategyGaveUp);
                 let next_attempt = job.attempt + 1;
                 self.end_job(JobStatus::Failed(reason.clone())).await;
                 self.trace(TraceEvent::JobFailed { reason });

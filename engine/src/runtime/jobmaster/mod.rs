@@ -497,6 +497,7 @@ impl JobMaster {
         self.registry.lock().expect("registry lock").remove(name);
         self.slot_pool.remove_task_manager(name);
         if let Some(reconciliation) = self.job.as_mut().and_then(|job| job.reconciling.as_mut()) {
+            crate::cover!(TaskManagerLostDuringReconciliation);
             reconciliation.forget(name); // what it held is gone with it
         }
         let Some(job) = self.job.as_mut() else {

@@ -229,6 +229,9 @@ impl JobMaster {
                 }
             }
         }
+        if !kept.is_empty() {
+            crate::cover!(JobMasterKeptFinishedWork);
+        }
         let (attempt, job_id) = (job.attempt, job.spec.job_id.clone());
         if !rerun.is_empty() {
             let event = JobEvent::SubtasksReset { attempt, vertices: rerun.clone() };

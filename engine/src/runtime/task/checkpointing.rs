@@ -179,6 +179,9 @@ impl Checkpointing {
         for (operator_id, state) in &snapshot.sink_writers {
             chain.restore_sink(*operator_id, state)?;
         }
+        if !snapshot.pending_committables.is_empty() {
+            crate::cover!(RestoreWithPendingCommittables);
+        }
         for (operator_id, checkpoint, committables) in snapshot.pending_committables {
             self.pending.insert((operator_id, checkpoint), committables);
         }

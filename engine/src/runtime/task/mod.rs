@@ -438,6 +438,9 @@ impl Run<'_> {
                     aligner.on_barrier(channel, barrier.id)
                 }
                 GateEvent::Item { channel, kind: GateEventKind::Buffer, bytes } => {
+                    if aligner.is_aligning() {
+                        crate::cover!(AlignmentBlockedWhileOtherDelivers);
+                    }
                     if channels[channel].blocking {
                         self.metrics.disk_bytes_read += bytes.len() as u64;
                     }
@@ -596,6 +599,9 @@ pub async fn run_task(environment: TaskEnvironment) -> Result<TaskReport, TaskFa
     chain.process_watermark(Watermark::MAX)?;
     chain.end_input()?;
     (metrics.records_out, metrics.partitions) = chain.finish().await?;
+    if has_source && metrics.backpressure_micros() > 0 {
+        crate::cover!(BackpressureReachedSource);
+    }
     let execution = descriptor.execution;
     for (operator, dropped) in chain.dropped_late() {
         tracer.record(TraceEvent::LateElementsCounted {

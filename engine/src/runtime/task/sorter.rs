@@ -85,6 +85,7 @@ impl KeyedInputSorter {
         self.arena.extend_from_slice(key);
         self.arena.extend_from_slice(record);
         if self.held_bytes() >= self.budget {
+            crate::cover!(InputSortSpilled);
             self.spill().await?;
         }
         Ok(())
