@@ -84,6 +84,14 @@ marks! {
     InputSortSpilled => "input-sort-spilled",
     /// The restart strategy gave up: the job failed.
     RestartStrategyGaveUp => "restart-strategy-gave-up",
+    /// The fault point `input-sort-spills-early` fired (see [`crate::buggify`]).
+    BuggifyInputSortSpillsEarly => "buggify-input-sort-spills-early",
+    /// The fault point `sort-buffer-shrunk` fired.
+    BuggifySortBufferShrunk => "buggify-sort-buffer-shrunk",
+    /// The fault point `credits-shrunk` fired.
+    BuggifyCreditsShrunk => "buggify-credits-shrunk",
+    /// The fault point `slow-cancel` fired.
+    BuggifySlowCancel => "buggify-slow-cancel",
 }
 
 impl fmt::Display for Mark {

@@ -23,6 +23,7 @@
 //! or tokio in the real build), so a whole simulated run replays from one seed.
 
 pub mod api;
+pub mod buggify;
 pub mod checkpoint;
 pub mod connectors;
 pub mod counted;

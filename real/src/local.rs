@@ -282,6 +282,8 @@ fn run_mode(
         trace,
         // Coverage marks are counted in simulation only; a real process has no recorder.
         coverage: Default::default(),
+        // The store is a process of its own; its state is not read back.
+        open_transactions: None,
     };
     let failures = check_run(&report);
     Ok(ModeRun { report, failures, kills, work: work.to_path_buf(), peak_memory })

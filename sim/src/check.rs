@@ -348,6 +348,9 @@ pub fn judge(report: &RunReport, scenario: &Scenario) -> Verdict {
         failures.push(failure);
     }
     let finished = report.outcome == RunOutcome::Finished;
+    if finished && let Err(failure) = nothing_left_open(report.open_transactions.as_deref()) {
+        failures.push(failure);
+    }
     let exactly = if finished { exactly_once } else { nothing_beyond_reference };
     if let Some(expected) = &report.expected
         && let Err(failure) = exactly(&report.committed, expected)
@@ -420,7 +423,34 @@ pub fn check_run(report: &RunReport) -> Vec<CheckFailure> {
     if let Err(failure) = commits_stay(&report.trace, &report.committed) {
         failures.push(failure);
     }
+    if let Err(failure) = nothing_left_open(report.open_transactions.as_deref()) {
+        failures.push(failure);
+    }
     failures
+}
+
+/// A finished job leaves nothing open in the transactional store: every transaction any attempt
+/// began was committed, or aborted by a later attempt (lingering ones), or taken over by it.
+pub fn nothing_left_open(open_transactions: Option<&[String]>) -> Result<(), CheckFailure> {
+    match open_transactions {
+        Some(open) if !open.is_empty() => {
+            let shown: Vec<&str> = open.iter().take(5).map(String::as_str).collect();
+            let more = if open.len() > shown.len() {
+                format!(" and {} more", open.len() - shown.len())
+            } else {
+                String::new()
+            };
+            Err(CheckFailure {
+                check: "nothing-left-open",
+                detail: format!(
+                    "the job finished with {} in the store: {}{more}",
+                    crate::words::counted(open.len() as u64, "open transaction"),
+                    shown.join(", ")
+                ),
+            })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The final output of one mode must equal the other's.

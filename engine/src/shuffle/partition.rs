@@ -59,6 +59,9 @@ enum AddStep {
 /// How long a request waits for data before answering `NotYet`.
 const LONG_POLL: Duration = Duration::from_millis(100);
 
+/// A blocking partition's sort buffer when the fault point `sort-buffer-shrunk` fires.
+const BUGGIFIED_SORT_BUFFER_BYTES: usize = 1024;
+
 /// The partitions a TaskManager produces and serves; a clone shares them.
 #[derive(Clone)]
 pub struct ResultPartitionManager {
@@ -117,7 +120,11 @@ impl ResultPartitionManager {
         };
         let previous = self.lock().insert(id, Entry { local, notify: Arc::new(Notify::new()) });
         assert!(previous.is_none(), "internal: partition {id} registered twice");
-        Box::new(LocalWriter { manager: self.clone(), descriptor, backpressure: Duration::ZERO })
+        let sort_buffer_bytes = match descriptor.partition_type {
+            ResultPartitionType::Blocking if crate::buggify!(SortBufferShrunk) => BUGGIFIED_SORT_BUFFER_BYTES,
+            _ => self.config.sort_buffer_bytes,
+        };
+        Box::new(LocalWriter { manager: self.clone(), descriptor, backpressure: Duration::ZERO, sort_buffer_bytes })
     }
 
     /// Forgets partitions and deletes their files.
@@ -288,6 +295,8 @@ struct LocalWriter {
     manager: ResultPartitionManager,
     descriptor: ShuffleDescriptor,
     backpressure: Duration,
+    /// Bytes its sort buffer holds before it spills a region (blocking partitions).
+    sort_buffer_bytes: usize,
 }
 
 impl LocalWriter {
@@ -329,7 +338,7 @@ impl LocalWriter {
             }
             Local::Pipelined(_) => Ok(AddStep::Wait(Arc::clone(&entry.notify))),
             Local::SortMerge(partition) => {
-                let threshold = self.manager.config.sort_buffer_bytes;
+                let threshold = self.sort_buffer_bytes;
                 let full = partition.add(subpartition, item.take().expect("added once"), threshold);
                 if full {
                     crate::cover!(SortBufferSpilled);
@@ -399,7 +408,7 @@ impl LocalWriter {
                 PartitionStatistics {
                     bytes_per_subpartition: partition.bytes_per_subpartition().to_vec(),
                     backpressure_micros: 0,
-                    peak_buffered_bytes: self.manager.config.sort_buffer_bytes as u64,
+                    peak_buffered_bytes: self.sort_buffer_bytes as u64,
                 }
             }
         };

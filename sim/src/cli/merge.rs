@@ -201,7 +201,10 @@ fn print_merged(
 ) -> i32 {
     match arguments.format {
         Format::Json => {
-            println!("{}", serde_json::to_string(&JsonLine::Summary(Box::new(line.clone()))).expect("a summary serializes"));
+            println!(
+                "{}",
+                serde_json::to_string(&JsonLine::Summary(Box::new(line.clone()))).expect("a summary serializes")
+            );
         }
         Format::Text => {
             println!(

@@ -136,6 +136,11 @@ pub(super) fn print_seed(
     single_run: bool,
 ) -> (bool, bool) {
     println!("seed {}", result.seed);
+    if scenario.buggify {
+        let policy = crate::faults::buggify::SwarmPolicy::for_seed(result.seed);
+        let points: Vec<&str> = policy.enabled().iter().map(|point| point.name()).collect();
+        println!("  fault points enabled: {}", if points.is_empty() { "none".to_string() } else { points.join(", ") });
+    }
     let mut written = true;
     for (report, verdict) in &result.runs {
         println!("{}", report_line(report, verdict));

@@ -181,7 +181,10 @@ fn progress_bar(total: u64) -> ProgressBar {
 fn finish(arguments: &SweepArgs, line: &SweepSummary, cases: &mut [Case], result: Result<(), String>) -> i32 {
     match arguments.format {
         Format::Json => {
-            println!("{}", serde_json::to_string(&JsonLine::Summary(Box::new(line.clone()))).expect("a summary serializes"))
+            println!(
+                "{}",
+                serde_json::to_string(&JsonLine::Summary(Box::new(line.clone()))).expect("a summary serializes")
+            )
         }
         Format::Text => print!("{}", render_summary(line)),
     }

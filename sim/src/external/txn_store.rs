@@ -303,6 +303,21 @@ impl TxnStoreState {
         self.tables.clone()
     }
 
+    /// Transactions begun and neither committed nor aborted, in id order: what a finished job
+    /// must not leave behind (`txn-id (epoch E, prepared, N batches staged)`).
+    pub fn open_transactions(&self) -> Vec<String> {
+        self.transactions
+            .iter()
+            .filter(|(_, transaction)| !transaction.committed)
+            .map(|(txn_id, transaction)| {
+                let state = if transaction.prepared { "prepared" } else { "not prepared" };
+                let staged = transaction.staged.len();
+                let batches = if staged == 1 { "batch" } else { "batches" };
+                format!("{txn_id} (epoch {}, {state}, {staged} {batches} staged)", transaction.epoch)
+            })
+            .collect()
+    }
+
     /// Transactions committed, in order.
     pub fn commit_order(&self) -> &[String] {
         &self.commit_order
@@ -371,7 +386,14 @@ impl TxnStoreState {
     }
 
     fn owned(&mut self, txn_id: &str, epoch: u64) -> Result<&mut Transaction, Result<TxnOutcome, TxnError>> {
-        let transaction = self.transactions.get_mut(txn_id).ok_or(Err(TxnError::UnknownTransaction))?;
+        if !self.transactions.contains_key(txn_id) {
+            // Aborted as lingering by a newer attempt, whose fence a zombie writer runs into.
+            return Err(Err(match self.fence_of(txn_id) {
+                Some(fence) if epoch < fence => fenced(fence),
+                _ => TxnError::UnknownTransaction,
+            }));
+        }
+        let transaction = self.transactions.get_mut(txn_id).expect("present: checked above");
         if transaction.committed {
             return Err(Ok(TxnOutcome::AlreadyCommitted));
         }
@@ -666,7 +688,8 @@ mod tests {
         assert_eq!(aborted, 2, "c2 and c3 of subtask 0; c1 is committed, subtask 1 is not this writer's");
         assert_eq!(
             state.commit(CommitTransaction { txn_id: "j/t#1/0/c2".into(), epoch: 0 }),
-            Err(TxnError::UnknownTransaction)
+            Err(TxnError::Fenced { current_epoch: 1 }),
+            "an aborted transaction's writer of an older epoch is fenced"
         );
         let zombie =
             BeginTransaction { table: "t".into(), kind: SinkKind::Append, txn_id: "j/t#1/0/c4".into(), epoch: 0 };
@@ -697,6 +720,35 @@ mod tests {
         );
         state.commit(CommitTransaction { txn_id: "x".into(), epoch: 1 }).unwrap();
         assert_eq!(state.committed()["t"].log, vec![row("fresh", "1")]);
+    }
+
+    #[test]
+    fn a_zombie_staging_into_a_transaction_aborted_as_lingering_is_fenced() {
+        let mut state = TxnStoreState::default();
+        begin(&mut state, 0).unwrap();
+        assert_eq!(state.abort_lingering(AbortLingeringTransactions { prefix: "x".into(), epoch: 1 }), 1);
+        assert_eq!(stage(&mut state, 0, 0, vec![row("zombie", "1")]), Err(TxnError::Fenced { current_epoch: 1 }));
+        let unknown = state.stage(StageRows { txn_id: "y".into(), epoch: 0, batch: 0, rows: vec![] });
+        assert_eq!(unknown, Err(TxnError::UnknownTransaction), "no fence covers it");
+    }
+
+    #[test]
+    fn open_transactions_are_those_neither_committed_nor_aborted() {
+        let mut state = TxnStoreState::default();
+        assert_eq!(state.open_transactions(), Vec::<String>::new());
+        begin(&mut state, 0).unwrap();
+        stage(&mut state, 0, 0, vec![row("k", "1")]).unwrap();
+        assert_eq!(state.open_transactions(), ["x (epoch 0, not prepared, 1 batch staged)"]);
+        state.prepare(PrepareTransaction { txn_id: "x".into(), epoch: 0, batches: 1 }).unwrap();
+        assert_eq!(state.open_transactions(), ["x (epoch 0, prepared, 1 batch staged)"]);
+        state.commit(CommitTransaction { txn_id: "x".into(), epoch: 0 }).unwrap();
+        assert_eq!(state.open_transactions(), Vec::<String>::new(), "committed");
+        state
+            .begin(BeginTransaction { table: "t".into(), kind: SinkKind::Append, txn_id: "y".into(), epoch: 0 })
+            .unwrap();
+        assert_eq!(state.open_transactions().len(), 1);
+        assert_eq!(state.abort_lingering(AbortLingeringTransactions { prefix: "y".into(), epoch: 1 }), 1);
+        assert_eq!(state.open_transactions(), Vec::<String>::new(), "aborted");
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //!   one place to add a kind of fault.
 //! - [`random`]: swarm-style random schedules from a seed: each seed first picks which kinds
 //!   are enabled, then draws the faults, each from its own stream.
+//! - [`buggify`]: the engine's own fault points ([`sluice_engine::buggify`]), enabled per seed
+//!   swarm-style for scenarios with `buggify: true`.
 //! - [`inject`]: carries a schedule out against a running cluster and records in the trace
 //!   what fired and when (the realized schedule), and when each fault healed.
 //!
@@ -13,6 +15,7 @@
 //! external store that is unavailable or fails or loses commit replies. What the engine does
 //! not promise to survive is classified as expected-unrecoverable by [`crate::check`].
 
+pub mod buggify;
 #[cfg(madsim)]
 pub mod inject;
 pub mod model;

@@ -89,6 +89,9 @@ pub struct RunReport {
     pub trace_hash: u64,
     /// The engine's coverage marks it reached (none in real mode: processes keep their own).
     pub coverage: Coverage,
+    /// The transactions the store held begun and neither committed nor aborted when the run
+    /// ended (`None` where the harness cannot see the store's state: real mode).
+    pub open_transactions: Option<Vec<String>>,
 }
 
 impl RunReport {

@@ -17,6 +17,7 @@ use crate::cluster::{CLIENT_IP, Cluster, JOB_MASTER_ADDRESS};
 use crate::coverage::Coverage;
 use crate::external::durable_store::{file_tables, table_kinds};
 use crate::external::txn_store::CommittedView;
+use crate::faults::buggify::SwarmPolicy;
 use crate::faults::{self, Fault};
 use crate::recovery::recovery_metrics;
 use crate::scenario::Scenario;
@@ -27,6 +28,7 @@ struct Simulated {
     committed: CommittedView,
     trace: Vec<TraceRecord>,
     coverage: Coverage,
+    open_transactions: Vec<String>,
 }
 
 /// Runs one seed of a scenario in one mode; see the module doc.
@@ -61,6 +63,7 @@ pub fn run_on(scenario: &Scenario, mode: ExecutionMode, seed: u64, input: Arc<Ex
             committed: CommittedView::new(),
             trace: Vec::new(),
             coverage: Coverage::new(),
+            open_transactions: Vec::new(),
         }
     });
     let end = simulated
@@ -90,6 +93,7 @@ pub fn run_on(scenario: &Scenario, mode: ExecutionMode, seed: u64, input: Arc<Ex
         trace_hash: trace_hash(&simulated.trace),
         trace: simulated.trace,
         coverage: simulated.coverage,
+        open_transactions: Some(simulated.open_transactions),
     }
 }
 
@@ -137,8 +141,11 @@ fn simulate(
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async move {
         let trace = TraceLog::start();
-        // The simulation runs on this thread: every node's marks reach the run's recorder.
+        // The simulation runs on this thread: every node's marks reach the run's recorder, and
+        // every node's fault points ask the seed's policy.
         let _covering = trace.coverage().install();
+        let _buggified =
+            scenario.buggify.then(|| sluice_engine::buggify::install(std::rc::Rc::new(SwarmPolicy::for_seed(seed))));
         let cluster = Arc::new(Cluster::start(scenario, input, &trace));
         let spec = scenario.job_spec(mode);
         let client = madsim::runtime::Handle::current().create_node().name("client").ip(CLIENT_IP).build();
@@ -156,11 +163,15 @@ fn simulate(
             faults::inject::inject(&cluster, schedule);
         }
         let outcome = client_task.await.expect("internal: the client node is never killed");
-        let mut committed = cluster.store().lock().expect("store lock").committed();
+        let (mut committed, open_transactions) = {
+            let store = cluster.store().lock().expect("store lock");
+            (store.committed(), store.open_transactions())
+        };
         let files = file_tables(&cluster.durable_store().disk, kinds)
             .await
             .unwrap_or_else(|error| panic!("internal: a file sink committed what it cannot read back: {error}"));
         committed.extend(files);
-        Simulated { outcome, committed, trace: trace.records(), coverage: trace.coverage().coverage() }
+        let coverage = trace.coverage().coverage();
+        Simulated { outcome, committed, trace: trace.records(), coverage, open_transactions }
     })
 }

@@ -80,6 +80,10 @@ pub struct Scenario {
     /// Random faults drawn from each seed, swarm style.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub random_faults: Option<RandomFaults>,
+    /// The engine's own fault points (`sluice_engine::buggify`), enabled per seed swarm-style:
+    /// off unless `true`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub buggify: bool,
     /// When to restart after a failure and when to give up.
     #[serde(default, deserialize_with = "deserialize_restart_strategy")]
     pub restart_strategy: RestartStrategy,

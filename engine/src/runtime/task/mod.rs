@@ -28,7 +28,7 @@ use std::time::Duration;
 use chain::{ChainBody, ChainNode, OperatorChain};
 pub use checkpointing::{CheckpointEnvironment, TaskControl};
 use checkpointing::{Checkpointing, SinkCommitter};
-use sorter::{KeyedInputSorter, SORT_BUDGET_BYTES, SortedRecord, SpillError};
+use sorter::{BUGGIFIED_SORT_BUDGET_BYTES, KeyedInputSorter, SORT_BUDGET_BYTES, SortedRecord, SpillError};
 use tokio::sync::mpsc;
 
 use super::messages::{TaskDeploymentDescriptor, TaskFailure, TaskReport};
@@ -475,7 +475,9 @@ impl Run<'_> {
         cpu: &mut CpuMeter<'_>,
     ) -> Result<(), TaskFailure> {
         let spill_prefix = format!("spills/{}/{}", self.descriptor.spec.job_id, self.descriptor.execution);
-        let mut sorter = KeyedInputSorter::new(storage, spill_prefix, SORT_BUDGET_BYTES);
+        let budget =
+            if crate::buggify!(InputSortSpillsEarly) { BUGGIFIED_SORT_BUDGET_BYTES } else { SORT_BUDGET_BYTES };
+        let mut sorter = KeyedInputSorter::new(storage, spill_prefix, budget);
         let mut records_in = 0u64;
         loop {
             match gate.next().await? {

@@ -201,6 +201,10 @@ impl TaskManager {
             }
             partitions_kept = true;
             let reason = self.heartbeat(instance, session).await;
+            if crate::buggify!(SlowCancel) {
+                // A cancel that hangs: the orphaned tasks run on, as zombies, a while longer.
+                crate::rt::time::sleep(config.job_master_timeout * 2).await;
+            }
             unregistered_since = crate::rt::time::Instant::now();
             let cancelled = self.cancel_all_tasks();
             config.tracer.record(TraceEvent::JobMasterLost { reason, tasks_cancelled: cancelled });
