@@ -5,16 +5,19 @@
 //! checkpoints); restart-pipelined-region ([`region`]) restarts the failed subtask's region, the
 //! regions downstream that consumed what it produced, and the producer regions whose results are
 //! no longer available, as far upstream as needed. A [`RestartStrategy`] ([`restart`]) decides
-//! the delay before each restart and when to give up.
+//! the delay before each restart and when to give up. What a restarted JobMaster keeps of the
+//! finished work it finds is decided here too ([`reconcile`]).
 //!
 //! Depends on: `graph`. Invariants: a decision depends only on the failures seen, the simulated
 //! times they were seen at and the jitter the caller drew from the seeded generator, never on
 //! the clock or on randomness of its own; giving up is an error that says which strategy gave
 //! up and why.
 
+pub mod reconcile;
 pub mod region;
 pub mod restart;
 
+pub use reconcile::{all_subtasks, finished_work_to_keep};
 pub use region::regions_to_restart;
 pub use restart::{Factor, RestartDecision, RestartStrategy, RestartTracker};
 

@@ -16,8 +16,8 @@ use crate::rt::time::Instant;
 
 use super::ha::{FinishedSubtask, JobEvent};
 use super::{CONTROL_TIMEOUT, Event, Execution, JobMaster, JobRun, SHUFFLE_SERVICE, ha};
-use crate::failover::regions_to_restart;
-use crate::graph::{ExecutionVertexId, IntermediateResultPartitionId, JobVertexId, RegionId};
+use crate::failover::{all_subtasks, finished_work_to_keep};
+use crate::graph::{ExecutionVertexId, IntermediateResultPartitionId};
 use crate::runtime::messages::JobStatus;
 use crate::shuffle::protocol::ListPartitions;
 use crate::shuffle::{PartitionLocation, ResultPartitionId, ShuffleDescriptor};
@@ -158,56 +158,19 @@ impl JobMaster {
         let graph = job.strategy.graph().clone();
         let graph = &graph;
         let job_graph = std::sync::Arc::clone(graph.job_graph());
-        let candidates: BTreeSet<RegionId> = graph
-            .regions()
-            .iter()
-            .filter(|region| region.vertices.iter().all(|vertex| reconciliation.finished.contains_key(vertex)))
-            .map(|region| region.id)
-            .collect();
-        let in_candidates = |vertex: ExecutionVertexId| {
-            reconciliation.finished.contains_key(&vertex) && candidates.contains(&graph.region_of(vertex))
-        };
-        let all_done = |vertex: JobVertexId, done: &dyn Fn(ExecutionVertexId) -> bool| {
-            graph
-                .parallelism(vertex)
-                .is_some_and(|parallelism| (0..parallelism).all(|subtask| done(ExecutionVertexId { vertex, subtask })))
-        };
         let producer_of = |partition: IntermediateResultPartitionId| ExecutionVertexId {
             vertex: job_graph.edge(partition.dataset).source,
             subtask: partition.producer_subtask,
         };
-        let descriptor_of = |partition: IntermediateResultPartitionId| {
-            reconciliation.finished.get(&producer_of(partition)).and_then(|finished| {
-                finished
-                    .partitions
-                    .iter()
-                    .find(|(descriptor, _)| descriptor.partition.partition == partition)
-                    .map(|(descriptor, _)| descriptor)
+        let held = |partition: IntermediateResultPartitionId| {
+            reconciliation.finished.get(&producer_of(partition)).is_some_and(|finished| {
+                finished.partitions.iter().any(|(descriptor, _)| {
+                    descriptor.partition.partition == partition && reconciliation.is_held(descriptor)
+                })
             })
         };
-        let available = |partition: IntermediateResultPartitionId| {
-            in_candidates(producer_of(partition))
-                && descriptor_of(partition).is_some_and(|descriptor| reconciliation.is_held(descriptor))
-        };
-        // Regions that cannot be kept: not all finished, or a partition still needed is gone.
-        let mut failed: BTreeSet<RegionId> =
-            graph.regions().iter().map(|region| region.id).filter(|region| !candidates.contains(region)).collect();
-        for region in &candidates {
-            for vertex in &graph.regions()[region.0 as usize].vertices {
-                for produced in graph.produced_partitions(*vertex) {
-                    let consumer = job_graph.edge(produced.id.dataset).target;
-                    if !all_done(consumer, &in_candidates) && !available(produced.id) {
-                        failed.insert(*region);
-                    }
-                }
-            }
-        }
-        let reset = regions_to_restart(graph, &failed, available, |region| candidates.contains(&region));
-        let kept: BTreeSet<ExecutionVertexId> = candidates
-            .iter()
-            .filter(|region| !reset.contains(region))
-            .flat_map(|region| graph.regions()[region.0 as usize].vertices.iter().copied())
-            .collect();
+        let finished: BTreeSet<ExecutionVertexId> = reconciliation.finished.keys().copied().collect();
+        let kept = finished_work_to_keep(graph, &finished, held);
         let rerun: Vec<ExecutionVertexId> =
             reconciliation.finished.keys().copied().filter(|vertex| !kept.contains(vertex)).collect();
 
@@ -222,7 +185,7 @@ impl JobMaster {
                 let partition = descriptor.partition.partition;
                 job.partition_bytes.insert((partition.dataset, vertex.subtask), bytes.clone());
                 let consumer = job_graph.edge(partition.dataset).target;
-                if !all_done(consumer, &|candidate| kept.contains(&candidate)) {
+                if !all_subtasks(graph, consumer, &|candidate| kept.contains(&candidate)) {
                     job.partitions.track(descriptor.clone(), consumer);
                     job.partitions.produced(descriptor.partition);
                     tracked.insert(descriptor.partition);

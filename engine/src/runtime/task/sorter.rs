@@ -23,6 +23,7 @@ pub const SORT_BUDGET_BYTES: usize = 32 * 1024 * 1024;
 
 /// The budget when the fault point `input-sort-spills-early` fires: a few records per run.
 pub const BUGGIFIED_SORT_BUDGET_BYTES: usize = 4 * 1024;
+
 /// A run is written as checksummed frames of whole entries, about this large, and read back a
 /// frame at a time (damage reads as an error, never as other records).
 const FRAME_BYTES: usize = 1024 * 1024;

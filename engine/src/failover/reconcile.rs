@@ -1,0 +1,143 @@
+//! What a restarted JobMaster keeps of the finished work it finds (Flink's FLIP-383 batch job
+//! recovery): a pure decision, apart from the actor that installs it
+//! (`runtime/jobmaster/recovery.rs`).
+//!
+//! A region can be kept only if every one of its subtasks finished. It must re-run if a
+//! partition it produced is still needed (its consumer vertex has a subtask that is not kept)
+//! and no longer held where it was written. From the regions that cannot be kept, region
+//! failover ([`regions_to_restart`]) adds the producers of inputs that are gone and the started
+//! consumers of what re-runs; what is left is kept.
+
+use std::collections::BTreeSet;
+
+use super::regions_to_restart;
+use crate::graph::{ExecutionGraph, ExecutionVertexId, IntermediateResultPartitionId, JobVertexId, RegionId};
+
+/// The finished subtasks to keep, of those in `finished`; `held(partition)` says whether a
+/// finished producer's partition is still where it was written. Every other finished subtask
+/// re-runs. See the module doc.
+pub fn finished_work_to_keep(
+    graph: &ExecutionGraph,
+    finished: &BTreeSet<ExecutionVertexId>,
+    held: impl Fn(IntermediateResultPartitionId) -> bool,
+) -> BTreeSet<ExecutionVertexId> {
+    let job_graph = graph.job_graph();
+    let candidates: BTreeSet<RegionId> = graph
+        .regions()
+        .iter()
+        .filter(|region| region.vertices.iter().all(|vertex| finished.contains(vertex)))
+        .map(|region| region.id)
+        .collect();
+    let in_candidates =
+        |vertex: ExecutionVertexId| finished.contains(&vertex) && candidates.contains(&graph.region_of(vertex));
+    let producer_of = |partition: IntermediateResultPartitionId| ExecutionVertexId {
+        vertex: job_graph.edge(partition.dataset).source,
+        subtask: partition.producer_subtask,
+    };
+    let available = |partition: IntermediateResultPartitionId| in_candidates(producer_of(partition)) && held(partition);
+    // Regions that cannot be kept: not all finished, or a partition still needed is gone.
+    let mut failed: BTreeSet<RegionId> =
+        graph.regions().iter().map(|region| region.id).filter(|region| !candidates.contains(region)).collect();
+    for region in &candidates {
+        for vertex in &graph.regions()[region.0 as usize].vertices {
+            for produced in graph.produced_partitions(*vertex) {
+                let consumer = job_graph.edge(produced.id.dataset).target;
+                if !all_subtasks(graph, consumer, &in_candidates) && !available(produced.id) {
+                    failed.insert(*region);
+                }
+            }
+        }
+    }
+    let reset = regions_to_restart(graph, &failed, available, |region| candidates.contains(&region));
+    candidates
+        .iter()
+        .filter(|region| !reset.contains(region))
+        .flat_map(|region| graph.regions()[region.0 as usize].vertices.iter().copied())
+        .collect()
+}
+
+/// True if every subtask of `vertex` satisfies `done` (false while its parallelism is unknown).
+pub fn all_subtasks(graph: &ExecutionGraph, vertex: JobVertexId, done: &dyn Fn(ExecutionVertexId) -> bool) -> bool {
+    graph
+        .parallelism(vertex)
+        .is_some_and(|parallelism| (0..parallelism).all(|subtask| done(ExecutionVertexId { vertex, subtask })))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::api::{JobConfig, StreamEnv};
+    use crate::connectors::{LogSource, TxnStoreSink};
+    use crate::graph::{ExchangeMode, ExecutionMode, JobGraph};
+
+    /// Batch, all edges blocking, parallelism 2: v0 source, v1 (rescale: v0[i] feeds v1[i]),
+    /// v2 (keyed: every v1 subtask feeds every v2 subtask) with the sink. Every subtask is its
+    /// own region.
+    fn chain() -> ExecutionGraph {
+        let config = JobConfig::new(ExecutionMode::Batch, 2).with_exchange_mode(ExchangeMode::AllEdgesBlocking);
+        let env = StreamEnv::new("chain", config);
+        env.from_source(LogSource::<u64>::new("a"))
+            .rescale()
+            .map(|value| value + 1)
+            .name("B")
+            .key_by(|value| *value)
+            .reduce(|a, b| a + b)
+            .sink_to(TxnStoreSink::append("t", |value: &u64| (value.to_string(), String::new())));
+        let job_graph =
+            JobGraph::from_stream_graph(env.into_stream_graph().unwrap(), ExchangeMode::AllEdgesBlocking).unwrap();
+        ExecutionGraph::new(Arc::new(job_graph))
+    }
+
+    fn subtasks(names: &[(u32, u32)]) -> BTreeSet<ExecutionVertexId> {
+        names
+            .iter()
+            .map(|(vertex, subtask)| ExecutionVertexId { vertex: JobVertexId(*vertex), subtask: *subtask })
+            .collect()
+    }
+
+    fn rendered(kept: &BTreeSet<ExecutionVertexId>) -> Vec<String> {
+        kept.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn finished_work_whose_partitions_are_held_is_kept() {
+        let graph = chain();
+        let finished = subtasks(&[(0, 0), (0, 1), (1, 0), (1, 1)]);
+        let kept = finished_work_to_keep(&graph, &finished, |_| true);
+        assert_eq!(rendered(&kept), ["v0[0]", "v0[1]", "v1[0]", "v1[1]"]);
+    }
+
+    #[test]
+    fn a_lost_partition_still_needed_re_runs_its_producer_and_its_producer_above() {
+        let graph = chain();
+        // v1[0]'s partition is gone and v2 still needs it: v1[0] re-runs, and so does v0[0],
+        // whose partition v1[0] must read again but is gone too. v0[1] and v1[1] are kept.
+        let finished = subtasks(&[(0, 0), (0, 1), (1, 0), (1, 1)]);
+        let held = |partition: IntermediateResultPartitionId| {
+            !(partition.producer_subtask == 0 && (partition.dataset.0 == 0 || partition.dataset.0 == 1))
+        };
+        let kept = finished_work_to_keep(&graph, &finished, held);
+        assert_eq!(rendered(&kept), ["v0[1]", "v1[1]"]);
+    }
+
+    #[test]
+    fn a_lost_partition_nobody_needs_any_more_keeps_its_producer() {
+        let graph = chain();
+        // Everything finished, v0's partitions were released after v1 read them: v0 needs no
+        // re-run, because every consumer of its partitions is kept.
+        let finished = subtasks(&[(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)]);
+        let kept = finished_work_to_keep(&graph, &finished, |partition| partition.dataset.0 != 0);
+        assert_eq!(kept, finished, "nothing re-runs");
+    }
+
+    #[test]
+    fn a_lost_input_partition_of_an_unfinished_consumer_re_runs_the_producer_chain() {
+        let graph = chain();
+        // v1 did not finish: v1 re-runs and needs v0's partitions, which are gone: v0 re-runs.
+        let finished = subtasks(&[(0, 0), (0, 1)]);
+        assert!(finished_work_to_keep(&graph, &finished, |_| false).is_empty());
+        assert_eq!(rendered(&finished_work_to_keep(&graph, &finished, |_| true)), ["v0[0]", "v0[1]"]);
+    }
+}
