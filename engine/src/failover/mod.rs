@@ -16,6 +16,8 @@
 pub mod reconcile;
 pub mod region;
 pub mod restart;
+#[cfg(test)]
+mod testing;
 
 pub use reconcile::{all_subtasks, finished_work_to_keep};
 pub use region::regions_to_restart;
