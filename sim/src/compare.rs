@@ -86,7 +86,7 @@ impl Variant {
     /// The most slots the job needs at once in this variant.
     pub fn slots_needed(self, scenario: &Scenario) -> Result<u32, String> {
         let plan = scenario.job().plan(&scenario.job_params(), self.apply(scenario).job_config(self.mode))?;
-        Ok(SchedulingStrategy::new(ExecutionGraph::new(Arc::new(plan))).max_slots_per_region())
+        Ok(SchedulingStrategy::new(ExecutionGraph::new(Arc::new(plan))).slots_needed_at_once())
     }
 }
 

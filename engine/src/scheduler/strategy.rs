@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
-use crate::graph::{ExecutionGraph, ExecutionVertexId, JobVertexId, PipelinedRegion, RegionId, ResultPartitionType};
+use crate::graph::{
+    ExecutionGraph, ExecutionMode, ExecutionVertexId, JobVertexId, PipelinedRegion, RegionId, ResultPartitionType,
+};
 
 /// Where a region is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,9 +134,16 @@ impl SchedulingStrategy {
         SlotSharing { groups }
     }
 
-    /// The most slots any region of the initialized vertices needs at once.
-    pub fn max_slots_per_region(&self) -> u32 {
-        self.graph.regions().iter().map(|region| self.slot_sharing(region.id).groups.len() as u32).max().unwrap_or(0)
+    /// The most slots the job needs at once. Streaming deploys every region together and keeps
+    /// them running (a checkpoint needs every task), so it needs the slots of all its regions;
+    /// batch runs its regions as slots free up, so it needs its largest region's (of the
+    /// vertices initialized so far).
+    pub fn slots_needed_at_once(&self) -> u32 {
+        let per_region = self.graph.regions().iter().map(|region| self.slot_sharing(region.id).groups.len() as u32);
+        match self.graph.job_graph().mode {
+            ExecutionMode::Streaming => per_region.sum(),
+            ExecutionMode::Batch => per_region.max().unwrap_or(0),
+        }
     }
 
     /// Records that a region was deployed.
@@ -180,5 +189,38 @@ impl SchedulingStrategy {
         self.graph = self.initial.clone();
         self.finished.clear();
         self.states.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::api::{JobConfig, StreamEnv};
+    use crate::connectors::{LogSource, TxnStoreSink};
+    use crate::graph::{ExchangeMode, JobGraph};
+
+    /// Two pipelines sharing nothing: a source of parallelism 3 and one of 2, each into its sink.
+    fn two_pipelines(mode: ExecutionMode) -> SchedulingStrategy {
+        let env = StreamEnv::new("two", JobConfig::new(mode, 1));
+        for (topic, parallelism) in [("a", 3), ("b", 2)] {
+            env.from_source(LogSource::<u64>::new(topic))
+                .set_parallelism(parallelism)
+                .sink_to(TxnStoreSink::append(topic, |value: &u64| (value.to_string(), String::new())))
+                .set_parallelism(parallelism);
+        }
+        let plan =
+            JobGraph::from_stream_graph(env.into_stream_graph().unwrap(), ExchangeMode::default_for(mode)).unwrap();
+        SchedulingStrategy::new(ExecutionGraph::new(Arc::new(plan)))
+    }
+
+    #[test]
+    fn streaming_needs_the_slots_of_every_region_together_and_batch_its_largest_region() {
+        let streaming = two_pipelines(ExecutionMode::Streaming);
+        // Chained into one vertex each, every subtask is a region of its own.
+        assert_eq!(streaming.graph().regions().len(), 5);
+        assert_eq!(streaming.slots_needed_at_once(), 5, "every region runs, and checkpoints, at once");
+        assert_eq!(two_pipelines(ExecutionMode::Batch).slots_needed_at_once(), 1, "one region after the other");
     }
 }

@@ -74,7 +74,7 @@ fn render(arguments: &PlanArgs) -> Result<String, String> {
 fn text(graph: JobGraph) -> String {
     let (stream_graph, job_graph) = (graph.stream_graph.to_string(), graph.to_string());
     let execution_graph = ExecutionGraph::new(Arc::new(graph));
-    let slots = SchedulingStrategy::new(execution_graph.clone()).max_slots_per_region();
+    let slots = SchedulingStrategy::new(execution_graph.clone()).slots_needed_at_once();
     format!("{stream_graph}\n{job_graph}\n{execution_graph}slots needed at once: {slots}\n")
 }
 

@@ -480,7 +480,7 @@ impl Scenario {
             .plan(&self.job_params(), JobConfig::new(ExecutionMode::Streaming, self.parallelism))
             .expect("validated when the scenario was loaded");
         let vertices = plan.vertices.len() as u32;
-        let slots_needed = SchedulingStrategy::new(ExecutionGraph::new(Arc::new(plan))).max_slots_per_region();
+        let slots_needed = SchedulingStrategy::new(ExecutionGraph::new(Arc::new(plan))).slots_needed_at_once();
         Topology {
             task_managers: self.cluster.task_managers,
             slots_per_task_manager: self.cluster.slots_per_task_manager,

@@ -207,7 +207,7 @@ fn check_fits(scenario: &Scenario, job: &SimJob, text: &str) -> Result<JobGraph,
         let plan = job
             .plan(&params, scenario.job_config(*mode))
             .map_err(|message| ScenarioError::about(text, "job", message))?;
-        let needed = SchedulingStrategy::new(ExecutionGraph::new(Arc::new(plan))).max_slots_per_region();
+        let needed = SchedulingStrategy::new(ExecutionGraph::new(Arc::new(plan))).slots_needed_at_once();
         if needed > cluster.total_slots() {
             let message = format!(
                 "job `{}` in {mode} mode needs {needed} slots at once, but the cluster has {} \

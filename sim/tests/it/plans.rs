@@ -38,7 +38,7 @@ fn render(job: &catalog::SimJob, mode: ExecutionMode, exchange_mode: ExchangeMod
     let stream_graph = plan.stream_graph.to_string();
     let job_graph = plan.to_string();
     let graph = ExecutionGraph::new(Arc::new(plan));
-    let slots = SchedulingStrategy::new(graph.clone()).max_slots_per_region();
+    let slots = SchedulingStrategy::new(graph.clone()).slots_needed_at_once();
     let decisions = decisions(&scenario(job.name(), mode, exchange_mode), mode);
     format!(
         "{stream_graph}\n{job_graph}\n{graph}slots needed at once: {slots}\n\nscheduling decisions (seed 1):\n{decisions}"
@@ -73,8 +73,8 @@ fn streaming_is_one_region_and_batch_one_region_per_subtask() {
     let streaming =
         ExecutionGraph::new(Arc::new(job.plan(&params, JobConfig::new(ExecutionMode::Streaming, 3)).unwrap()));
     assert_eq!(streaming.regions().len(), 1);
-    assert_eq!(SchedulingStrategy::new(streaming).max_slots_per_region(), 3);
+    assert_eq!(SchedulingStrategy::new(streaming).slots_needed_at_once(), 3);
     let batch = ExecutionGraph::new(Arc::new(job.plan(&params, JobConfig::new(ExecutionMode::Batch, 3)).unwrap()));
     assert_eq!(batch.regions().len(), 6);
-    assert_eq!(SchedulingStrategy::new(batch).max_slots_per_region(), 1);
+    assert_eq!(SchedulingStrategy::new(batch).slots_needed_at_once(), 1);
 }

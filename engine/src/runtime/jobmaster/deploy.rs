@@ -139,10 +139,10 @@ impl JobMaster {
         }
         let since = *job.waiting_for_slots_since.get_or_insert(now);
         let plural = if task_managers == 1 { "" } else { "s" };
-        let needed = job.strategy.max_slots_per_region();
+        let needed = job.strategy.slots_needed_at_once();
         if now.duration_since(since) >= self.config.slot_request_timeout && needed > total_slots {
             let reason = format!(
-                "not enough slots: a pipelined region of job {} needs {needed} slots at once, but the cluster has {total_slots} ({task_managers} TaskManager{plural})",
+                "not enough slots: job {} needs {needed} slots at once, but the cluster has {total_slots} ({task_managers} TaskManager{plural})",
                 job.spec.job_id
             );
             self.end_job(JobStatus::Failed(reason.clone())).await;
