@@ -2,6 +2,15 @@
 //!
 //! Every choice is a function of the record and the producer's own counters: there is no random
 //! start channel (Flink's `RebalancePartitioner` draws one) so that a seed replays.
+//!
+//! In batch mode REBALANCE and RESCALE choose by a hash of the record's encoded bytes instead of
+//! round robin ([`ChannelSelector::choosing_by_content`]). A task whose input merges several
+//! channels sees them interleaved differently on every attempt; round robin would then send a
+//! record to another consumer when the task runs again after a failover, while consumers that
+//! finished (a sink whose end-of-input transaction is committed) keep what the first attempt sent
+//! them: records lost and duplicated. By content, every attempt sends every record where the
+//! first did (SPARK-23207 is the same bug, fixed there by sorting before the round robin). The
+//! price: identical records all go to one consumer.
 
 use std::fmt;
 
@@ -82,6 +91,8 @@ pub struct ChannelSelector {
     channels: u32,
     max_parallelism: u32,
     next_round_robin: u32,
+    /// REBALANCE and RESCALE hash the record's bytes instead of going round robin.
+    by_content: bool,
     /// The current element's encoded key, its buffer reused.
     key: Vec<u8>,
 }
@@ -104,15 +115,25 @@ impl ChannelSelector {
             channels,
             max_parallelism,
             next_round_robin: producer_index % channels,
+            by_content: false,
             key: Vec::new(),
         }
     }
 
-    /// Chooses the channels of one element.
-    pub fn select(&mut self, element: &dyn std::any::Any) -> SelectedChannels {
+    /// The same selector, choosing REBALANCE and RESCALE channels by the record's encoded bytes
+    /// (batch mode; see the module doc).
+    pub fn choosing_by_content(self) -> ChannelSelector {
+        ChannelSelector { by_content: true, ..self }
+    }
+
+    /// Chooses the channels of one element, whose encoding is `encoded`.
+    pub fn select(&mut self, element: &dyn std::any::Any, encoded: &[u8]) -> SelectedChannels {
         match &self.partitioner {
             Partitioner::Forward => SelectedChannels::One(0),
             Partitioner::Broadcast => SelectedChannels::All,
+            Partitioner::Rebalance | Partitioner::Rescale if self.by_content => {
+                SelectedChannels::One((fmix64(fnv1a64(encoded)) % u64::from(self.channels)) as u32)
+            }
             Partitioner::Rebalance | Partitioner::Rescale => {
                 let channel = self.next_round_robin;
                 self.next_round_robin = (channel + 1) % self.channels;
@@ -163,7 +184,7 @@ mod tests {
     #[test]
     fn rebalance_is_round_robin_from_the_producer_index() {
         let mut selector = ChannelSelector::new(Partitioner::Rebalance, 3, 128, 1);
-        let picks: Vec<SelectedChannels> = (0..4).map(|_| selector.select(&0u32)).collect();
+        let picks: Vec<SelectedChannels> = (0..4).map(|_| selector.select(&0u32, &[])).collect();
         assert_eq!(
             picks,
             vec![
@@ -176,11 +197,31 @@ mod tests {
     }
 
     #[test]
+    fn by_content_a_record_goes_to_the_same_channel_whatever_came_before_it() {
+        let records: Vec<Vec<u8>> = (0..300u64).map(|value| value.to_bytes()).collect();
+        let picks = |order: &mut dyn Iterator<Item = &Vec<u8>>| {
+            let mut selector = ChannelSelector::new(Partitioner::Rebalance, 3, 128, 1).choosing_by_content();
+            let mut picks: Vec<(Vec<u8>, SelectedChannels)> =
+                order.map(|record| (record.clone(), selector.select(&(), record))).collect();
+            picks.sort_by(|left, right| left.0.cmp(&right.0));
+            picks
+        };
+        let forward = picks(&mut records.iter());
+        assert_eq!(forward, picks(&mut records.iter().rev()), "arrival order must not move a record");
+        let mut per_channel = [0; 3];
+        for (_, pick) in &forward {
+            let SelectedChannels::One(channel) = pick else { panic!("one channel") };
+            per_channel[*channel as usize] += 1;
+        }
+        assert!(per_channel.iter().all(|count| *count > 70), "spread over every channel: {per_channel:?}");
+    }
+
+    #[test]
     fn hash_sends_equal_keys_to_the_same_channel() {
         let selector_fn = erase_key_selector(|pair: &(String, i64)| pair.0.clone());
         let mut selector = ChannelSelector::new(Partitioner::Hash(selector_fn), 4, 128, 0);
-        let first = selector.select(&(String::from("k"), 1i64));
-        let second = selector.select(&(String::from("k"), 2i64));
+        let first = selector.select(&(String::from("k"), 1i64), &[]);
+        let second = selector.select(&(String::from("k"), 2i64), &[]);
         assert_eq!(first, second);
     }
 
@@ -192,7 +233,7 @@ mod tests {
         let mut lent = ChannelSelector::new(Partitioner::Hash(lent), 5, 128, 0);
         for key in 0..200 {
             let element = (format!("w{key}"), 1i64);
-            assert_eq!(owned.select(&element), lent.select(&element), "key w{key}");
+            assert_eq!(owned.select(&element, &[]), lent.select(&element, &[]), "key w{key}");
         }
     }
 }

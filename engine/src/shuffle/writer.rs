@@ -50,7 +50,7 @@ impl RecordWriter {
     pub fn emit(&mut self, element: &dyn Any, timestamp: Option<Timestamp>) {
         self.scratch.clear();
         self.type_info.encode(element, &mut self.scratch);
-        let channels = match self.selector.select(element) {
+        let channels = match self.selector.select(element, &self.scratch) {
             SelectedChannels::One(channel) => channel..channel + 1,
             SelectedChannels::All => 0..self.builders.len() as u32,
         };

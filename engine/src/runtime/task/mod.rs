@@ -136,6 +136,10 @@ fn build_chain(
             vertex.max_parallelism,
             execution.vertex.subtask,
         );
+        let selector = match descriptor.spec.mode {
+            ExecutionMode::Batch => selector.choosing_by_content(),
+            ExecutionMode::Streaming => selector,
+        };
         let element_type = stream_graph.node(edge.source_node).output_type.clone();
         writers_of.entry(position[&edge.source_node]).or_default().push(writers.len());
         writers.push(RecordWriter::new(

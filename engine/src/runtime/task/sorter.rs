@@ -5,9 +5,13 @@
 //! small entry saying where. Once the arena and the entries reach the budget they are sorted
 //! and spilled to the TaskManager's disk as a run (`spills/…/run-N`, checksummed frames, so
 //! that a damaged run fails the task rather than feeding it other records); at the end of input the
-//! runs and what is left in memory are merged. The order is Flink's: by key bytes, then input,
-//! then timestamp; records equal in all three keep their arrival order (the sort is stable and
-//! the merge prefers earlier runs), so spilling never changes what a task computes.
+//! runs and what is left in memory are merged. The order is Flink's, by key bytes, then input,
+//! then timestamp, and then, where Flink keeps arrival order, by the record's own bytes: the
+//! order is a function of the records alone, never of how their channels interleaved, so a
+//! subtask that runs again after a failover emits what it emitted before in the same order (a
+//! round-robin exchange after it, or a sink whose end-of-input transaction was already
+//! committed, relies on that). Records equal in all four are identical; spilling never changes
+//! what a task computes.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -99,6 +103,11 @@ impl KeyedInputSorter {
         &self.arena[entry.offset..entry.offset + entry.key_length as usize]
     }
 
+    fn record(&self, entry: &Entry) -> &[u8] {
+        let start = entry.offset + entry.key_length as usize;
+        &self.arena[start..start + entry.record_length as usize]
+    }
+
     fn sort(&mut self) {
         let mut entries = std::mem::take(&mut self.entries);
         entries.sort_by(|left, right| {
@@ -106,6 +115,7 @@ impl KeyedInputSorter {
                 .cmp(self.key(right))
                 .then(left.input.cmp(&right.input))
                 .then(left.timestamp.cmp(&right.timestamp))
+                .then_with(|| self.record(left).cmp(self.record(right)))
         });
         self.entries = entries;
     }
@@ -116,8 +126,7 @@ impl KeyedInputSorter {
         let mut bytes = Vec::with_capacity(self.arena.len() + self.entries.len() * 21);
         for entry in &self.entries {
             let key = self.key(entry);
-            let start = entry.offset + key.len();
-            encode_entry(&mut bytes, key, entry, &self.arena[start..start + entry.record_length as usize]);
+            encode_entry(&mut bytes, key, entry, self.record(entry));
             if bytes.len() >= FRAME_BYTES {
                 self.storage.append(&path, &framed::frame(&bytes)).await?;
                 bytes.clear();
@@ -219,7 +228,7 @@ fn encode_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry, record: &[u8]) {
 }
 
 /// A run's next record in the merge: ordered so that the heap (a max-heap) pops the smallest
-/// key, input and timestamp first, and of equal ones the earliest run's.
+/// key, input, timestamp and record bytes first, and of identical ones the earliest run's.
 pub struct Head {
     record: (Vec<u8>, SortedRecord),
     run: usize,
@@ -232,6 +241,7 @@ impl Head {
         key.cmp(other_key)
             .then(record.input.cmp(&other_record.input))
             .then(record.timestamp.cmp(&other_record.timestamp))
+            .then_with(|| record.record.cmp(&other_record.record))
             .then(self.run.cmp(&other.run))
     }
 }
@@ -382,9 +392,9 @@ mod tests {
     }
 
     #[test]
-    fn spilling_runs_and_merging_them_gives_the_stable_in_memory_order() {
+    fn spilling_runs_and_merging_them_gives_the_in_memory_order() {
         let mut expected = records();
-        expected.sort_by(|left, right| (&left.0, left.1, left.2).cmp(&(&right.0, right.1, right.2)));
+        expected.sort_by(|left, right| (&left.0, left.1, left.2, &left.3).cmp(&(&right.0, right.1, right.2, &right.3)));
         let expected: Vec<SortedRecord> = expected
             .into_iter()
             .map(|(_, input, timestamp, record)| SortedRecord { input, timestamp, record })
@@ -399,6 +409,31 @@ mod tests {
             assert_eq!(spilled, expected, "a budget of {budget} bytes");
             assert!(storage.paths("spills/").is_empty(), "spilled runs are deleted once merged");
         }
+    }
+
+    #[test]
+    fn the_order_is_the_same_whatever_order_the_records_arrived_in() {
+        // Records equal in key, input and timestamp but not in value, as two channels deliver
+        // them in a different interleaving on each attempt.
+        let records: Vec<Added> =
+            (0..200u64).map(|value| (b"k".to_vec(), 0, Some(7), value.to_be_bytes().to_vec())).collect();
+        let sorted = |records: &[Added]| {
+            let storage = MemoryStorage::new();
+            let mut sorter = KeyedInputSorter::new(Arc::new(storage.clone()), "spills/j/t".to_string(), 512);
+            for (key, input, timestamp, record) in records {
+                now(sorter.add(key, *input, *timestamp, record)).unwrap();
+            }
+            let mut sorted = now(sorter.finish()).unwrap();
+            let mut out = Vec::new();
+            while let Some(record) = now(sorted.next()).unwrap() {
+                out.push(record.record);
+            }
+            out
+        };
+        let reversed: Vec<Added> = records.iter().rev().cloned().collect();
+        let forward = sorted(&records);
+        assert_eq!(forward.len(), 200);
+        assert_eq!(forward, sorted(&reversed), "the order must not depend on arrival");
     }
 
     #[test]
