@@ -24,7 +24,7 @@ use crate::future::BoxFuture;
 use crate::graph::ResultPartitionType;
 use crate::record::Record;
 use crate::resources::Resources;
-use crate::storage::{Storage, StorageError, framed};
+use crate::storage::{self, Storage, StorageError, framed};
 
 enum Local {
     Pipelined(PipelinedPartition),
@@ -269,7 +269,9 @@ impl ResultPartitionManager {
                 Err(StorageError::NotFound(_) | StorageError::OutOfRange { .. }) => {
                     return Err(PartitionRequestError::NotFound);
                 }
-                Err(StorageError::Unavailable(_) | StorageError::AlreadyExists(_)) => {
+                Err(
+                    StorageError::Unavailable(_) | StorageError::AlreadyExists(_) | StorageError::LengthChanged { .. },
+                ) => {
                     return Err(PartitionRequestError::NotFound);
                 }
             };
@@ -357,11 +359,12 @@ impl LocalWriter {
 
     /// Writes the sort buffer as a region of the data file.
     async fn spill(&mut self) -> Result<(), WriteError> {
-        let (spill, data_path) = {
+        let (spill, data_path, written) = {
             let mut entries = self.manager.lock();
             let entry = entries.get_mut(&self.id()).ok_or(WriteError::Released(self.id()))?;
             let Local::SortMerge(partition) = &mut entry.local else { unreachable!("only blocking partitions spill") };
-            (partition.take_spill(), partition.data_path.clone())
+            let written = partition.data_length();
+            (partition.take_spill(), partition.data_path.clone(), written)
         };
         if spill.bytes.is_empty() {
             return Ok(());
@@ -369,7 +372,10 @@ impl LocalWriter {
         self.manager.resources.disk_write(spill.bytes.len() as u64).await;
         let storage_error =
             |error: StorageError| WriteError::Storage { partition: self.id(), detail: error.to_string() };
-        self.manager.storage.append(&data_path, &spill.bytes).await.map_err(storage_error)?;
+        // A data file lost while the partition is written is refused, never appended to afresh.
+        storage::append_at(self.manager.storage.as_ref(), &data_path, written, &spill.bytes)
+            .await
+            .map_err(storage_error)?;
         let mut index = Vec::new();
         for entry in &spill.entries {
             index.extend(framed::frame(&entry.to_bytes()));

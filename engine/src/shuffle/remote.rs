@@ -337,9 +337,7 @@ impl Service {
             new_frames.push(frame);
         }
         self.config.resources.disk_write(bytes.len() as u64).await;
-        self.config
-            .storage
-            .append(&data_path(request.partition), &bytes)
+        crate::storage::append_at(self.config.storage.as_ref(), &data_path(request.partition), offset, &bytes)
             .await
             .map_err(|error| PushError::Rejected(error.to_string()))?;
         let mut partitions = self.lock();

@@ -192,6 +192,20 @@ mod tests {
     }
 
     #[test]
+    fn an_append_at_a_known_length_refuses_a_file_lost_while_being_written() {
+        let disk = MemoryStorage::new();
+        let append_at =
+            |expected, bytes: &'static [u8]| now(Box::pin(crate::storage::append_at(&disk, "d", expected, bytes)));
+        append_at(0, b"abc").unwrap();
+        append_at(3, b"de").unwrap();
+        assert!(disk.lose("d"));
+        let refused = append_at(5, b"f").unwrap_err();
+        assert_eq!(refused, StorageError::LengthChanged { path: "d".to_string(), expected: 5, length: 0 });
+        assert!(refused.to_string().contains("lost or cut while being written"), "{refused}");
+        assert_eq!(now(disk.length("d")), Err(StorageError::NotFound("d".to_string())), "nothing appended afresh");
+    }
+
+    #[test]
     fn reads_check_ranges_and_listings_are_sorted() {
         let disk = MemoryStorage::new();
         now(disk.append("p/2", b"x")).unwrap();

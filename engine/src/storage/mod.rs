@@ -42,6 +42,15 @@ pub enum StorageError {
     Unavailable(String),
     /// A rename's target exists already.
     AlreadyExists(String),
+    /// A file does not hold what its writer wrote to it: lost or cut while being written.
+    LengthChanged {
+        /// The file.
+        path: String,
+        /// The bytes its writer wrote.
+        expected: u64,
+        /// The bytes it holds.
+        length: u64,
+    },
 }
 
 impl fmt::Display for StorageError {
@@ -51,6 +60,12 @@ impl fmt::Display for StorageError {
             StorageError::OutOfRange { path, length } => write!(f, "read beyond the end of `{path}` ({length} bytes)"),
             StorageError::Unavailable(detail) => write!(f, "storage unavailable: {detail}"),
             StorageError::AlreadyExists(path) => write!(f, "`{path}` exists already"),
+            StorageError::LengthChanged { path, expected, length } => {
+                write!(
+                    f,
+                    "`{path}` holds {length} bytes where {expected} were written: lost or cut while being written"
+                )
+            }
         }
     }
 }
@@ -135,6 +150,22 @@ pub type StorageFactory = std::sync::Arc<dyn Fn() -> std::sync::Arc<dyn Storage>
 pub async fn read_all(storage: &dyn Storage, path: &str) -> Result<Vec<u8>, StorageError> {
     let length = storage.length(path).await?;
     storage.read(path, 0, length).await
+}
+
+/// Appends `bytes` to a file its writer knows to hold `expected` bytes (none: the file may not
+/// exist yet). A file lost or cut while being written (`NotFound`, or another length) is refused
+/// as [`StorageError::LengthChanged`] rather than appended to: the writer's offsets would no
+/// longer say where its bytes are, and a reader would take one item's bytes for another's.
+pub async fn append_at(storage: &dyn Storage, path: &str, expected: u64, bytes: &[u8]) -> Result<(), StorageError> {
+    let length = match storage.length(path).await {
+        Ok(length) => length,
+        Err(StorageError::NotFound(_)) => 0,
+        Err(error) => return Err(error),
+    };
+    if length != expected {
+        return Err(StorageError::LengthChanged { path: path.to_string(), expected, length });
+    }
+    storage.append(path, bytes).await
 }
 
 /// Appends and syncs: the bytes are durable when this returns.
