@@ -116,7 +116,8 @@ impl Shrinker<'_> {
                 for simpler in simplifications(&faults[index], fired_at.get(index).copied().flatten()) {
                     let mut candidate = faults.clone();
                     candidate[index] = simpler.clone();
-                    if self.fails(&Self::with_faults(base, candidate)) {
+                    let candidate = Self::with_faults(base, candidate);
+                    if self.valid(&candidate) && self.fails(&candidate) {
                         (self.progress)(&format!("fault #{index} is now {simpler}"));
                         faults[index] = simpler;
                         continue 'fixpoint;
@@ -165,8 +166,9 @@ impl Shrinker<'_> {
     }
 }
 
+/// Half a duration, in whole milliseconds and at least one (a fault's `for` is at least 1ms).
 fn halve(duration: Duration) -> Option<Duration> {
-    let half = Duration::from_millis((duration.as_millis() / 2) as u64);
+    let half = Duration::from_millis((duration.as_millis() / 2) as u64).max(Duration::from_millis(1));
     (half < duration).then_some(half)
 }
 
@@ -314,4 +316,25 @@ pub fn shrink(scenario: &Scenario, progress: &mut dyn FnMut(&str)) -> Result<Shr
     let minimal = shrinker.shrink_input(Shrinker::with_faults(&base, simplified));
     let result = shrinker.last_failure.take().expect("the initial run failed");
     Ok(Shrunk { scenario: minimal, check: target, result, tests: shrinker.tests })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_duration_halves_down_to_one_millisecond_and_no_further() {
+        let ms = Duration::from_millis;
+        assert_eq!(halve(ms(9)), Some(ms(4)));
+        assert_eq!(halve(ms(3)), Some(ms(1)));
+        assert_eq!(halve(ms(1)), None);
+        let slow = Fault {
+            trigger: crate::faults::Trigger::At(ms(5)),
+            kind: FaultKind::Slow { node: "tm-0".to_string(), factor: 2, duration: ms(1) },
+        };
+        assert!(simplifications(&slow, None).iter().all(|fault| match &fault.kind {
+            FaultKind::Slow { duration, .. } => *duration >= ms(1),
+            _ => true,
+        }));
+    }
 }

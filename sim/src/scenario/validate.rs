@@ -128,7 +128,9 @@ fn check_settings(scenario: &Scenario, text: &str) -> Checked {
         within_time(text, "checkpoints.interval", checkpoints.interval, millisecond, hour)?;
         within_time(text, "checkpoints.timeout", checkpoints.timeout, millisecond, hour)?;
         within(text, "checkpoints.retained", checkpoints.retained, 1, MAX_RETAINED)?;
-        if !scenario.modes.contains(&ExecutionMode::Streaming) {
+        // A replay file of a batch run keeps the checkpoints of the scenario its faults were
+        // drawn for; batch ignores them.
+        if !scenario.modes.contains(&ExecutionMode::Streaming) && scenario.replay.is_none() {
             let message = "only streaming mode checkpoints; add `streaming` to `modes`";
             return Err(ScenarioError::about(text, "checkpoints", message));
         }

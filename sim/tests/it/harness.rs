@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use sluice_engine::graph::ExecutionMode;
 use sluice_sim::faults::{Fault, FaultKind, TaskStateTrigger, Trigger};
 use sluice_sim::replay::write_failure;
 use sluice_sim::scenario::Scenario;
@@ -47,6 +48,28 @@ fn a_replay_file_reproduces_its_failure_with_the_same_trace_hash() {
     assert_eq!(status, 1, "{stdout}{stderr}");
     assert!(stdout.contains("the trace differs, as expected: the file was edited after it was recorded"), "{stdout}");
     assert!(!stdout.contains("determinism bug"), "{stdout}");
+}
+
+#[test]
+fn a_replay_file_of_a_batch_failure_keeps_the_checkpoints_it_was_drawn_with_and_loads() {
+    let mut scenario = load("scenarios/canary/wordcount-expects-no-restart.yaml");
+    scenario.modes = vec![ExecutionMode::Streaming, ExecutionMode::Batch];
+    scenario.checkpoints = Some(sluice_engine::checkpoint::CheckpointConfig::every(Duration::from_millis(50)));
+    let mut result = run_seed(&scenario, 1, &scenario.modes, DeterminismCheck::Off);
+    result.runs.retain(|(report, _)| report.mode == ExecutionMode::Batch);
+    assert_eq!(result.outcome(), SeedOutcome::Failed);
+    let temporary = scratch("batch-replay");
+    let path = write_failure(temporary.path(), &scenario, &result).unwrap();
+    let replay = Scenario::load(&path).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(
+        (replay.modes.as_slice(), replay.checkpoints),
+        ([ExecutionMode::Batch].as_slice(), scenario.checkpoints)
+    );
+    let mut edited = replay.clone();
+    edited.replay = None;
+    let text = edited.to_yaml();
+    let error = Scenario::parse("edited.yaml", &text).unwrap_err().to_string();
+    assert!(error.contains("only streaming mode checkpoints"), "a scenario of its own still may not: {error}");
 }
 
 fn harmless(index: usize) -> FaultKind {
