@@ -294,6 +294,12 @@ impl<T: Record> DataStream<T> {
         self.with_partitioner(Partitioner::Rebalance)
     }
 
+    /// Sends the next edge's elements to the consumer subtask of the same index (Flink's
+    /// `forward`); the consumer must run as many subtasks, or the plan is refused.
+    pub fn forward(&self) -> DataStream<T> {
+        self.with_partitioner(Partitioner::Forward)
+    }
+
     /// Distributes the next edge round robin over a local group of consumer subtasks (POINTWISE).
     pub fn rescale(&self) -> DataStream<T> {
         self.with_partitioner(Partitioner::Rescale)

@@ -161,6 +161,22 @@ mod tests {
     }
 
     #[test]
+    fn an_explicit_forward_edge_keeps_the_chain_and_refuses_a_parallelism_change() {
+        let graph = plan(ExecutionMode::Streaming, |env| {
+            env.from_source(LogSource::<u64>::new("numbers")).forward().map(|value| value + 1).sink_to(sink());
+        });
+        assert_eq!(graph.vertices.len(), 1, "{:?}", graph.vertices);
+        let env = StreamEnv::new("test", JobConfig::new(ExecutionMode::Streaming, 2));
+        env.from_source(LogSource::<u64>::new("numbers"))
+            .forward()
+            .map(|value| value + 1)
+            .set_parallelism(3)
+            .sink_to(sink());
+        let error = env.into_stream_graph().err().expect("a plan error");
+        assert!(error.contains("forward edge") && error.contains("2 -> 3"), "{error}");
+    }
+
+    #[test]
     fn a_parallelism_change_rebalances_and_breaks_the_chain() {
         let graph = plan(ExecutionMode::Batch, |env| {
             env.from_source(LogSource::<u64>::new("numbers")).map(|value| value * 2).set_parallelism(3).sink_to(sink());

@@ -20,6 +20,9 @@ use crate::graph::JobGraph;
 /// The longest text parameter: parameters travel with every submission.
 pub const MAX_TEXT_PARAM_BYTES: usize = 1024;
 
+/// A job's check of a text parameter: `Err` says what is wrong with the text.
+pub type TextCheck = fn(&str) -> Result<(), String>;
+
 /// What values a parameter takes, and its default.
 #[derive(Clone, Copy, Debug)]
 pub enum ParamKind {
@@ -36,6 +39,9 @@ pub enum ParamKind {
     Text {
         /// The value when a scenario does not set it.
         default: &'static str,
+        /// What the job accepts, if it says: an error says what is wrong with the text (a program
+        /// a job interprets, say), and `resolve_params` reports it as the parameter's error.
+        check: Option<TextCheck>,
     },
     /// A duration written like `200ms` or `2s`, in `min..=max`.
     Duration {
@@ -98,7 +104,17 @@ impl ParamSpec {
 
     /// A text parameter.
     pub const fn text(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
-        ParamSpec { name, kind: ParamKind::Text { default }, doc }
+        ParamSpec { name, kind: ParamKind::Text { default, check: None }, doc }
+    }
+
+    /// A text parameter that only takes what `check` accepts.
+    pub const fn checked_text(
+        name: &'static str,
+        default: &'static str,
+        check: TextCheck,
+        doc: &'static str,
+    ) -> ParamSpec {
+        ParamSpec { name, kind: ParamKind::Text { default, check: Some(check) }, doc }
     }
 
     /// A duration parameter in `min..=max`.
@@ -116,7 +132,7 @@ impl ParamSpec {
     pub fn default_value(&self) -> ParamValue {
         match self.kind {
             ParamKind::Int { default, .. } => ParamValue::Int(default),
-            ParamKind::Text { default } => ParamValue::Text(default.to_string()),
+            ParamKind::Text { default, .. } => ParamValue::Text(default.to_string()),
             ParamKind::Duration { default, .. } => ParamValue::Text(format_duration(default)),
         }
     }
@@ -139,8 +155,11 @@ impl ParamSpec {
             (ParamKind::Text { .. }, ParamValue::Text(text)) if text.len() > MAX_TEXT_PARAM_BYTES => {
                 Err(format!("parameter `{name}` is {} bytes long; the most is {MAX_TEXT_PARAM_BYTES}", text.len()))
             }
-            (ParamKind::Text { .. }, ParamValue::Text(_)) => Ok(value.clone()),
-            (ParamKind::Text { .. }, ParamValue::Int(number)) => Ok(ParamValue::Text(number.to_string())),
+            (ParamKind::Text { check, .. }, ParamValue::Text(text)) => match check.map(|check| check(text)) {
+                Some(Err(error)) => Err(format!("parameter `{name}`: {error}")),
+                _ => Ok(value.clone()),
+            },
+            (ParamKind::Text { .. }, ParamValue::Int(number)) => self.check(&ParamValue::Text(number.to_string())),
             (ParamKind::Duration { min, max, .. }, ParamValue::Text(text)) => {
                 let duration = parse_duration(text).map_err(|error| format!("parameter `{name}`: {error}"))?;
                 if (min..=max).contains(&duration) {
@@ -335,6 +354,7 @@ mod tests {
     const PARAMS: &[ParamSpec] = &[
         ParamSpec::int("copies", 1, 1, 3, "sinks"),
         ParamSpec::text("label", "none", "a label"),
+        ParamSpec::checked_text("shape", "round", shape, "a shape"),
         ParamSpec::duration(
             "pause",
             Duration::from_millis(200),
@@ -343,6 +363,13 @@ mod tests {
             "a pause",
         ),
     ];
+
+    fn shape(text: &str) -> Result<(), String> {
+        match text {
+            "round" | "square" => Ok(()),
+            _ => Err(format!("`{text}` is no shape: round or square")),
+        }
+    }
 
     fn copies(env: &StreamEnv, params: &JobParams) {
         let numbers = env.from_source(LogSource::<u64>::new("numbers"));
@@ -398,5 +425,8 @@ mod tests {
         assert_eq!(COPIES.resolve_params(&given("label", 7)).unwrap().text("label"), "7");
         let long = COPIES.resolve_params(&given("label", ParamValue::Text("x".repeat(2000)))).unwrap_err();
         assert!(long.contains("2000 bytes long"), "{long}");
+        assert_eq!(COPIES.resolve_params(&given("shape", "square")).unwrap().text("shape"), "square");
+        let odd = COPIES.resolve_params(&given("shape", 3)).unwrap_err();
+        assert_eq!(odd, "parameter `shape`: `3` is no shape: round or square");
     }
 }
