@@ -13,6 +13,7 @@
 //! plan is a pure function of (name, parameters, configuration).
 
 pub mod alerts;
+pub mod generated;
 mod tpcds;
 pub mod windowed;
 pub mod wordcount;
@@ -144,7 +145,14 @@ impl fmt::Debug for SimJob {
 
 /// The built-in jobs.
 pub fn jobs() -> &'static [SimJob] {
-    &[wordcount::WORDCOUNT, wordcount::WORDCOUNT_FILES, tpcds::TPCDS, windowed::WINDOWED, alerts::ALERTS]
+    &[
+        wordcount::WORDCOUNT,
+        wordcount::WORDCOUNT_FILES,
+        tpcds::TPCDS,
+        windowed::WINDOWED,
+        alerts::ALERTS,
+        generated::GENERATED,
+    ]
 }
 
 /// A job by name.
@@ -197,6 +205,6 @@ mod tests {
         let params = job.resolve_params(&BTreeMap::new()).unwrap();
         assert_eq!(params.0.len(), job.definition.params.len());
         let registered: Vec<&str> = registry().jobs().map(|job| job.name).collect();
-        assert_eq!(registered, ["alerts", "tpcds", "windowed", "wordcount", "wordcount-files"]);
+        assert_eq!(registered, ["alerts", "generated", "tpcds", "windowed", "wordcount", "wordcount-files"]);
     }
 }

@@ -75,6 +75,12 @@ fn tree<S: Strategy>(strategy: &S, seed: u64) -> S::Tree {
         .unwrap_or_else(|reason| panic!("internal: the strategy cannot draw a case: {reason}"))
 }
 
+/// The value of the case with seed `seed`: what [`check`] runs for it (for tests of a
+/// property's generator).
+pub fn draw<S: Strategy>(strategy: &S, seed: u64) -> S::Value {
+    tree(strategy, seed).current()
+}
+
 /// Runs a property over its cases ([`case_seeds`]); see the module doc. `test` gets each case's
 /// value and seed.
 pub fn check<S>(property: &str, strategy: S, test: impl Fn(&S::Value, u64) -> CaseResult)

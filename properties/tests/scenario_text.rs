@@ -20,6 +20,7 @@ const SCENARIOS: &[&str] = &[
     include_str!("../../scenarios/windowed-failover.yaml"),
     include_str!("../../scenarios/alerts-checkpoints.yaml"),
     include_str!("../../scenarios/tpcds-jm-tm-crash.yaml"),
+    include_str!("../../scenarios/generated-chaos.yaml"),
 ];
 
 const TOKENS: &[&str] = &[

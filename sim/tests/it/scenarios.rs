@@ -124,6 +124,16 @@ fn a_keyed_process_function_with_state_and_timers_commits_the_same_alerts_in_bot
     random_fault_scenario("scenarios/alerts-checkpoints.yaml");
 }
 
+/// A program of the `generated` job, every operator kind in one graph, judged against the job's
+/// reference interpreter.
+#[test]
+fn a_generated_program_of_every_operator_kind_survives_random_faults() {
+    let scenario = load("scenarios/generated-chaos.yaml");
+    assert_eq!(scenario.job, "generated");
+    assert!(scenario.seeds.end - scenario.seeds.start >= 200, "the suite runs at least 200 seeds per catalog job");
+    random_fault_scenario("scenarios/generated-chaos.yaml");
+}
+
 #[test]
 fn wordcount_over_files_in_line_aligned_splits_survives_faults_exactly_once() {
     random_fault_scenario("scenarios/wordcount-files.yaml");
