@@ -136,10 +136,10 @@ fn build_chain(
             vertex.max_parallelism,
             execution.vertex.subtask,
         );
-        let selector = match descriptor.spec.mode {
-            ExecutionMode::Batch => selector.choosing_by_content(),
-            ExecutionMode::Streaming => selector,
-        };
+        // A task that commits at its own end of input (batch, or streaming without
+        // checkpoints) keeps its committed output across a re-run of its producers, so they
+        // must send it the same records again: choose by content, not by arrival order.
+        let selector = if descriptor.checkpointing { selector } else { selector.choosing_by_content() };
         let element_type = stream_graph.node(edge.source_node).output_type.clone();
         writers_of.entry(position[&edge.source_node]).or_default().push(writers.len());
         writers.push(RecordWriter::new(
