@@ -20,9 +20,10 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 
 use crate::cover::{self, Mark};
+use crate::prng::Ratio;
 
 macro_rules! points {
-    ($($(#[doc = $doc:literal])+ $point:ident => $name:literal, $mark:ident,)+) => {
+    ($($(#[doc = $doc:literal])+ $point:ident => $name:literal, $mark:ident, $num:literal in $den:literal,)+) => {
         /// A named fault point inside the engine; see the module doc.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         #[serde(rename_all = "kebab-case")]
@@ -47,6 +48,14 @@ macro_rules! points {
                     $(FaultPoint::$point => Mark::$mark,)+
                 }
             }
+
+            /// How often an enabled point fires when asked: rarer for a point asked on every
+            /// call or timer than for one asked once per task.
+            pub fn odds(self) -> Ratio {
+                match self {
+                    $(FaultPoint::$point => Ratio::new($num, $den),)+
+                }
+            }
         }
     };
 }
@@ -54,16 +63,33 @@ macro_rules! points {
 points! {
     /// A batch task's input sorter gets a 4 KiB budget instead of its 32 MiB, so it spills runs
     /// to disk and merges them.
-    InputSortSpillsEarly => "input-sort-spills-early", BuggifyInputSortSpillsEarly,
+    InputSortSpillsEarly => "input-sort-spills-early", BuggifyInputSortSpillsEarly, 1 in 4,
     /// A blocking partition's sort buffer holds 1 KiB, so it spills a region per buffer or two.
-    SortBufferShrunk => "sort-buffer-shrunk", BuggifySortBufferShrunk,
+    SortBufferShrunk => "sort-buffer-shrunk", BuggifySortBufferShrunk, 1 in 4,
     /// An input channel grants one credit instead of the job's, so its producer waits on every
     /// buffer.
-    CreditsShrunk => "credits-shrunk", BuggifyCreditsShrunk,
+    CreditsShrunk => "credits-shrunk", BuggifyCreditsShrunk, 1 in 4,
     /// A TaskManager that lost its JobMaster goes on running its tasks for twice the JobMaster
     /// timeout before it cancels them (a cancel that hangs), so an older attempt's tasks still
     /// talk to the JobMaster and the stores while a newer attempt runs.
-    SlowCancel => "slow-cancel", BuggifySlowCancel,
+    SlowCancel => "slow-cancel", BuggifySlowCancel, 1 in 4,
+    /// An RPC was served, but its answer reaches the caller only after the caller's timeout:
+    /// the caller sees a timeout for a request that took effect, and must retry idempotently.
+    RpcReplyLate => "rpc-reply-late", BuggifyRpcReplyLate, 1 in 128,
+    /// A request is held back 20 ms before it is sent, so requests sent after it from the same
+    /// process (by other tasks) overtake it, as a network may reorder them.
+    RequestHeldBack => "request-held-back", BuggifyRequestHeldBack, 1 in 32,
+    /// A disk's sync fails: the bytes written stay pending (a crash would lose them), and the
+    /// writer gets an error.
+    SyncFails => "sync-fails", BuggifySyncFails, 1 in 16,
+    /// The JobMaster records a TaskManager's heartbeat but answers it a second late, after the
+    /// TaskManager's call timed out.
+    HeartbeatAnsweredLate => "heartbeat-answered-late", BuggifyHeartbeatAnsweredLate, 1 in 8,
+    /// A timer fires late: a sleep lasts up to half as long again (at most 250 ms more).
+    TimerLate => "timer-late", BuggifyTimerLate, 1 in 64,
+    /// The durable store applied an append, but its reply was lost: the client retries the
+    /// append at the same offset, which the store must recognize as already applied.
+    DurableAppendReplyLost => "durable-append-reply-lost", BuggifyDurableAppendReplyLost, 1 in 8,
 }
 
 impl fmt::Display for FaultPoint {

@@ -82,6 +82,9 @@ marks! {
     SortBufferSpilled => "sort-buffer-spilled",
     /// A batch task's input sort exceeded its memory and spilled a run to disk.
     InputSortSpilled => "input-sort-spilled",
+    /// The durable store found a retried append already applied (the reply to its first try
+    /// was lost) and answered it without applying it again.
+    RetriedAppendFoundApplied => "retried-append-found-applied",
     /// The restart strategy gave up: the job failed.
     RestartStrategyGaveUp => "restart-strategy-gave-up",
     /// The fault point `input-sort-spills-early` fired (see [`crate::buggify`]).
@@ -92,6 +95,18 @@ marks! {
     BuggifyCreditsShrunk => "buggify-credits-shrunk",
     /// The fault point `slow-cancel` fired.
     BuggifySlowCancel => "buggify-slow-cancel",
+    /// The fault point `rpc-reply-late` fired.
+    BuggifyRpcReplyLate => "buggify-rpc-reply-late",
+    /// The fault point `request-held-back` fired.
+    BuggifyRequestHeldBack => "buggify-request-held-back",
+    /// The fault point `sync-fails` fired.
+    BuggifySyncFails => "buggify-sync-fails",
+    /// The fault point `heartbeat-answered-late` fired.
+    BuggifyHeartbeatAnsweredLate => "buggify-heartbeat-answered-late",
+    /// The fault point `timer-late` fired.
+    BuggifyTimerLate => "buggify-timer-late",
+    /// The fault point `durable-append-reply-lost` fired.
+    BuggifyDurableAppendReplyLost => "buggify-durable-append-reply-lost",
 }
 
 impl fmt::Display for Mark {

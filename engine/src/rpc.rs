@@ -86,6 +86,9 @@ pub async fn bind(address: SocketAddr) -> io::Result<Endpoint> {
     Endpoint::bind(address).await
 }
 
+/// How long the fault point `request-held-back` holds a request before sending it.
+const HELD_BACK: Duration = Duration::from_millis(20);
+
 /// A bound endpoint that makes calls.
 #[derive(Clone)]
 pub struct RpcClient {
@@ -111,13 +114,25 @@ impl RpcClient {
     }
 
     /// Sends `request` and waits at most `timeout` for the response.
+    ///
+    /// Fault points: `request-held-back` delays the send so that later requests overtake it;
+    /// `rpc-reply-late` lets a served request's answer arrive after the caller gave up, which
+    /// the caller sees as a timeout after waiting its whole `timeout`.
     pub async fn call<R: Request>(
         &self,
         peer: SocketAddr,
         request: R,
         timeout: Duration,
     ) -> Result<R::Response, RpcError> {
+        if crate::buggify!(RequestHeldBack) {
+            crate::rt::time::sleep(HELD_BACK).await;
+        }
+        let started = crate::rt::time::Instant::now();
         match self.endpoint.call_timeout(peer, request, timeout).await {
+            Ok(_) if crate::buggify!(RpcReplyLate) => {
+                crate::rt::time::sleep(timeout.saturating_sub(started.elapsed())).await;
+                Err(RpcError::Timeout { peer, request: short_type_name::<R>() })
+            }
             Ok(response) => Ok(response),
             Err(error) if error.kind() == io::ErrorKind::TimedOut => {
                 Err(RpcError::Timeout { peer, request: short_type_name::<R>() })

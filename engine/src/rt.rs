@@ -12,7 +12,19 @@
 
 /// Time: a monotonic [`time::Instant`], [`time::sleep`] and [`time::timeout`] (simulated or real).
 pub mod time {
-    pub use madsim::time::{Instant, sleep, timeout};
+    use std::time::Duration;
+
+    pub use madsim::time::{Instant, timeout};
+
+    /// The most the fault point `timer-late` adds to a sleep.
+    const MOST_LATE: Duration = Duration::from_millis(250);
+
+    /// Waits `duration`. The fault point `timer-late` makes the timer fire late: the sleep lasts
+    /// half as long again, at most 250 ms more (a loaded machine's timers do).
+    pub async fn sleep(duration: Duration) {
+        let late = if crate::buggify!(TimerLate) { (duration / 2).min(MOST_LATE) } else { Duration::ZERO };
+        madsim::time::sleep(duration + late).await
+    }
 }
 
 /// Tasks: [`task::spawn`] onto the current runtime (the current simulated node, or tokio).

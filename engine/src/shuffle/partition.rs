@@ -270,7 +270,10 @@ impl ResultPartitionManager {
                     return Err(PartitionRequestError::NotFound);
                 }
                 Err(
-                    StorageError::Unavailable(_) | StorageError::AlreadyExists(_) | StorageError::LengthChanged { .. },
+                    StorageError::Unavailable(_)
+                    | StorageError::AlreadyExists(_)
+                    | StorageError::SyncFailed(_)
+                    | StorageError::LengthChanged { .. },
                 ) => {
                     return Err(PartitionRequestError::NotFound);
                 }

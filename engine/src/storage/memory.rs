@@ -191,6 +191,30 @@ mod tests {
         assert_eq!(now(disk.length("b")), Err(StorageError::NotFound("b".to_string())));
     }
 
+    struct Always(crate::buggify::FaultPoint);
+
+    impl crate::buggify::FaultPolicy for Always {
+        fn fires(&self, point: crate::buggify::FaultPoint) -> bool {
+            point == self.0
+        }
+    }
+
+    #[test]
+    fn a_failed_sync_says_so_and_leaves_the_bytes_pending() {
+        let disk = MemoryStorage::new();
+        now(disk.append("a", b"durable")).unwrap();
+        now(disk.sync("a")).unwrap();
+        now(disk.append("a", b"-pending")).unwrap();
+        {
+            let _installed = crate::buggify::install(std::rc::Rc::new(Always(crate::buggify::FaultPoint::SyncFails)));
+            assert_eq!(now(disk.sync("a")), Err(StorageError::SyncFailed("a".to_string())));
+            assert_eq!(now(disk.sync("none")), Err(StorageError::NotFound("none".to_string())), "still NotFound");
+        }
+        disk.crash();
+        assert_eq!(now(disk.read("a", 0, 7)).unwrap(), b"durable");
+        assert_eq!(now(disk.length("a")).unwrap(), 7, "the bytes of the failed sync were pending");
+    }
+
     #[test]
     fn an_append_at_a_known_length_refuses_a_file_lost_while_being_written() {
         let disk = MemoryStorage::new();

@@ -42,6 +42,9 @@ pub enum StorageError {
     Unavailable(String),
     /// A rename's target exists already.
     AlreadyExists(String),
+    /// Syncing the file failed: its bytes written since the last sync stay pending, and a crash
+    /// may lose them.
+    SyncFailed(String),
     /// A file does not hold what its writer wrote to it: lost or cut while being written.
     LengthChanged {
         /// The file.
@@ -60,6 +63,7 @@ impl fmt::Display for StorageError {
             StorageError::OutOfRange { path, length } => write!(f, "read beyond the end of `{path}` ({length} bytes)"),
             StorageError::Unavailable(detail) => write!(f, "storage unavailable: {detail}"),
             StorageError::AlreadyExists(path) => write!(f, "`{path}` exists already"),
+            StorageError::SyncFailed(path) => write!(f, "syncing `{path}` failed: its newest bytes are not durable"),
             StorageError::LengthChanged { path, expected, length } => {
                 write!(
                     f,
@@ -117,8 +121,15 @@ impl<T: ImmediateStorage> Storage for T {
         Box::pin(std::future::ready(self.append_now(path, bytes)))
     }
 
+    /// The fault point `sync-fails` makes a sync of a file that exists fail: its bytes stay
+    /// pending.
     fn sync<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), StorageError>> {
-        Box::pin(std::future::ready(self.sync_now(path)))
+        let synced = if crate::buggify!(SyncFails) && self.length_now(path).is_ok() {
+            Err(StorageError::SyncFailed(path.to_string()))
+        } else {
+            self.sync_now(path)
+        };
+        Box::pin(std::future::ready(synced))
     }
 
     fn read<'a>(&'a self, path: &'a str, offset: u64, length: u64) -> BoxFuture<'a, Result<Vec<u8>, StorageError>> {

@@ -116,6 +116,13 @@ impl RemoteStorage {
                     last = detail;
                     crate::rt::time::sleep(CALL_TIMEOUT).await;
                 }
+                // The fault point: the store applied the append, and its reply was lost.
+                Ok(Ok(_))
+                    if matches!(operation, StorageOperation::Append { .. })
+                        && crate::buggify!(DurableAppendReplyLost) =>
+                {
+                    last = "the reply to an applied append was lost".to_string();
+                }
                 Ok(answer) => return answer,
                 Err(error @ RpcError::Timeout { .. }) => last = error.to_string(),
                 Err(error) => return Err(StorageError::Unavailable(error.to_string())),
@@ -205,6 +212,8 @@ pub async fn apply(storage: &dyn Storage, operation: StorageOperation) -> Result
                 || storage.read(&path, offset, bytes.len() as u64).await? != bytes
             {
                 return Err(StorageError::OutOfRange { path, length });
+            } else {
+                crate::cover!(RetriedAppendFoundApplied);
             }
             Ok(StorageAnswer::Done)
         }

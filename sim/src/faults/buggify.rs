@@ -1,7 +1,8 @@
 //! The engine's fault points under simulation: with `buggify: true` a scenario's seed first
 //! enables each [`FaultPoint`] with probability one half (swarm testing: each seed explores a
 //! different combination, and one point's noise does not drown another's), then every time an
-//! enabled point is asked it fires with probability one quarter. Both draws come from streams
+//! enabled point is asked it fires with the point's own odds ([`FaultPoint::odds`]: one in four
+//! for a point asked once per task, far rarer for one asked on every call or timer). Both draws come from streams
 //! forked from the seed for this purpose, so a seed replays the same points firing at the same
 //! steps, and the seed's other streams (faults, workload) are unchanged.
 
@@ -32,7 +33,7 @@ impl SwarmPolicy {
 
 impl FaultPolicy for SwarmPolicy {
     fn fires(&self, point: FaultPoint) -> bool {
-        self.enabled.contains(&point) && self.draws.borrow_mut().chance(Ratio::new(1, 4))
+        self.enabled.contains(&point) && self.draws.borrow_mut().chance(point.odds())
     }
 }
 
@@ -54,9 +55,14 @@ mod tests {
         assert_eq!(firings(7), firings(7), "a seed replays");
         let policy = SwarmPolicy::for_seed(7);
         for point in FaultPoint::ALL {
-            let fired = (0..400).filter(|_| policy.fires(*point)).count();
+            let fired = (0..25_600).filter(|_| policy.fires(*point)).count() as u64;
             if policy.enabled().contains(point) {
-                assert!((50..150).contains(&fired), "{point} fires about a quarter of the time: {fired} of 400");
+                let odds = point.odds();
+                let expected = 25_600 * odds.numerator / odds.denominator;
+                assert!(
+                    (expected / 2..expected * 3 / 2).contains(&fired),
+                    "{point} fires at its odds {odds:?}: {fired} of 25600, about {expected} expected"
+                );
             } else {
                 assert_eq!(fired, 0, "{point} is not enabled");
             }

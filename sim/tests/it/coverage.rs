@@ -39,14 +39,21 @@ const SUITE: &[(&str, Range<u64>, &[Mark])] = &[
     ("scenarios/tpcds.yaml", 1..2, &[Mark::SortBufferSpilled]),
     (
         "scenarios/wordcount-buggify.yaml",
-        6..8,
+        5..8,
         &[
             Mark::ZombieWriterFenced,
             Mark::InputSortSpilled,
+            Mark::RetriedAppendFoundApplied,
             Mark::BuggifyInputSortSpillsEarly,
             Mark::BuggifySortBufferShrunk,
             Mark::BuggifyCreditsShrunk,
             Mark::BuggifySlowCancel,
+            Mark::BuggifyRpcReplyLate,
+            Mark::BuggifyRequestHeldBack,
+            Mark::BuggifySyncFails,
+            Mark::BuggifyHeartbeatAnsweredLate,
+            Mark::BuggifyTimerLate,
+            Mark::BuggifyDurableAppendReplyLost,
         ],
     ),
 ];

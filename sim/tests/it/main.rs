@@ -13,6 +13,7 @@ mod determinism;
 mod equivalence;
 mod event_time;
 mod failover;
+mod fault_points;
 mod harness;
 mod invalid;
 mod plans;

@@ -93,6 +93,9 @@ pub struct JobMasterConfig {
 
 const TICK: Duration = Duration::from_millis(20);
 const CONTROL_TIMEOUT: Duration = Duration::from_millis(500);
+/// How late the fault point `heartbeat-answered-late` answers a heartbeat: past the
+/// TaskManager's call timeout.
+const HEARTBEAT_ANSWER_LATE: Duration = Duration::from_secs(1);
 
 /// What the JobMaster's actor reacts to.
 enum Event {
@@ -298,7 +301,13 @@ fn serve_events(endpoint: &Endpoint, events: &mpsc::UnboundedSender<Event>, regi
             }
             _ => false,
         };
-        async move { known }
+        let late = crate::buggify!(HeartbeatAnsweredLate);
+        async move {
+            if late {
+                crate::rt::time::sleep(HEARTBEAT_ANSWER_LATE).await;
+            }
+            known
+        }
     });
     // Answered once the actor registered it: a TaskManager heartbeats only after that.
     serve(endpoint, forward(events, |request: RegisterTaskManager, reply| Event::Register(request, reply)));
