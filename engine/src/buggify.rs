@@ -81,7 +81,7 @@ points! {
     RequestHeldBack => "request-held-back", BuggifyRequestHeldBack, 1 in 32,
     /// A disk's sync fails: the bytes written stay pending (a crash would lose them), and the
     /// writer gets an error.
-    SyncFails => "sync-fails", BuggifySyncFails, 1 in 16,
+    SyncFails => "sync-fails", BuggifySyncFails, 1 in 256,
     /// The JobMaster records a TaskManager's heartbeat but answers it a second late, after the
     /// TaskManager's call timed out.
     HeartbeatAnsweredLate => "heartbeat-answered-late", BuggifyHeartbeatAnsweredLate, 1 in 8,

@@ -311,26 +311,41 @@ fn run_case(case: &Case, seed: u64) -> CaseResult {
     let mut failures: Vec<String> =
         result.failures().iter().map(|(mode, failure)| format!("{mode:?}: {failure}")).collect();
     let mut failed = (scenario, result);
+    let mut disagreed = None;
     if failures.is_empty() {
         let alone = case_scenario(case, &program, elements, 1, (exchange + 1) % EXCHANGE_MODES.len());
         let result = run_seed(&alone, seed, &[ExecutionMode::Batch], DeterminismCheck::Off);
-        let agreement = match &result.runs[0] {
-            (single, Verdict::Pass) => modes_agree(&failed.1.runs[1].0, single)
+        // Only two runs that both finished can agree; a run the faults made unrecoverable
+        // commits nothing and was judged as such.
+        let agreement = match (&failed.1.runs[1], &result.runs[0]) {
+            ((batch, Verdict::Pass), (single, Verdict::Pass)) => modes_agree(batch, single)
                 .err()
                 .map(|failure| format!("parallelism {parallelism} and 1 differ: {failure}")),
             _ => None,
         };
         failures
             .extend(result.failures().iter().map(|(mode, failure)| format!("{mode:?} at parallelism 1: {failure}")));
+        if agreement.is_some() {
+            disagreed = Some(format!(
+                "\nboth runs passed their own checks; the two scenarios (batch of each):\n{}\n---\n{}",
+                failed.0.to_yaml(),
+                alone.to_yaml()
+            ));
+        }
         failures.extend(agreement);
         failed = (alone, result);
     }
     if failures.is_empty() {
         return CaseResult::Pass;
     }
+    let message = format!("program `{program}`: {}{}", failures.join("; "), disagreed.unwrap_or_default());
+    if failed.1.failures().is_empty() {
+        // Only the two shapes disagree: no one seed failed, so there is no replay file to write.
+        return CaseResult::Fail { message, replay_file: None };
+    }
     let directory = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../failures");
     let replay_file = write_failure(&directory, &failed.0, &failed.1).ok().map(|path| path.display().to_string());
-    CaseResult::Fail { message: format!("program `{program}`: {}", failures.join("; ")), replay_file }
+    CaseResult::Fail { message, replay_file }
 }
 
 #[test]
