@@ -75,6 +75,9 @@ pub enum TraceEvent {
         parallelism: u32,
         /// The bytes its inputs produced.
         input_bytes: u64,
+        /// The subpartition range each subtask reads, as `(start, end)`.
+        #[serde(default)]
+        ranges: Vec<(u32, u32)>,
     },
     /// A pipelined region got its slots and was deployed.
     RegionScheduled {
@@ -202,6 +205,12 @@ pub enum TraceEvent {
         subtasks: Vec<String>,
         /// How many of them had finished: their work is done again.
         finished: u32,
+        /// The subtasks the failure named, as `v1[0]` (the decision's input, with `lost`).
+        #[serde(default)]
+        failed: Vec<String>,
+        /// The partitions the failure found lost, as `ds3.p1@a0`.
+        #[serde(default)]
+        lost: Vec<String>,
     },
     /// A restarted JobMaster decided which finished subtasks of its log to keep: those whose
     /// partitions still needed survive; the others run again.
@@ -212,6 +221,10 @@ pub enum TraceEvent {
         kept: Vec<String>,
         /// Finished subtasks that run again.
         rerun: Vec<String>,
+        /// The finished subtasks' partitions that were not held where they were written (the
+        /// decision's input with the log's finished subtasks), as `ds3.p1@a0`.
+        #[serde(default)]
+        lost: Vec<String>,
     },
     /// A TaskManager lost its JobMaster and cancelled its running tasks.
     JobMasterLost {
@@ -382,7 +395,7 @@ impl fmt::Display for TraceEvent {
                 write!(f, "submission of {job_id} acknowledged: fault times count from here")
             }
             TraceEvent::JobRecovered { job_id, attempt } => write!(f, "job {job_id} recovered as a{attempt}"),
-            TraceEvent::ParallelismDecided { attempt, vertex, parallelism, input_bytes } => {
+            TraceEvent::ParallelismDecided { attempt, vertex, parallelism, input_bytes, .. } => {
                 write!(f, "a{attempt} v{vertex} parallelism decided: {parallelism} for {input_bytes} input bytes")
             }
             TraceEvent::RegionScheduled { attempt, region, slots } => {
@@ -420,7 +433,7 @@ impl fmt::Display for TraceEvent {
             TraceEvent::JobRestarting { attempt, delay_ms, cause, .. } => {
                 write!(f, "restart as a{attempt} in {delay_ms} ms: {cause}")
             }
-            TraceEvent::RegionsRestarting { attempt, delay_ms, cause, regions, subtasks, finished } => {
+            TraceEvent::RegionsRestarting { attempt, delay_ms, cause, regions, subtasks, finished, .. } => {
                 let plural = if *regions == 1 { "" } else { "s" };
                 write!(
                     f,
@@ -428,7 +441,7 @@ impl fmt::Display for TraceEvent {
                     subtasks.join(" ")
                 )
             }
-            TraceEvent::FinishedWorkReconciled { attempt, kept, rerun } => {
+            TraceEvent::FinishedWorkReconciled { attempt, kept, rerun, .. } => {
                 write!(f, "a{attempt} keeps {} finished subtasks, re-runs {}", kept.len(), rerun.len())?;
                 if !rerun.is_empty() {
                     write!(f, " ({})", rerun.join(" "))?;

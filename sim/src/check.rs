@@ -36,6 +36,7 @@ use sluice_engine::connectors::txn_store::{txn_checkpoint, txn_table};
 use sluice_engine::connectors::{Row, SinkKind};
 
 use sluice_engine::duration::format_duration;
+use sluice_engine::failover::FailoverStrategy;
 use sluice_engine::trace::TraceEvent;
 
 use crate::external::txn_store::{CommittedView, TableView};
@@ -342,6 +343,9 @@ pub fn judge(report: &RunReport, scenario: &Scenario) -> Verdict {
     if let Err(failure) = commits_stay(&report.trace, &report.committed) {
         failures.push(failure);
     }
+    if let Err(failure) = restarts_follow_the_failover_rules(report) {
+        failures.push(failure);
+    }
     if let Some(late) = &scenario.job().late
         && let Err(failure) = late_data(report, late)
     {
@@ -426,7 +430,24 @@ pub fn check_run(report: &RunReport) -> Vec<CheckFailure> {
     if let Err(failure) = nothing_left_open(report.open_transactions.as_deref()) {
         failures.push(failure);
     }
+    if let Err(failure) = restarts_follow_the_failover_rules(report) {
+        failures.push(failure);
+    }
     failures
+}
+
+/// Every region restart of the run re-ran exactly the subtasks the failover rules say (see
+/// [`crate::failover_sets`]), against the job's plan in the run's mode; `Ok` says how many
+/// restarts were checked.
+pub fn restarts_follow_the_failover_rules(report: &RunReport) -> Result<usize, CheckFailure> {
+    let scenario = &report.source;
+    let spec = scenario.job_spec(report.mode);
+    let region = spec.failover_strategy == FailoverStrategy::Region && spec.checkpointing().is_none();
+    let plan = scenario.job().plan(&scenario.job_params(), spec.config()).map_err(|error| CheckFailure {
+        check: "failover-sets",
+        detail: format!("internal: the job planned when it ran, and now does not: {error}"),
+    })?;
+    crate::failover_sets::failover_sets(&report.trace, std::sync::Arc::new(plan), region)
 }
 
 /// A finished job leaves nothing open in the transactional store: every transaction any attempt

@@ -33,6 +33,7 @@ pub mod compare;
 pub mod cost;
 pub mod coverage;
 pub mod external;
+pub mod failover_sets;
 pub mod faults;
 pub mod harness_crash;
 pub mod output;

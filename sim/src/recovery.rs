@@ -226,6 +226,8 @@ mod tests {
                 regions: 2,
                 subtasks: vec!["v0[0]".to_string(), "v1[0]".to_string()],
                 finished: 1,
+                failed: vec![],
+                lost: vec![],
             },
         ));
         trace.push(scheduled(30, 1, 0));

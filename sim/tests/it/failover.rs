@@ -17,6 +17,7 @@ use std::collections::BTreeSet;
 use sluice_engine::failover::FailoverStrategy;
 use sluice_engine::graph::{ExchangeMode, ExecutionMode};
 use sluice_engine::trace::{TraceEvent, parse_subtask};
+use sluice_sim::check::restarts_follow_the_failover_rules;
 use sluice_sim::compare::Variant;
 use sluice_sim::recovery::recovery_metrics;
 use sluice_sim::runner::{RunReport, run};
@@ -114,6 +115,86 @@ fn a_task_manager_crash_in_a_multi_region_batch_job_re_runs_only_the_expected_re
     settings.set_snapshot_path("../../../snapshots");
     settings.set_prepend_module_to_snapshot(false);
     settings.bind(|| insta::assert_snapshot!("failover-tpcds-tm-crash-regions", restarted.join("\n")));
+}
+
+/// The failover-set oracle, which every run's checks include, judges each region restart on
+/// its own: shown here on real traces with the restart's set edited as a buggy JobMaster would
+/// have written it (the committed output of such a run can still be right).
+#[test]
+fn the_failover_set_oracle_reports_a_restart_that_re_ran_too_little_or_too_much() {
+    for report in batch_runs("scenarios/tpcds-tm-crash-regions.yaml") {
+        let judge = |trace: Vec<sluice_sim::trace::TraceRecord>| {
+            restarts_follow_the_failover_rules(&RunReport { trace, ..report.clone() })
+        };
+        assert_eq!(judge(report.trace.clone()), Ok(1), "{}: the one region restart was checked", context(&report));
+        let at = report
+            .trace
+            .iter()
+            .position(|record| matches!(record.event, TraceEvent::RegionsRestarting { .. }))
+            .expect("a region restart");
+        let TraceEvent::RegionsRestarting { subtasks, failed, .. } = &report.trace[at].event else { unreachable!() };
+        let edited = |edit: &dyn Fn(&mut Vec<String>)| {
+            let mut trace = report.trace.clone();
+            if let TraceEvent::RegionsRestarting { subtasks, .. } = &mut trace[at].event {
+                edit(subtasks);
+            }
+            judge(trace).expect_err("an edited restart set must be reported").detail
+        };
+        // Too little: a consumer of a restarted producer kept running on the old partitions.
+        let spared = subtasks.iter().find(|name| !failed.contains(name)).expect("a subtask restarted as a consequence");
+        let detail = edited(&|set| set.retain(|name| name != spared));
+        assert!(detail.contains(&format!("needed but not restarted: {spared}")), "{}: {detail}", context(&report));
+        // Too much: a subtask running before the failure, outside every region it made restart.
+        let innocent = report.trace[..at]
+            .iter()
+            .find_map(|record| match &record.event {
+                TraceEvent::TaskDeployed { vertex, subtask: index, .. } => {
+                    Some(subtask(*vertex, *index)).filter(|name| !subtasks.contains(name))
+                }
+                _ => None,
+            })
+            .expect("a subtask the failure did not touch");
+        let detail = edited(&|set| set.push(innocent.clone()));
+        assert!(detail.contains(&format!("restarted but not needed: {innocent}")), "{}: {detail}", context(&report));
+        // No restart at all, yet the subtasks run again.
+        let mut trace = report.trace.clone();
+        trace.remove(at);
+        let detail = judge(trace).expect_err("a redeployment without a restart must be reported").detail;
+        assert!(detail.contains("no restart covered it"), "{}: {detail}", context(&report));
+    }
+}
+
+/// The same oracle judges a restarted JobMaster's reconciliation: keeping finished work whose
+/// lost partitions are still needed, or re-running work that survived, is reported.
+#[test]
+fn the_failover_set_oracle_reports_a_reconciliation_that_kept_too_much_or_too_little() {
+    for report in batch_runs("scenarios/tpcds-jm-tm-crash.yaml") {
+        let judge = |trace: Vec<sluice_sim::trace::TraceRecord>| {
+            restarts_follow_the_failover_rules(&RunReport { trace, ..report.clone() })
+        };
+        assert_eq!(judge(report.trace.clone()), Ok(1), "{}: the reconciliation was checked", context(&report));
+        let at = report
+            .trace
+            .iter()
+            .position(|record| matches!(record.event, TraceEvent::FinishedWorkReconciled { .. }))
+            .expect("a reconciliation");
+        let TraceEvent::FinishedWorkReconciled { kept, rerun, .. } = report.trace[at].event.clone() else {
+            unreachable!()
+        };
+        assert!(!kept.is_empty() && !rerun.is_empty(), "{}: tm-2 lost some of the finished work", context(&report));
+        let moved = |from_kept: bool| {
+            let mut trace = report.trace.clone();
+            if let TraceEvent::FinishedWorkReconciled { kept, rerun, .. } = &mut trace[at].event {
+                let (from, to) = if from_kept { (kept, rerun) } else { (rerun, kept) };
+                to.push(from.remove(0));
+            }
+            judge(trace).expect_err("an edited reconciliation must be reported").detail
+        };
+        let detail = moved(false);
+        assert!(detail.contains(&format!("needed but kept: {}", rerun[0])), "{}: {detail}", context(&report));
+        let detail = moved(true);
+        assert!(detail.contains(&format!("re-run but not needed: {}", kept[0])), "{}: {detail}", context(&report));
+    }
 }
 
 /// The restarted JobMaster's reconciliation: (kept, re-run).

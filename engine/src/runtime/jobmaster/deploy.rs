@@ -89,14 +89,15 @@ impl JobMaster {
             }
             let decision = decide(&bytes, &config);
             crate::cover!(AdaptiveParallelismDecided);
+            let ranges: Vec<(u32, u32)> = decision.ranges.iter().map(|range| (range.start, range.end)).collect();
             let event = TraceEvent::ParallelismDecided {
                 attempt: job.attempt,
                 vertex: vertex.0,
                 parallelism: decision.parallelism(),
                 input_bytes: decision.input_bytes,
+                ranges: ranges.clone(),
             };
             // Durably first: a restarted JobMaster must plan the vertex the same way.
-            let ranges = decision.ranges.iter().map(|range| (range.start, range.end)).collect();
             let job_id = job.spec.job_id.clone();
             ha::append(self.ha.as_ref(), &job_id, &ha::JobEvent::ParallelismDecided { vertex, ranges }).await;
             let job = self.job.as_mut().expect("checked");

@@ -153,6 +153,8 @@ impl JobMaster {
             regions: regions.len() as u32,
             subtasks: vertices.iter().map(ToString::to_string).collect(),
             finished: finished.len() as u32,
+            failed: failure.failed.iter().map(ToString::to_string).collect(),
+            lost: failure.lost.iter().map(ToString::to_string).collect(),
         });
         self.cancel_tasks(cancel);
         self.release_partitions(released);

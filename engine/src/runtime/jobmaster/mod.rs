@@ -542,8 +542,10 @@ impl JobMaster {
             failed.insert(producer);
         }
         if !failed.is_empty() {
+            // The failure names the lost partitions too (lost above already, as the decision
+            // would), so that the trace says what the decision knew.
             let cause = format!("TaskManager {name} lost: {reason}");
-            self.on_failure(Failure { cause, failed, lost: BTreeSet::new() }).await;
+            self.on_failure(Failure { cause, failed, lost: lost.into_iter().collect() }).await;
         }
     }
 

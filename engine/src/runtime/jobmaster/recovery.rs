@@ -44,6 +44,15 @@ impl Reconciliation {
         self.held.remove(name);
     }
 
+    /// The finished subtasks' partitions not held where they were written, as text.
+    fn not_held(&self) -> Vec<String> {
+        let partitions = self.finished.values().flat_map(|finished| &finished.partitions);
+        partitions
+            .filter(|(descriptor, _)| !self.is_held(descriptor))
+            .map(|(descriptor, _)| descriptor.partition.to_string())
+            .collect()
+    }
+
     fn is_held(&self, descriptor: &ShuffleDescriptor) -> bool {
         match &descriptor.location {
             PartitionLocation::TaskManager { name, .. } => {
@@ -169,6 +178,7 @@ impl JobMaster {
                 })
             })
         };
+        let lost = reconciliation.not_held();
         let finished: BTreeSet<ExecutionVertexId> = reconciliation.finished.keys().copied().collect();
         let kept = finished_work_to_keep(graph, &finished, held);
         let rerun: Vec<ExecutionVertexId> =
@@ -204,8 +214,21 @@ impl JobMaster {
             attempt,
             kept: kept.iter().map(ToString::to_string).collect(),
             rerun: rerun.iter().map(ToString::to_string).collect(),
+            lost,
         });
-        // Release what nobody needs.
+        self.release_unneeded(&reconciliation, &tracked);
+        let job = self.job.as_ref().expect("still there");
+        if job.strategy.all_finished() {
+            // Restarts over the job's whole life (see deploy.rs).
+            let restarts = job.attempt;
+            self.end_job(JobStatus::Finished).await;
+            self.trace(TraceEvent::JobFinished { restarts });
+        }
+    }
+
+    /// Tells the TaskManagers and the shuffle service to drop what they hold that the kept work
+    /// does not need (`tracked`).
+    fn release_unneeded(&self, reconciliation: &Reconciliation, tracked: &BTreeSet<ResultPartitionId>) {
         for (name, held) in &reconciliation.held {
             let Some(info) = self.task_managers.get(name) else { continue };
             let stale: Vec<ResultPartitionId> = held.iter().filter(|id| !tracked.contains(id)).copied().collect();
@@ -214,13 +237,6 @@ impl JobMaster {
         if let (Some(held), Ok(address)) = (&reconciliation.remote, self.config.external.address(SHUFFLE_SERVICE)) {
             let stale: Vec<ResultPartitionId> = held.iter().filter(|id| !tracked.contains(id)).copied().collect();
             self.release_on(address, stale);
-        }
-        let job = self.job.as_ref().expect("still there");
-        if job.strategy.all_finished() {
-            // Restarts over the job's whole life (see deploy.rs).
-            let restarts = job.attempt;
-            self.end_job(JobStatus::Finished).await;
-            self.trace(TraceEvent::JobFinished { restarts });
         }
     }
 }

@@ -92,8 +92,10 @@ fn huge_attempts_subtasks_and_times_draw_without_panicking() {
         regions: huge,
         subtasks: vec![format!("v0[{huge}]"), "v4294967296[0]".into(), "nonsense".into()],
         finished: huge,
+        failed: vec!["nonsense".into()],
+        lost: vec!["ds9.p9@a9".into(), "nonsense".into()],
     };
-    let reconciled = TraceEvent::FinishedWorkReconciled { attempt: 0, kept: vec!["v0[0]".into()], rerun: vec![] };
+    let reconciled = TraceEvent::FinishedWorkReconciled { attempt: 0, kept: vec!["v0[0]".into()], rerun: vec![], lost: vec![] };
     let records = vec![
         record(0, "jm", deployed(huge, 0, huge, "tm-0/s0")),
         record(1, "jm", deployed(0, 1, 0, "tm-0/s0")),
@@ -142,7 +144,7 @@ fn a_trace_of_many_megabytes_builds() {
         let lost = TraceEvent::JobMasterLost { reason: "x".into(), tasks_cancelled: 1 };
         records.push(record(time + 3, &format!("tm-{}", attempt % 8), lost));
         let rerun = vec!["v0[0]".to_string(); 2];
-        let reconciled = TraceEvent::FinishedWorkReconciled { attempt: attempt + 1, kept: rerun.clone(), rerun };
+        let reconciled = TraceEvent::FinishedWorkReconciled { attempt: attempt + 1, kept: rerun.clone(), rerun, lost: vec![] };
         records.push(record(time + 4, "jm", reconciled));
         records.push(record(
             time + 5,
