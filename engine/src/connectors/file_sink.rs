@@ -341,6 +341,7 @@ impl<T: Record> Sink<T> for FileSink<T> {
             buffer: Vec::new(),
             field: String::new(),
             written: false,
+            shipped_bytes: 0,
         })
     }
 
@@ -378,6 +379,10 @@ struct FileWriter<T> {
     field: String,
     /// The in-progress file has bytes.
     written: bool,
+    /// The bytes shipped to the in-progress file: where the next append must start, and what
+    /// its sync must find (a crash of the store that lost an append is an error, never a
+    /// committed file without those rows).
+    shipped_bytes: u64,
 }
 
 impl<T> FileWriter<T> {
@@ -398,7 +403,9 @@ impl<T> FileWriter<T> {
         let path = self.in_progress();
         let bytes = std::mem::replace(&mut self.buffer, std::mem::take(&mut self.spare));
         let file = path.clone();
-        let append = spawn(async move { storage.append(&file, &bytes).await.map(|()| bytes) });
+        let offset = self.shipped_bytes;
+        self.shipped_bytes += bytes.len() as u64;
+        let append = spawn(async move { storage.append_at(&file, offset, &bytes).await.map(|()| bytes) });
         self.shipping = Some((path, append));
         self.written = true;
         Ok(())
@@ -422,7 +429,7 @@ impl<T> FileWriter<T> {
         }
         let pending = self.in_progress();
         let storage = self.storage.as_ref().expect("written through it");
-        storage.sync(&pending).await.map_err(|error| failed("sync", &pending, error))?;
+        storage.sync_through(&pending, self.shipped_bytes).await.map_err(|error| failed("sync", &pending, error))?;
         Ok(vec![FileCommittable { pending, committed: committed_path(&self.table, &self.task, &self.suffix) }])
     }
 }
@@ -453,6 +460,7 @@ impl<T: Record> SinkWriter<T, FileCommittable> for FileWriter<T> {
         // What follows the barrier goes into the next checkpoint's file.
         self.suffix = format!("c{}", checkpoint_id + 1);
         self.written = false;
+        self.shipped_bytes = 0;
         Ok(Vec::new())
     }
 }

@@ -24,7 +24,7 @@ use crate::future::BoxFuture;
 use crate::graph::ResultPartitionType;
 use crate::record::Record;
 use crate::resources::Resources;
-use crate::storage::{self, Storage, StorageError, framed};
+use crate::storage::{Storage, StorageError, framed};
 
 enum Local {
     Pipelined(PipelinedPartition),
@@ -376,7 +376,7 @@ impl LocalWriter {
         let storage_error =
             |error: StorageError| WriteError::Storage { partition: self.id(), detail: error.to_string() };
         // A data file lost while the partition is written is refused, never appended to afresh.
-        storage::append_at(self.manager.storage.as_ref(), &data_path, written, &spill.bytes)
+        self.manager.storage.append_at(&data_path, written, &spill.bytes)
             .await
             .map_err(storage_error)?;
         let mut index = Vec::new();

@@ -191,6 +191,21 @@ mod tests {
         assert_eq!(now(disk.length("b")), Err(StorageError::NotFound("b".to_string())));
     }
 
+    #[test]
+    fn a_sync_through_bytes_a_crash_lost_says_so_where_a_plain_sync_would_not() {
+        let disk = MemoryStorage::new();
+        now(disk.append("a", b"durable")).unwrap();
+        now(disk.sync_through("a", 7)).unwrap();
+        now(disk.append_at("a", 7, b"-lost")).unwrap();
+        disk.crash();
+        assert_eq!(now(disk.sync("a")), Ok(()), "a plain sync makes the shorter file durable");
+        let refused = now(disk.sync_through("a", 12)).unwrap_err();
+        assert_eq!(refused, StorageError::LengthChanged { path: "a".to_string(), expected: 12, length: 7 });
+        now(disk.append_at("a", 7, b"-again")).unwrap();
+        now(disk.sync_through("a", 13)).unwrap();
+        assert_eq!(now(disk.read("a", 0, 13)).unwrap(), b"durable-again");
+    }
+
     struct Always(crate::buggify::FaultPoint);
 
     impl crate::buggify::FaultPolicy for Always {
@@ -219,7 +234,7 @@ mod tests {
     fn an_append_at_a_known_length_refuses_a_file_lost_while_being_written() {
         let disk = MemoryStorage::new();
         let append_at =
-            |expected, bytes: &'static [u8]| now(Box::pin(crate::storage::append_at(&disk, "d", expected, bytes)));
+            |expected, bytes: &'static [u8]| now(disk.append_at("d", expected, bytes));
         append_at(0, b"abc").unwrap();
         append_at(3, b"de").unwrap();
         assert!(disk.lose("d"));

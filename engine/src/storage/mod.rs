@@ -95,6 +95,44 @@ pub trait Storage: Send + Sync {
     /// (`AlreadyExists`), and `from` must (`NotFound`): a rename applied once is never applied
     /// again, which is what makes it a commit.
     fn rename<'a>(&'a self, from: &'a str, to: &'a str) -> BoxFuture<'a, Result<(), StorageError>>;
+
+    /// Appends `bytes` to a file its writer knows to hold `expected` bytes (none: the file may
+    /// not exist yet). A file lost or cut while being written (`NotFound`, or another length) is
+    /// refused as [`StorageError::LengthChanged`] rather than appended to: the writer's offsets
+    /// would no longer say where its bytes are, and a reader would take one item's bytes for
+    /// another's. A remote store checks the offset where it applies the append, in one call.
+    fn append_at<'a>(&'a self, path: &'a str, expected: u64, bytes: &'a [u8]) -> BoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(async move {
+            let length = length_or_zero(self.length(path).await)?;
+            if length != expected {
+                return Err(StorageError::LengthChanged { path: path.to_string(), expected, length });
+            }
+            self.append(path, bytes).await
+        })
+    }
+
+    /// Makes the file's first `end` bytes (all its writer wrote) survive a crash, or says that
+    /// they cannot: a store that crashed after an append and before this sync lost the pending
+    /// bytes, and syncing what is left would make a shorter file durable as if it were whole
+    /// ([`StorageError::LengthChanged`]). A remote store checks the length where it syncs.
+    fn sync_through<'a>(&'a self, path: &'a str, end: u64) -> BoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(async move {
+            self.sync(path).await?;
+            let length = self.length(path).await?;
+            if length < end {
+                return Err(StorageError::LengthChanged { path: path.to_string(), expected: end, length });
+            }
+            Ok(())
+        })
+    }
+}
+
+/// A file's length from [`Storage::length`]'s answer, a missing file's being 0.
+pub fn length_or_zero(answer: Result<u64, StorageError>) -> Result<u64, StorageError> {
+    match answer {
+        Err(StorageError::NotFound(_)) => Ok(0),
+        other => other,
+    }
 }
 
 /// A storage whose every operation completes at once (the simulated disk, a local directory):
@@ -163,24 +201,11 @@ pub async fn read_all(storage: &dyn Storage, path: &str) -> Result<Vec<u8>, Stor
     storage.read(path, 0, length).await
 }
 
-/// Appends `bytes` to a file its writer knows to hold `expected` bytes (none: the file may not
-/// exist yet). A file lost or cut while being written (`NotFound`, or another length) is refused
-/// as [`StorageError::LengthChanged`] rather than appended to: the writer's offsets would no
-/// longer say where its bytes are, and a reader would take one item's bytes for another's.
-pub async fn append_at(storage: &dyn Storage, path: &str, expected: u64, bytes: &[u8]) -> Result<(), StorageError> {
-    let length = match storage.length(path).await {
-        Ok(length) => length,
-        Err(StorageError::NotFound(_)) => 0,
-        Err(error) => return Err(error),
-    };
-    if length != expected {
-        return Err(StorageError::LengthChanged { path: path.to_string(), expected, length });
-    }
-    storage.append(path, bytes).await
-}
-
-/// Appends and syncs: the bytes are durable when this returns.
+/// Appends and syncs: the bytes are durable when this returns. A store that crashed between
+/// the two lost the append, and the sync says so ([`Storage::sync_through`]) instead of making
+/// the file without it durable.
 pub async fn append_durably(storage: &dyn Storage, path: &str, bytes: &[u8]) -> Result<(), StorageError> {
-    storage.append(path, bytes).await?;
-    storage.sync(path).await
+    let offset = length_or_zero(storage.length(path).await)?;
+    storage.append_at(path, offset, bytes).await?;
+    storage.sync_through(path, offset + bytes.len() as u64).await
 }

@@ -32,6 +32,10 @@ pub enum StorageOperation {
     Sync {
         /// The file.
         path: String,
+        /// The length its writer wrote: a shorter file (a crash of the store lost pending
+        /// appends) is refused rather than made durable (`Storage::sync_through`).
+        #[serde(default)]
+        through: Option<u64>,
     },
     /// Read a range.
     Read {
@@ -131,14 +135,26 @@ impl RemoteStorage {
         Err(StorageError::Unavailable(format!("{} after {CALL_ATTEMPTS} attempts: {last}", self.address)))
     }
 
-    async fn append_at(&self, path: &str, bytes: &[u8]) -> Result<(), StorageError> {
-        let offset = match self.length_of(path).await {
-            Ok(length) => length,
-            Err(StorageError::NotFound(_)) => 0,
-            Err(error) => return Err(error),
-        };
+    /// Appends at the file's current end.
+    async fn append_at_end(&self, path: &str, bytes: &[u8]) -> Result<(), StorageError> {
+        let offset = super::length_or_zero(self.length_of(path).await)?;
+        self.append_at_offset(path, offset, bytes).await
+    }
+
+    /// Appends where the writer expects the file to end: one call, checked by the store.
+    async fn append_at_offset(&self, path: &str, offset: u64, bytes: &[u8]) -> Result<(), StorageError> {
         let operation = StorageOperation::Append { path: path.to_string(), offset, bytes: bytes.to_vec() };
-        self.call(operation).await.map(|_| ())
+        match self.call(operation).await {
+            Ok(_) => Ok(()),
+            Err(StorageError::OutOfRange { path, length }) => {
+                Err(StorageError::LengthChanged { path, expected: offset, length })
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    async fn sync_to(&self, path: &str, through: Option<u64>) -> Result<(), StorageError> {
+        self.call(StorageOperation::Sync { path: path.to_string(), through }).await.map(|_| ())
     }
 
     async fn length_of(&self, path: &str) -> Result<u64, StorageError> {
@@ -155,11 +171,19 @@ fn unexpected(answer: StorageAnswer) -> StorageError {
 
 impl Storage for RemoteStorage {
     fn append<'a>(&'a self, path: &'a str, bytes: &'a [u8]) -> BoxFuture<'a, Result<(), StorageError>> {
-        Box::pin(self.append_at(path, bytes))
+        Box::pin(self.append_at_end(path, bytes))
     }
 
     fn sync<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), StorageError>> {
-        Box::pin(async move { self.call(StorageOperation::Sync { path: path.to_string() }).await.map(|_| ()) })
+        Box::pin(self.sync_to(path, None))
+    }
+
+    fn append_at<'a>(&'a self, path: &'a str, expected: u64, bytes: &'a [u8]) -> BoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(self.append_at_offset(path, expected, bytes))
+    }
+
+    fn sync_through<'a>(&'a self, path: &'a str, end: u64) -> BoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(self.sync_to(path, Some(end)))
     }
 
     fn read<'a>(&'a self, path: &'a str, offset: u64, length: u64) -> BoxFuture<'a, Result<Vec<u8>, StorageError>> {
@@ -201,11 +225,7 @@ impl Storage for RemoteStorage {
 pub async fn apply(storage: &dyn Storage, operation: StorageOperation) -> Result<StorageAnswer, StorageError> {
     match operation {
         StorageOperation::Append { path, offset, bytes } => {
-            let length = match storage.length(&path).await {
-                Ok(length) => length,
-                Err(StorageError::NotFound(_)) => 0,
-                Err(error) => return Err(error),
-            };
+            let length = super::length_or_zero(storage.length(&path).await)?;
             if length == offset {
                 storage.append(&path, &bytes).await?;
             } else if length != offset + bytes.len() as u64
@@ -217,7 +237,11 @@ pub async fn apply(storage: &dyn Storage, operation: StorageOperation) -> Result
             }
             Ok(StorageAnswer::Done)
         }
-        StorageOperation::Sync { path } => storage.sync(&path).await.map(|()| StorageAnswer::Done),
+        StorageOperation::Sync { path, through } => match through {
+            Some(end) => storage.sync_through(&path, end).await,
+            None => storage.sync(&path).await,
+        }
+        .map(|()| StorageAnswer::Done),
         StorageOperation::Read { path, offset, length } => {
             storage.read(&path, offset, length).await.map(StorageAnswer::Bytes)
         }

@@ -1,7 +1,8 @@
 //! The engine's fault points at its seams (the RPC client, the durable store's client), each
 //! fired on purpose in a two-node simulation: the point does what its doc says, hits its
 //! coverage mark, and the code above it stays correct (a retried append is applied once; a
-//! request answered late took effect although its caller saw a timeout).
+//! request answered late took effect although its caller saw a timeout); and the durable
+//! store's client across a crash of the store between an append and its sync.
 
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
@@ -15,7 +16,7 @@ use sluice_engine::buggify::{self, FaultPoint, FaultPolicy};
 use sluice_engine::cover::{self, CoverageSink, Mark};
 use sluice_engine::rpc::{RpcClient, RpcError, bind, serve};
 use sluice_engine::storage::remote::{RemoteStorage, StorageCall, apply};
-use sluice_engine::storage::{MemoryStorage, Storage, read_all};
+use sluice_engine::storage::{MemoryStorage, Storage, StorageError, append_durably, read_all};
 
 const SERVER: &str = "10.0.9.1:7000";
 
@@ -50,10 +51,9 @@ fn server() -> SocketAddr {
     SERVER.parse().expect("a socket address")
 }
 
-#[madsim::test]
-async fn an_append_whose_reply_was_lost_is_retried_and_applied_once() {
+/// A storage node serving `disk` at [`SERVER`], and a client node.
+fn store_and_client(disk: &MemoryStorage) -> madsim::runtime::NodeHandle {
     let handle = madsim::runtime::Handle::current();
-    let disk = MemoryStorage::new();
     let served = Arc::new(disk.clone());
     handle
         .create_node()
@@ -71,7 +71,13 @@ async fn an_append_whose_reply_was_lost_is_retried_and_applied_once() {
             }
         })
         .build();
-    let client = handle.create_node().name("client").ip("10.0.9.2".parse().unwrap()).build();
+    handle.create_node().name("client").ip("10.0.9.2".parse().unwrap()).build()
+}
+
+#[madsim::test]
+async fn an_append_whose_reply_was_lost_is_retried_and_applied_once() {
+    let disk = MemoryStorage::new();
+    let client = store_and_client(&disk);
     let hits = Rc::new(Hits::default());
     let _policy = buggify::install(Rc::new(FirstTimes(FaultPoint::DurableAppendReplyLost, Cell::new(2))));
     let _sink = cover::install(Rc::clone(&hits) as Rc<dyn CoverageSink>);
@@ -87,6 +93,32 @@ async fn an_append_whose_reply_was_lost_is_retried_and_applied_once() {
     assert_eq!(read_all(&disk, "log").await.unwrap(), b"first second", "each append applied once");
     assert_eq!(hits.count(Mark::BuggifyDurableAppendReplyLost), 2, "the point fired on both appends");
     assert_eq!(hits.count(Mark::RetriedAppendFoundApplied), 2, "and the store recognized both retries");
+}
+
+/// The durable store crashed between an append and its sync: the sync must not make the file
+/// without the append durable as if it were whole. `append_durably` says so, and the JobMaster's
+/// log (which retries it) writes the record again.
+#[madsim::test]
+async fn a_store_that_lost_an_append_in_a_crash_refuses_to_sync_through_it() {
+    let disk = MemoryStorage::new();
+    let client = store_and_client(&disk);
+    let crashed = disk.clone();
+    let (refused, appended_again) = client
+        .spawn(async move {
+            madsim::time::sleep(Duration::from_millis(10)).await;
+            let storage = RemoteStorage::new(server());
+            append_durably(&storage, "log", b"first ").await.expect("the first record");
+            storage.append_at("log", 6, b"second").await.expect("the second append");
+            crashed.crash(); // what a killed store's disk does: its pending bytes are gone
+            let refused = storage.sync_through("log", 12).await;
+            (refused, append_durably(&storage, "log", b"second").await)
+        })
+        .await
+        .unwrap();
+    assert_eq!(refused, Err(StorageError::LengthChanged { path: "log".into(), expected: 12, length: 6 }));
+    assert_eq!(appended_again, Ok(()));
+    disk.crash();
+    assert_eq!(read_all(&disk, "log").await.unwrap(), b"first second", "both records durable, once each");
 }
 
 /// A request the server counts.

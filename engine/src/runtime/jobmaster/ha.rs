@@ -29,9 +29,10 @@ fn path(job_id: &str, file: &str) -> String {
 }
 
 /// Appends one record durably, retrying until it is: while the store is unavailable, and when
-/// the store crashed between the append and the sync (the pending append is lost, so the sync
-/// finds no file, or a shorter one than a retried append expected). A retry after a sync whose
-/// reply was lost writes the record twice; replaying an event twice changes nothing.
+/// the store crashed between the append and the sync (the pending append is lost, so the sync,
+/// which names the length the append reached, finds no file or a shorter one and refuses it).
+/// A retry after a sync whose reply was lost writes the record twice; replaying an event twice
+/// changes nothing.
 async fn persist(storage: &dyn Storage, file: &str, record: &[u8]) {
     let bytes = framed::frame(record);
     while append_durably(storage, file, &bytes).await.is_err() {
