@@ -55,8 +55,14 @@ impl Tracer for NodeTracer {
 impl TraceLog {
     /// A log whose time zero is now; call inside the simulation.
     pub fn start() -> TraceLog {
+        TraceLog::start_into(Arc::default())
+    }
+
+    /// A log whose time zero is now, recording into `records`, which the caller keeps: the
+    /// events of a run whose simulation panicked are still there.
+    pub fn start_into(records: Arc<Mutex<Vec<TraceRecord>>>) -> TraceLog {
         TraceLog {
-            records: Arc::default(),
+            records,
             start: madsim::time::Instant::now(),
             appended: Arc::default(),
             coverage: CoverageRecorder::default(),
@@ -115,6 +121,11 @@ impl TraceLog {
     pub fn records(&self) -> Vec<TraceRecord> {
         self.records.lock().expect("trace lock").clone()
     }
+}
+
+/// The records of a log started with [`TraceLog::start_into`], even if a panic poisoned it.
+pub fn recorded(records: &Mutex<Vec<TraceRecord>>) -> Vec<TraceRecord> {
+    records.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
 }
 
 #[derive(Serialize, Deserialize)]

@@ -102,6 +102,38 @@ fn without_a_reference_streaming_and_batch_disagreeing_is_reported() {
     assert!(summary.contains("SLUICE_SEED=1 cargo test -p clickstream"), "{summary}");
 }
 
+/// A job whose operator panics is a failed run, reported with what the panic said, and its
+/// trace up to the panic stays with it (what its replay shows).
+#[test]
+fn an_operator_that_panics_fails_its_run_and_keeps_the_trace_up_to_the_panic() {
+    fn panicking(pages: Pages) -> PageCounts {
+        pages.sum().map(|(page, count): (String, i64)| {
+            assert!(count < 3, "a page reached 3 clicks");
+            (page, count)
+        })
+    }
+    fn build_panicking(env: &StreamEnv, params: &JobParams) {
+        build_with(env, params, panicking);
+    }
+    static PANICKING: SimJob = SimJob {
+        definition: JobDefinition { name: "clickstream-panicking", build: build_panicking, ..DEFINITION },
+        ..CLICKSTREAM
+    };
+    let failures = tempfile::tempdir().expect("a scratch directory");
+    let report = Simulation::of(&PANICKING)
+        .input("clicks", "data/clicks.csv")
+        .modes(&[ExecutionMode::Batch])
+        .seeds(1..2)
+        .failures_dir(failures.path())
+        .run();
+    assert_eq!(report.failed_seeds(), [1]);
+    assert!(report.summary().contains("completed: panicked: a page reached 3 clicks"), "{}", report.summary());
+    let (run, _) = &report.seeds[0].result.runs[0];
+    let submitted = run.trace.iter().any(|record| record.event.to_string().contains("submitted (batch)"));
+    assert!(submitted, "the trace up to the panic is kept: {:?}", run.trace.first());
+    assert_ne!(run.trace_hash, sluice_sim::trace::trace_hash(&[]), "its hash is the trace's");
+}
+
 /// The ten clicks `data/late-clicks.csv` holds 30 s after their time, as `late_clicks` rows.
 fn the_late_clicks() -> Vec<(String, String)> {
     let times = [312, 15_549, 30_556, 45_829, 60_892, 75_681, 90_804, 105_597, 120_455, 135_383];

@@ -45,10 +45,12 @@ pub fn run_on(scenario: &Scenario, mode: ExecutionMode, seed: u64, input: Arc<Ex
     let thread_scenario = scenario.clone();
     let thread_schedule = schedule.clone();
     let thread_input = Arc::clone(&input);
+    let records = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let thread_records = Arc::clone(&records);
     let started = std::time::Instant::now();
     let joined = std::thread::Builder::new()
         .name(format!("sim-{}-{mode}-{seed}", scenario.name))
-        .spawn(move || simulate(&thread_scenario, &thread_schedule, mode, seed, thread_input, &kinds))
+        .spawn(move || simulate(&thread_scenario, &thread_schedule, (mode, seed), thread_input, &kinds, thread_records))
         .expect("cannot spawn a simulation thread")
         .join();
     let wall_time = started.elapsed();
@@ -61,7 +63,8 @@ pub fn run_on(scenario: &Scenario, mode: ExecutionMode, seed: u64, input: Arc<Ex
         Simulated {
             outcome: RunOutcome::Panicked(message),
             committed: CommittedView::new(),
-            trace: Vec::new(),
+            // What happened up to the panic, for the replay to show.
+            trace: crate::trace::recorded(&records),
             coverage: Coverage::new(),
             open_transactions: Vec::new(),
         }
@@ -133,14 +136,14 @@ fn with_late_data(
 fn simulate(
     scenario: &Scenario,
     schedule: &[Fault],
-    mode: ExecutionMode,
-    seed: u64,
+    (mode, seed): (ExecutionMode, u64),
     input: Arc<ExternalInput>,
     kinds: &BTreeMap<String, SinkKind>,
+    records: Arc<std::sync::Mutex<Vec<crate::trace::TraceRecord>>>,
 ) -> Simulated {
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async move {
-        let trace = TraceLog::start();
+        let trace = TraceLog::start_into(records);
         // The simulation runs on this thread: every node's marks reach the run's recorder, and
         // every node's fault points ask the seed's policy.
         let _covering = trace.coverage().install();
