@@ -12,7 +12,8 @@
 //! JobMaster's reconciliation is judged the same way (FLIP-383): of the finished work in its log,
 //! given which partitions were no longer held, it must re-run exactly the regions that are not
 //! whole or lost a partition still needed, and what region failover adds to them. It also checks
-//! that no subtask is deployed again without a restart that covers it.
+//! that no subtask is deployed again without a restart that covers it, and that every finish or
+//! failure the JobMaster took is its subtask's current run's (never an older attempt's).
 //!
 //! Depends on the engine's graph (pipelined regions are the graph's structure, not the decision
 //! under test) and trace. Invariant: it never calls the JobMaster's own decision
@@ -156,9 +157,16 @@ impl Model {
             }
             TraceEvent::TaskFinished { attempt, vertex, subtask, .. } => {
                 let vertex = ExecutionVertexId { vertex: JobVertexId(*vertex), subtask: *subtask };
-                if let Some(run) = self.runs.get_mut(&vertex).filter(|run| run.attempt == *attempt) {
-                    run.finished = true;
-                    self.release_inputs_of(vertex.vertex);
+                if let Err(wrong) = self.current(vertex, *attempt, "finished") {
+                    return wrong;
+                }
+                self.runs.get_mut(&vertex).expect("current").finished = true;
+                self.release_inputs_of(vertex.vertex);
+            }
+            TraceEvent::TaskFailed { attempt, vertex, subtask, .. } => {
+                let vertex = ExecutionVertexId { vertex: JobVertexId(*vertex), subtask: *subtask };
+                if let Err(wrong) = self.current(vertex, *attempt, "failed") {
+                    return wrong;
                 }
             }
             TraceEvent::RegionsRestarting { attempt, subtasks, failed, lost, .. } => {
@@ -177,6 +185,23 @@ impl Model {
             _ => {}
         }
         Step::Go
+    }
+
+    /// A report the JobMaster took (`what` happened to `vertex`'s run `attempt`) must be about
+    /// the subtask's current run: the JobMaster ignores older attempts' messages.
+    fn current(&self, vertex: ExecutionVertexId, attempt: u32, what: &str) -> Result<(), Step> {
+        match self.runs.get(&vertex) {
+            Some(run) if run.attempt == attempt && !run.finished => Ok(()),
+            Some(run) if run.attempt == attempt => Err(Step::Wrong(format!("{vertex} a{attempt} {what} after it finished"))),
+            Some(run) => Err(Step::Wrong(format!(
+                "{vertex} {what} as a{attempt} while its current run is a{}: the JobMaster took a report from an older attempt",
+                run.attempt
+            ))),
+            None if !self.region_of.contains_key(&vertex) => Err(Step::CannotFollow),
+            None => Err(Step::Wrong(format!(
+                "{vertex} {what} as a{attempt} with no current run: the JobMaster took a report from an older attempt"
+            ))),
+        }
     }
 
     /// Once every subtask of `vertex` finished, the partitions it read are released.

@@ -86,6 +86,8 @@ pub struct CheckpointCoordinator {
     next_id: CheckpointId,
     completed: Vec<CompletedCheckpoint>,
     tasks: BTreeSet<ExecutionVertexId>,
+    /// The job attempt whose tasks these are.
+    attempt: u32,
     /// End-of-input snapshots, with the last barrier the task took before it ended.
     ended: BTreeMap<ExecutionVertexId, (StateHandle, Option<CheckpointId>)>,
     pending: Option<Pending>,
@@ -104,6 +106,7 @@ impl CheckpointCoordinator {
             next_id,
             completed,
             tasks: BTreeSet::new(),
+            attempt: 0,
             ended: BTreeMap::new(),
             pending: None,
             last_activity: Duration::ZERO,
@@ -128,10 +131,16 @@ impl CheckpointCoordinator {
         &self.completed
     }
 
-    /// A new job attempt with these subtasks starts at `now`; anything pending is forgotten
-    /// (the caller aborted it).
-    pub fn start_attempt(&mut self, tasks: BTreeSet<ExecutionVertexId>, now: Duration) {
+    /// Job attempt `attempt` with these subtasks starts at `now`; anything pending is forgotten
+    /// (the caller aborted it). Attempts only grow.
+    pub fn start_attempt(&mut self, tasks: BTreeSet<ExecutionVertexId>, attempt: u32, now: Duration) {
+        assert!(
+            self.tasks.is_empty() || attempt > self.attempt,
+            "internal: checkpointing attempt a{attempt} started after a{}",
+            self.attempt
+        );
         self.tasks = tasks;
+        self.attempt = attempt;
         self.ended.clear();
         self.pending = None;
         self.last_activity = now;
@@ -159,6 +168,11 @@ impl CheckpointCoordinator {
             return None;
         }
         let id = self.next_id;
+        assert!(
+            self.completed.last().is_none_or(|last| last.id < id),
+            "internal: checkpoint {id} triggered after checkpoint {} completed",
+            self.completed.last().map_or(0, |last| last.id)
+        );
         self.next_id += 1;
         self.pending = Some(Pending { id, triggered_at: now, acknowledged: BTreeMap::new() });
         self.last_activity = now;
@@ -182,16 +196,24 @@ impl CheckpointCoordinator {
         Some(pending.id)
     }
 
-    /// A task saved its snapshot: for barrier `n`, or at end of input (with the last barrier it
-    /// took before, if any).
+    /// A task of the current attempt saved its snapshot: for barrier `n`, or at end of input
+    /// (with the last barrier it took before, if any). The caller drops older attempts'
+    /// acknowledgements: one that reached the coordinator could complete a checkpoint with a
+    /// snapshot of state that attempt's restart threw away.
     pub fn acknowledge(
         &mut self,
         task: ExecutionVertexId,
+        attempt: u32,
         kind: SnapshotKind,
         handle: StateHandle,
         last_barrier: Option<CheckpointId>,
         now: Duration,
     ) -> AckOutcome {
+        assert_eq!(
+            attempt, self.attempt,
+            "internal: {task}'s acknowledgement of a{attempt} reached the checkpoint coordinator of a{}",
+            self.attempt
+        );
         if !self.tasks.contains(&task) {
             return AckOutcome::Waiting; // not a task of this attempt
         }
@@ -305,7 +327,7 @@ mod tests {
             CheckpointConfig { interval: ms(100), timeout: ms(1000), retained: 2 },
             Vec::new(),
         );
-        coordinator.start_attempt([task(0, 0), task(1, 0)].into(), ms(0));
+        coordinator.start_attempt([task(0, 0), task(1, 0)].into(), 0, ms(0));
         coordinator
     }
 
@@ -317,11 +339,11 @@ mod tests {
         assert_eq!(coordinator.maybe_trigger(ms(100), true), Some(1));
         assert_eq!(coordinator.maybe_trigger(ms(300), true), None, "one at a time");
         assert_eq!(
-            coordinator.acknowledge(task(0, 0), SnapshotKind::Barrier(1), handle("a"), None, ms(110)),
+            coordinator.acknowledge(task(0, 0), 0, SnapshotKind::Barrier(1), handle("a"), None, ms(110)),
             AckOutcome::Waiting
         );
         let AckOutcome::Complete(completed) =
-            coordinator.acknowledge(task(1, 0), SnapshotKind::Barrier(1), handle("b"), None, ms(120))
+            coordinator.acknowledge(task(1, 0), 0, SnapshotKind::Barrier(1), handle("b"), None, ms(120))
         else {
             panic!("both acknowledged")
         };
@@ -336,11 +358,11 @@ mod tests {
     fn an_aborted_checkpoint_never_completes_and_late_acknowledgements_are_ignored() {
         let mut coordinator = coordinator();
         assert_eq!(coordinator.maybe_trigger(ms(100), true), Some(1));
-        coordinator.acknowledge(task(0, 0), SnapshotKind::Barrier(1), handle("a"), None, ms(110));
+        coordinator.acknowledge(task(0, 0), 0, SnapshotKind::Barrier(1), handle("a"), None, ms(110));
         assert_eq!(coordinator.check_timeout(ms(500)), None);
         assert_eq!(coordinator.check_timeout(ms(1100)), Some(1), "timed out");
         assert_eq!(
-            coordinator.acknowledge(task(1, 0), SnapshotKind::Barrier(1), handle("b"), None, ms(1110)),
+            coordinator.acknowledge(task(1, 0), 0, SnapshotKind::Barrier(1), handle("b"), None, ms(1110)),
             AckOutcome::Waiting
         );
         assert!(coordinator.latest().is_none());
@@ -348,11 +370,11 @@ mod tests {
         assert_eq!(coordinator.maybe_trigger(ms(1300), true), Some(2));
         assert_eq!(coordinator.abort(ms(1310)), Some(2), "a failure aborts it");
         assert_eq!(
-            coordinator.acknowledge(task(0, 0), SnapshotKind::Barrier(2), handle("a"), None, ms(1320)),
+            coordinator.acknowledge(task(0, 0), 0, SnapshotKind::Barrier(2), handle("a"), None, ms(1320)),
             AckOutcome::Waiting
         );
         assert_eq!(
-            coordinator.acknowledge(task(1, 0), SnapshotKind::Barrier(2), handle("b"), None, ms(1330)),
+            coordinator.acknowledge(task(1, 0), 0, SnapshotKind::Barrier(2), handle("b"), None, ms(1330)),
             AckOutcome::Waiting
         );
         assert!(coordinator.latest().is_none());
@@ -361,10 +383,10 @@ mod tests {
     #[test]
     fn ended_tasks_stand_in_with_their_final_snapshot_and_the_final_checkpoint_follows() {
         let mut coordinator = coordinator();
-        coordinator.acknowledge(task(0, 0), SnapshotKind::EndOfInput, handle("a-final"), None, ms(10));
+        coordinator.acknowledge(task(0, 0), 0, SnapshotKind::EndOfInput, handle("a-final"), None, ms(10));
         assert_eq!(coordinator.maybe_trigger(ms(100), true), Some(1));
         let AckOutcome::Complete(first) =
-            coordinator.acknowledge(task(1, 0), SnapshotKind::Barrier(1), handle("b1"), None, ms(110))
+            coordinator.acknowledge(task(1, 0), 0, SnapshotKind::Barrier(1), handle("b1"), None, ms(110))
         else {
             panic!("the ended task counts with its final snapshot")
         };
@@ -372,7 +394,7 @@ mod tests {
         coordinator.confirm_completed(first);
         assert_eq!(coordinator.maybe_trigger(ms(300), true), Some(2));
         let AckOutcome::AbortedForFinal { aborted: 2, completed } =
-            coordinator.acknowledge(task(1, 0), SnapshotKind::EndOfInput, handle("b-final"), None, ms(310))
+            coordinator.acknowledge(task(1, 0), 0, SnapshotKind::EndOfInput, handle("b-final"), None, ms(310))
         else {
             panic!("every task ended: the pending checkpoint gives way to the final one")
         };
@@ -386,11 +408,11 @@ mod tests {
     fn a_task_that_took_the_barrier_and_ended_without_its_snapshot_aborts_the_checkpoint() {
         let mut coordinator = coordinator();
         assert_eq!(coordinator.maybe_trigger(ms(100), true), Some(1));
-        coordinator.acknowledge(task(1, 0), SnapshotKind::Barrier(1), handle("b1"), None, ms(110));
+        coordinator.acknowledge(task(1, 0), 0, SnapshotKind::Barrier(1), handle("b1"), None, ms(110));
         // Task 0 forwarded barrier 1, could not save its snapshot, and then ended: its final
         // snapshot is past the barrier, so it cannot stand in checkpoint 1.
         assert_eq!(
-            coordinator.acknowledge(task(0, 0), SnapshotKind::EndOfInput, handle("a-final"), Some(1), ms(120)),
+            coordinator.acknowledge(task(0, 0), 0, SnapshotKind::EndOfInput, handle("a-final"), Some(1), ms(120)),
             AckOutcome::Aborted(1)
         );
         assert!(coordinator.latest().is_none());
@@ -400,13 +422,12 @@ mod tests {
     #[test]
     fn only_the_newest_checkpoints_are_kept_and_shared_files_survive_pruning() {
         let mut coordinator = coordinator();
-        coordinator.acknowledge(task(0, 0), SnapshotKind::EndOfInput, handle("a-final"), None, ms(0));
+        coordinator.acknowledge(task(0, 0), 0, SnapshotKind::EndOfInput, handle("a-final"), None, ms(0));
         let mut deleted = Vec::new();
         for round in 0..3u64 {
             let id = coordinator.maybe_trigger(ms(200 * (round + 1)), true).expect("triggered");
             let name = format!("b{id}");
-            let AckOutcome::Complete(completed) = coordinator.acknowledge(
-                task(1, 0),
+            let AckOutcome::Complete(completed) = coordinator.acknowledge(task(1, 0), 0,
                 SnapshotKind::Barrier(id),
                 handle(&name),
                 None,

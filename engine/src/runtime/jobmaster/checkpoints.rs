@@ -34,7 +34,7 @@ impl JobMaster {
             job.strategy.graph().regions().iter().flat_map(|region| region.vertices.iter().copied()).collect();
         let attempt = job.attempt;
         let Some(coordinator) = &mut job.checkpoints else { return };
-        coordinator.start_attempt(tasks, now);
+        coordinator.start_attempt(tasks, attempt, now);
         if let Some(checkpoint) = coordinator.latest().map(|checkpoint| checkpoint.id) {
             self.trace(TraceEvent::CheckpointRestored { attempt, checkpoint });
         }
@@ -124,7 +124,7 @@ impl JobMaster {
         }
         let attempt = job.attempt;
         let Some(coordinator) = &mut job.checkpoints else { return };
-        match coordinator.acknowledge(ack.execution.vertex, ack.kind, ack.handle, ack.last_barrier, now) {
+        match coordinator.acknowledge(ack.execution.vertex, ack.execution.attempt, ack.kind, ack.handle, ack.last_barrier, now) {
             AckOutcome::Waiting => {}
             AckOutcome::Aborted(checkpoint) => {
                 let reason = format!("{} took its barrier and ended without saving its snapshot", ack.execution);
@@ -166,6 +166,11 @@ impl JobMaster {
     /// Tells every TaskManager running tasks of the attempt that a checkpoint completed.
     fn notify_checkpoint(&self, checkpoint: u64, is_final: bool) {
         let job = self.job.as_ref().expect("notifying needs a job");
+        let latest = job.checkpoints.as_ref().and_then(|coordinator| coordinator.latest()).map(|latest| latest.id);
+        assert!(
+            latest.is_some_and(|latest| latest >= checkpoint),
+            "internal: tasks told checkpoint {checkpoint} completed, but the newest recorded is {latest:?}"
+        );
         let addresses: BTreeSet<SocketAddr> = job
             .executions
             .values()
