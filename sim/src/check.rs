@@ -9,7 +9,8 @@
 //!   finish; its completeness half only for runs that finished.
 //! - `checkpoint-commits`: a transaction written for checkpoint `n` (streaming with checkpoints)
 //!   is committed only after a checkpoint at least that new completed: nothing is committed for
-//!   a checkpoint that never completed.
+//!   a checkpoint that never completed; and no restore goes back behind a checkpoint whose
+//!   transactions were committed (the sources would read again what committed output covers).
 //! - `commits-stay`: every transaction is applied at most once, and each table holds exactly
 //!   the rows its committed transactions made visible: nothing committed was rolled back, and
 //!   nothing became visible without a commit.
@@ -258,39 +259,49 @@ fn submitted_at(report: &RunReport) -> Duration {
 
 /// Every transaction committed for checkpoint `n` was committed after some checkpoint `>= n`
 /// completed or was restored (any attempt: checkpoints are the job's, and a restart restores
-/// the newest).
+/// the newest); and no restore goes back behind committed output: a restart that restores
+/// checkpoint `r` rewinds the sources to `r`'s positions, so every transaction committed before
+/// it must belong to a checkpoint `<= r`.
 pub fn commits_follow_checkpoints(trace: &[TraceRecord]) -> Result<(), CheckFailure> {
     let mut newest_completed: Option<u64> = None;
-    let mut premature = Vec::new();
+    let mut newest_committed: Option<(u64, &str)> = None;
+    let mut wrong = Vec::new();
     for record in trace {
+        let at = record.time.as_secs_f64();
         match &record.event {
-            // A restore also proves completion: a JobMaster that crashed right after recording a
-            // checkpoint never traced its completion, and its successor restores it.
-            TraceEvent::CheckpointCompleted { checkpoint, .. } | TraceEvent::CheckpointRestored { checkpoint, .. } => {
+            TraceEvent::CheckpointCompleted { checkpoint, .. } => {
                 newest_completed = newest_completed.max(Some(*checkpoint));
             }
+            // A restore also proves completion: a JobMaster that crashed right after recording a
+            // checkpoint never traced its completion, and its successor restores it.
+            TraceEvent::CheckpointRestored { checkpoint, .. } => {
+                newest_completed = newest_completed.max(Some(*checkpoint));
+                if let Some((committed, txn_id)) = newest_committed.filter(|(committed, _)| committed > checkpoint) {
+                    wrong.push(format!(
+                        "checkpoint {checkpoint} restored at {at:.3}s, behind {txn_id} (checkpoint {committed}) committed before it"
+                    ));
+                }
+            }
             TraceEvent::TransactionCommitted { txn_id, .. } => {
-                if let Some(needed) = txn_checkpoint(txn_id)
-                    && newest_completed.is_none_or(|newest| newest < needed)
-                {
-                    premature.push(format!("{txn_id} at {:.3}s", record.time.as_secs_f64()));
+                let Some(needed) = txn_checkpoint(txn_id) else { continue };
+                if newest_completed.is_none_or(|newest| newest < needed) {
+                    wrong.push(format!("{txn_id} at {at:.3}s committed before any checkpoint that new completed"));
+                }
+                if newest_committed.is_none_or(|(newest, _)| newest < needed) {
+                    newest_committed = Some((needed, txn_id));
                 }
             }
             _ => {}
         }
     }
-    if premature.is_empty() {
+    if wrong.is_empty() {
         return Ok(());
     }
-    let more = premature.len().saturating_sub(WITNESSES);
-    premature.truncate(WITNESSES);
+    let more = wrong.len().saturating_sub(WITNESSES);
+    wrong.truncate(WITNESSES);
     Err(CheckFailure {
         check: "checkpoint-commits",
-        detail: format!(
-            "committed before any checkpoint that new completed: {}{}",
-            premature.join(", "),
-            if more > 0 { format!(" and {more} more") } else { String::new() }
-        ),
+        detail: format!("{}{}", wrong.join("; "), if more > 0 { format!(" and {more} more") } else { String::new() }),
     })
 }
 
@@ -721,7 +732,13 @@ mod tests {
         let bad = vec![completed(10, 1), commit(11, 2)];
         let failure = commits_follow_checkpoints(&bad).unwrap_err();
         assert_eq!(failure.check, "checkpoint-commits");
-        assert!(failure.detail.contains("j/t#4/0/c2 at 0.011s"), "{failure}");
+        assert!(failure.detail.contains("j/t#4/0/c2 at 0.011s committed before"), "{failure}");
+        let restored = |millis: u64, checkpoint: u64| at(millis, TraceEvent::CheckpointRestored { attempt: 1, checkpoint });
+        let forward = vec![completed(10, 1), completed(20, 2), commit(21, 2), restored(30, 2)];
+        assert_eq!(commits_follow_checkpoints(&forward), Ok(()));
+        let backwards = vec![completed(10, 1), completed(20, 2), commit(21, 2), restored(30, 1)];
+        let failure = commits_follow_checkpoints(&backwards).unwrap_err();
+        assert!(failure.detail.contains("checkpoint 1 restored at 0.030s, behind j/t#4/0/c2"), "{failure}");
     }
 
     #[test]

@@ -146,8 +146,14 @@ impl SchedulingStrategy {
         }
     }
 
-    /// Records that a region was deployed.
+    /// Records that a region was deployed: only once every blocking partition it consumes is
+    /// finished.
     pub fn mark_scheduled(&mut self, region: RegionId) {
+        let waiting: Vec<String> = (self.blocking_producers(self.region(region)).iter())
+            .filter(|producer| !self.finished.contains(producer))
+            .map(ToString::to_string)
+            .collect();
+        assert!(waiting.is_empty(), "internal: region r{} scheduled before {} finished", region.0, waiting.join(" "));
         let key = self.key(region);
         let state = self.states.entry(key).or_insert(RegionState::Created);
         assert_eq!(*state, RegionState::Created, "internal: region r{} scheduled twice", region.0);

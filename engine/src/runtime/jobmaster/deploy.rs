@@ -159,13 +159,23 @@ impl JobMaster {
         }
         let job = self.job.as_mut().expect("deploying needs a job");
         let sharing = job.strategy.slot_sharing(region);
+        assert_eq!(
+            slots.len(),
+            sharing.groups.len(),
+            "internal: region r{} needs {} slots and was given {}",
+            region.0,
+            sharing.groups.len(),
+            slots.len()
+        );
         job.strategy.mark_scheduled(region);
         for (slot, group) in slots.iter().zip(&sharing.groups) {
             job.slot_users.insert(slot.clone(), group.iter().copied().collect());
             for vertex in group {
                 let execution =
                     Execution { attempt: job.attempt, slot: Some(slot.clone()), deployed: false, finished: false };
-                job.executions.insert(*vertex, execution);
+                if let Some(current) = job.executions.insert(*vertex, execution) {
+                    panic!("internal: {vertex} deployed as a{} while its run a{} is current", job.attempt, current.attempt);
+                }
                 let task_manager = &self.task_managers[&slot.task_manager];
                 let producer =
                     PartitionLocation::TaskManager { name: slot.task_manager.clone(), address: task_manager.address };

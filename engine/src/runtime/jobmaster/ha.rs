@@ -109,7 +109,13 @@ impl Replayed {
     fn apply(&mut self, event: JobEvent) {
         match event {
             JobEvent::AttemptStarted { attempt, global } => {
-                self.last_attempt = self.last_attempt.max(attempt);
+                // A retried append may record an attempt twice, never an older one after a newer.
+                assert!(
+                    attempt >= self.last_attempt,
+                    "internal: the operation log starts a{attempt} after a{}",
+                    self.last_attempt
+                );
+                self.last_attempt = attempt;
                 if global {
                     // Everything runs again, parallelism decisions included.
                     self.floor = self.floor.max(attempt);
@@ -124,12 +130,21 @@ impl Replayed {
                 }
             }
             JobEvent::SubtaskFinished { vertex, attempt, partitions } => {
+                assert!(
+                    attempt <= self.last_attempt,
+                    "internal: the operation log records {vertex} finished as a{attempt}, an attempt it never started"
+                );
                 if attempt >= self.floor {
                     self.finished.insert(vertex, FinishedSubtask { attempt, partitions });
                 }
             }
             JobEvent::SubtasksReset { attempt, vertices } => {
-                self.last_attempt = self.last_attempt.max(attempt);
+                assert!(
+                    attempt >= self.last_attempt,
+                    "internal: the operation log resets subtasks as a{attempt} after a{}",
+                    self.last_attempt
+                );
+                self.last_attempt = attempt;
                 for vertex in vertices {
                     self.finished.remove(&vertex);
                 }

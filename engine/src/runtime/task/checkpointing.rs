@@ -183,6 +183,14 @@ impl Checkpointing {
             crate::cover!(RestoreWithPendingCommittables);
         }
         for (operator_id, checkpoint, committables) in snapshot.pending_committables {
+            // What a snapshot of checkpoint `id` holds was prepared at `id` or before (or at the
+            // task's end, which a snapshot standing in for `id` saw before it): committing it
+            // now never runs ahead of a completed checkpoint.
+            assert!(
+                checkpoint <= id || checkpoint == END_OF_INPUT,
+                "internal: {}'s snapshot of checkpoint {id} holds committables of checkpoint {checkpoint}",
+                self.execution
+            );
             self.pending.insert((operator_id, checkpoint), committables);
         }
         self.commit_up_to(END_OF_INPUT).await

@@ -327,6 +327,11 @@ impl TaskManager {
     async fn submit(self: &Arc<Self>, descriptor: TaskDeploymentDescriptor) -> Result<(), String> {
         let job_id = descriptor.spec.job_id.clone();
         let execution = descriptor.execution;
+        assert!(
+            descriptor.attempt_floor <= execution.attempt,
+            "internal: {execution} deployed with the attempt floor a{} above its own attempt",
+            descriptor.attempt_floor
+        );
         let (floor, newest) = {
             let tasks = self.tasks.lock().expect("tasks lock");
             (tasks.floor.get(&job_id).copied(), tasks.newest.get(&(job_id.clone(), execution.vertex)).copied())
