@@ -103,14 +103,14 @@ fn assert_killed_mid_job(output: &str, node: &str) {
 
 #[test]
 fn a_task_manager_killed_with_sigkill_mid_job_still_commits_exactly_the_reference_output_once() {
-    let (status, output) = local(&["--kill", "tm-0@120ms"]);
+    let (status, output) = local(&["--kill", "tm-0@60ms"]);
     assert_passes_in_both_modes(status, &output);
     assert_killed_mid_job(&output, "tm-0");
 }
 
 #[test]
 fn a_job_master_killed_with_sigkill_mid_job_still_commits_exactly_the_reference_output_once() {
-    let (status, output) = local(&["--kill", "jm@120ms"]);
+    let (status, output) = local(&["--kill", "jm@60ms"]);
     assert_passes_in_both_modes(status, &output);
     assert_killed_mid_job(&output, "jm");
 }
@@ -120,7 +120,7 @@ fn a_job_master_killed_with_sigkill_mid_job_still_commits_exactly_the_reference_
 /// fences raised; a stage lost with the process fails its writer's prepare, and the task restarts.
 #[test]
 fn a_transactional_store_killed_with_sigkill_mid_job_recovers_its_journal_and_loses_no_commit() {
-    let (status, output) = local(&["--kill", "txn-store@150ms"]);
+    let (status, output) = local(&["--kill", "txn-store@60ms"]);
     assert_passes_in_both_modes(status, &output);
     for mode in ["streaming", "batch"] {
         let block = mode_block(&output, mode);

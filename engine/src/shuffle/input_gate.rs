@@ -241,6 +241,7 @@ impl InputGate {
                 GateEvent::Item { channel, kind, bytes }
             }
             Held::End => {
+                assert!(self.open_channels > 0, "internal: channel {channel} ended after every channel had");
                 self.open_channels -= 1;
                 GateEvent::ChannelEnd { channel }
             }

@@ -84,6 +84,15 @@ impl PipelinedPartition {
             return Err(PartitionRequestError::NoSuchSubpartition);
         }
         let queue = &mut self.queues[range.start as usize];
+        // One consumer reads a pipelined subpartition, and what it asks from only grows: it
+        // never asks again for what it acknowledged.
+        assert!(
+            request.sequence >= queue.first_sequence,
+            "internal: subpartition {} asked from item {} after its consumer acknowledged up to {}",
+            range.start,
+            request.sequence,
+            queue.first_sequence
+        );
         let mut freed = false;
         while queue.first_sequence < request.sequence && !queue.items.is_empty() {
             let item = queue.items.pop_front().expect("checked non-empty");

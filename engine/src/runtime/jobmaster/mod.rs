@@ -27,16 +27,23 @@
 //! checkpoints restarts from its latest completed checkpoint; a batch job keeps the finished
 //! subtasks whose partitions the TaskManagers (or the shuffle service) still hold, and re-runs
 //! the rest (Flink's batch job recovery, FLIP-383).
+//!
+//! The TaskManagers it knows, their heartbeats and what losing one fails live in
+//! [`task_managers`]; partitions beyond the tracker (what a TaskManager still holds, what to
+//! drop) in [`partitions`]; scheduling and deployment in [`deploy`]; checkpoints in
+//! [`checkpoints`].
 
 mod checkpoints;
 mod deploy;
 mod failover;
 mod ha;
+mod partitions;
 mod recovery;
+mod task_managers;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::rpc::Endpoint;
@@ -45,7 +52,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::JobSpec;
 use super::messages::{
-    AcknowledgeCheckpoint, CancelJobAttempts, CancelTasks, ClusterOverview, ExecutionAttemptId, Heartbeat, JobStatus,
+    AcknowledgeCheckpoint, ClusterOverview, ExecutionAttemptId, Heartbeat, JobStatus,
     JobStatusReport, RegisterTaskManager, RequestClusterOverview, RequestJobStatus, SubmitJob, TaskFailure,
     TaskOutcome, UpdateTaskExecutionState,
 };
@@ -55,15 +62,15 @@ use crate::failover::{FailoverStrategy, RestartTracker};
 use crate::graph::{ExecutionGraph, ExecutionVertexId, ExternalSystems, IntermediateDataSetId};
 use crate::rpc::{RpcClient, serve};
 use crate::scheduler::{SchedulingStrategy, SlotId, SlotPool};
-use crate::shuffle::protocol::{ListPartitions, ReleasePartitions};
 use crate::shuffle::{
-    PartitionLocation, PartitionTracker, ResultPartitionId, ShuffleDescriptor, ShuffleMaster, shuffle_master,
+    PartitionTracker, ResultPartitionId, ShuffleDescriptor, ShuffleMaster, shuffle_master,
 };
 use crate::storage::{Storage, StorageFactory};
 use crate::trace::{TraceEvent, TracerHandle};
 
 use self::failover::Failure;
 use self::recovery::Reconciliation;
+use self::task_managers::{Registry, TaskManagerInfo};
 
 /// The name under which the shuffle service's address is registered in `ExternalSystems`.
 pub const SHUFFLE_SERVICE: &str = "shuffle-service";
@@ -126,22 +133,6 @@ enum Event {
     },
     /// The ticker fired at this time.
     Tick(Instant),
-}
-
-/// A registered TaskManager as the heartbeat handler sees it.
-struct Liveness {
-    instance: u64,
-    session: u64,
-    last_heartbeat: Instant,
-}
-
-/// Registered TaskManagers, shared with the heartbeat handler.
-type Registry = Arc<Mutex<BTreeMap<String, Liveness>>>;
-
-struct TaskManagerInfo {
-    instance: u64,
-    session: u64,
-    address: SocketAddr,
 }
 
 struct Execution {
@@ -450,120 +441,9 @@ impl JobMaster {
         Ok(())
     }
 
-    async fn register(&mut self, registration: RegisterTaskManager) {
-        let name = registration.name.clone();
-        if let Some(known) = self.task_managers.get(&name) {
-            if known.instance == registration.instance && known.session == registration.session {
-                // A retried registration.
-                if let Some(liveness) = self.registry.lock().expect("registry lock").get_mut(&name) {
-                    liveness.last_heartbeat = Instant::now();
-                }
-                return;
-            }
-            let reason = if known.instance == registration.instance {
-                "it lost the JobMaster and cancelled its tasks"
-            } else {
-                "it restarted as a new instance"
-            };
-            let held: BTreeSet<ResultPartitionId> = registration.partitions.iter().copied().collect();
-            self.lose_task_manager(&name, reason, &held).await;
-        }
-        self.trace(TraceEvent::TaskManagerRegistered {
-            name: name.clone(),
-            instance: registration.instance,
-            slots: registration.slots,
-        });
-        self.slot_pool.add_task_manager(&name, registration.slots);
-        let info = TaskManagerInfo {
-            instance: registration.instance,
-            session: registration.session,
-            address: registration.address,
-        };
-        self.task_managers.insert(name.clone(), info);
-        self.registry.lock().expect("registry lock").insert(
-            name.clone(),
-            Liveness { instance: registration.instance, session: registration.session, last_heartbeat: Instant::now() },
-        );
-        if self.job.as_ref().is_some_and(|job| job.reconciling.is_some()) {
-            self.reconcile_registration(&name, registration.partitions);
-        } else {
-            // What it holds and nobody needs: partitions of runs that are no longer current.
-            let stale: Vec<ResultPartitionId> = registration
-                .partitions
-                .into_iter()
-                .filter(|id| self.job.as_ref().is_none_or(|job| job.partitions.descriptor(*id).is_none()))
-                .collect();
-            self.release_on(registration.address, stale);
-        }
-        self.try_schedule().await;
-    }
-
-    /// A TaskManager is gone (or came back without its tasks): its unfinished subtasks failed,
-    /// and so did the finished ones whose partitions, still needed, were only there (`held`:
-    /// what it still has, if it came back).
-    async fn lose_task_manager(&mut self, name: &str, reason: &str, held: &BTreeSet<ResultPartitionId>) {
-        self.task_managers.remove(name);
-        self.registry.lock().expect("registry lock").remove(name);
-        self.slot_pool.remove_task_manager(name);
-        if let Some(reconciliation) = self.job.as_mut().and_then(|job| job.reconciling.as_mut()) {
-            crate::cover!(TaskManagerLostDuringReconciliation);
-            reconciliation.forget(name); // what it held is gone with it
-        }
-        let Some(job) = self.job.as_mut() else {
-            self.trace(TraceEvent::TaskManagerLost { name: name.to_string(), reason: reason.to_string() });
-            return;
-        };
-        let lost: Vec<ResultPartitionId> =
-            job.partitions.needed_on(name).into_iter().filter(|id| !held.contains(id)).collect();
-        let reason = match lost.len() {
-            0 => reason.to_string(),
-            1 => format!("{reason}; a finished partition still needed was on it"),
-            count => format!("{reason}; {count} finished partitions still needed were on it"),
-        };
-        self.trace(TraceEvent::TaskManagerLost { name: name.to_string(), reason: reason.clone() });
-        let job = self.job.as_mut().expect("checked");
-        if job.status.is_terminal() {
-            return;
-        }
-        let mut failed: BTreeSet<ExecutionVertexId> = job
-            .executions
-            .iter()
-            .filter(|(_, execution)| {
-                !execution.finished && execution.slot.as_ref().is_some_and(|slot| slot.task_manager == name)
-            })
-            .map(|(vertex, _)| *vertex)
-            .collect();
-        for id in &lost {
-            job.partitions.lose(*id);
-            let producer = ExecutionVertexId {
-                vertex: job.strategy.graph().job_graph().edge(id.partition.dataset).source,
-                subtask: id.partition.producer_subtask,
-            };
-            failed.insert(producer);
-        }
-        if !failed.is_empty() {
-            // The failure names the lost partitions too (lost above already, as the decision
-            // would), so that the trace says what the decision knew.
-            let cause = format!("TaskManager {name} lost: {reason}");
-            self.on_failure(Failure { cause, failed, lost: lost.into_iter().collect() }).await;
-        }
-    }
-
-    /// Judges heartbeats as of `now`, the tick's time: heartbeats are stamped when they arrive,
-    /// even while the actor waits for the durable store.
+    /// Every tick: heartbeats, restart delays, reconciliation, scheduling, checkpoints.
     async fn on_tick(&mut self, now: Instant) {
-        let silent: Vec<String> = self
-            .registry
-            .lock()
-            .expect("registry lock")
-            .iter()
-            .filter(|(_, liveness)| now.duration_since(liveness.last_heartbeat) > self.config.heartbeat_timeout)
-            .map(|(name, _)| name.clone())
-            .collect();
-        for name in silent {
-            let reason = format!("no heartbeat for {} ms", self.config.heartbeat_timeout.as_millis());
-            self.lose_task_manager(&name, &reason, &BTreeSet::new()).await;
-        }
+        self.lose_silent_task_managers(now).await;
         if let Some(job) = &mut self.job
             && job.status == JobStatus::Restarting
             && job.restart_at.is_some_and(|at| now >= at)
@@ -637,119 +517,6 @@ impl JobMaster {
                 self.on_failure(Failure { cause, failed: BTreeSet::from([vertex]), lost }).await;
             }
         }
-    }
-
-    /// Asks the TaskManager that held `partition` which of the finished partitions still needed
-    /// there it can serve; the answer comes back as [`Event::PartitionsHeld`].
-    fn check_partitions_of(&self, partition: ResultPartitionId) {
-        let Some(job) = &self.job else { return };
-        let Some(PartitionLocation::TaskManager { name, .. }) =
-            job.partitions.descriptor(partition).map(|descriptor| descriptor.location.clone())
-        else {
-            return;
-        };
-        let Some(info) = self.task_managers.get(&name) else { return };
-        let asked: Vec<ResultPartitionId> =
-            job.partitions.needed_on(&name).into_iter().filter(|id| *id != partition).collect();
-        if asked.is_empty() {
-            return;
-        }
-        let (client, events, address, instance) =
-            (self.client.clone(), self.events.clone(), info.address, info.instance);
-        crate::rt::task::spawn(async move {
-            if let Ok(held) = client.call(address, ListPartitions, CONTROL_TIMEOUT).await {
-                let _ = events.send(Event::PartitionsHeld { name, instance, asked, held });
-            }
-        });
-    }
-
-    /// A TaskManager answered which partitions it can serve: those asked about that it cannot
-    /// are lost, and their producers failed.
-    async fn on_partitions_held(
-        &mut self,
-        name: String,
-        instance: u64,
-        asked: Vec<ResultPartitionId>,
-        held: Vec<ResultPartitionId>,
-    ) {
-        if self.task_managers.get(&name).is_none_or(|info| info.instance != instance) {
-            return; // lost meanwhile: that loss was handled as a whole
-        }
-        let Some(job) = &self.job else { return };
-        let held: BTreeSet<ResultPartitionId> = held.into_iter().collect();
-        let lost: BTreeSet<ResultPartitionId> =
-            asked.into_iter().filter(|id| !held.contains(id) && job.partitions.is_available(*id)).collect();
-        if lost.is_empty() {
-            return;
-        }
-        let job_graph = job.strategy.graph().job_graph();
-        let failed = lost
-            .iter()
-            .map(|id| ExecutionVertexId {
-                vertex: job_graph.edge(id.partition.dataset).source,
-                subtask: id.partition.producer_subtask,
-            })
-            .collect();
-        let cause = match lost.len() {
-            1 => format!("a finished partition still needed was lost on {name}"),
-            count => format!("{count} finished partitions still needed were lost on {name}"),
-        };
-        self.on_failure(Failure { cause, failed, lost }).await;
-    }
-
-    fn cancel_attempts_before(&self, attempt: u32) {
-        let Some(job) = &self.job else { return };
-        for info in self.task_managers.values() {
-            let client = self.client.clone();
-            let address = info.address;
-            let request = CancelJobAttempts { job_id: job.spec.job_id.clone(), attempt };
-            // Best effort: a TaskManager that misses it cancels old tasks when new ones arrive.
-            crate::rt::task::spawn(async move {
-                let _ = client.call(address, request, CONTROL_TIMEOUT).await;
-            });
-        }
-    }
-
-    /// Cancels task runs where they run (best effort: a deployment of a newer run of the same
-    /// subtask cancels an older one too).
-    fn cancel_tasks(&self, executions: Vec<(SlotId, ExecutionAttemptId)>) {
-        let Some(job) = &self.job else { return };
-        let mut by_task_manager: BTreeMap<SocketAddr, Vec<ExecutionAttemptId>> = BTreeMap::new();
-        for (slot, execution) in executions {
-            if let Some(info) = self.task_managers.get(&slot.task_manager) {
-                by_task_manager.entry(info.address).or_default().push(execution);
-            }
-        }
-        for (address, executions) in by_task_manager {
-            let client = self.client.clone();
-            let request = CancelTasks { job_id: job.spec.job_id.clone(), executions };
-            crate::rt::task::spawn(async move {
-                let _ = client.call(address, request, CONTROL_TIMEOUT).await;
-            });
-        }
-    }
-
-    /// Tells each partition's server to drop it (best effort: a TaskManager also drops old
-    /// attempts' partitions when it cancels them, and a registering one is told what to drop).
-    fn release_partitions(&self, descriptors: Vec<ShuffleDescriptor>) {
-        let mut by_server: BTreeMap<SocketAddr, Vec<_>> = BTreeMap::new();
-        for descriptor in descriptors {
-            by_server.entry(descriptor.location.address()).or_default().push(descriptor.partition);
-        }
-        for (address, partitions) in by_server {
-            self.release_on(address, partitions);
-        }
-    }
-
-    /// Tells one partition server to drop some partitions (best effort).
-    fn release_on(&self, address: SocketAddr, partitions: Vec<ResultPartitionId>) {
-        if partitions.is_empty() {
-            return;
-        }
-        let client = self.client.clone();
-        crate::rt::task::spawn(async move {
-            let _ = client.call(address, ReleasePartitions { partitions }, CONTROL_TIMEOUT).await;
-        });
     }
 
     /// Records a job's final status, durably first, and releases what it still holds.
