@@ -221,8 +221,9 @@ pub enum TraceEvent {
         kept: Vec<String>,
         /// Finished subtasks that run again.
         rerun: Vec<String>,
-        /// The finished subtasks' partitions that were not held where they were written (the
-        /// decision's input with the log's finished subtasks), as `ds3.p1@a0`.
+        /// The finished subtasks' partitions not held where they were written (the decision's
+        /// input with the log's finished subtasks; a pipelined partition is never held once
+        /// its run ended), as `ds3.p1@a0`.
         #[serde(default)]
         lost: Vec<String>,
     },

@@ -236,7 +236,8 @@ impl Model {
         if failed.iter().any(|vertex| !self.region_of.contains_key(vertex)) {
             return Step::CannotFollow;
         }
-        let expected = self.must_restart(&failed);
+        let regions = failed.iter().filter(|vertex| self.runs.contains_key(vertex)).map(|vertex| self.region_of[vertex]);
+        let expected = self.must_restart(regions.collect());
         let restarted: BTreeSet<ExecutionVertexId> = subtasks.iter().filter_map(|text| subtask(text)).collect();
         if restarted != expected {
             return Step::Wrong(format!(
@@ -278,7 +279,7 @@ impl Model {
             };
             self.gone.insert(key);
         }
-        let expected = self.must_restart(&self.cannot_keep());
+        let expected = self.must_restart(self.cannot_keep());
         if expected != rerun {
             return Step::Wrong(format!(
                 "the reconciliation as a{attempt} re-runs {}; the failover rules re-run {}: \
@@ -299,36 +300,31 @@ impl Model {
         Step::Checked
     }
 
-    /// The finished subtasks whose regions cannot be kept as they are: a region with a subtask
-    /// that did not finish, or one that produced a partition still needed (its consumer vertex
-    /// has a subtask outside the fully finished regions) that is lost.
-    fn cannot_keep(&self) -> Vec<ExecutionVertexId> {
+    /// The regions that cannot be kept as they are: every region with a subtask that did not
+    /// finish (or never ran: it will, and needs its inputs), and every finished one that
+    /// produced a partition still needed (a subtask reading it is outside the fully finished
+    /// regions, or its consumer vertex is not decided yet) that is lost.
+    fn cannot_keep(&self) -> BTreeSet<usize> {
         let whole = |region: usize| self.graph.regions()[region].vertices.iter().all(|vertex| self.runs.contains_key(vertex));
-        let mut failed = Vec::new();
+        let mut failed: BTreeSet<usize> = (0..self.graph.regions().len()).filter(|region| !whole(*region)).collect();
         for (vertex, run) in &self.runs {
-            let region = self.region_of[vertex];
             let needed_and_lost = self.graph.produced_partitions(*vertex).into_iter().any(|produced| {
                 let consumer = self.job_graph.edge(produced.id.dataset).target;
-                let consumer_kept = self.graph.parallelism(consumer).is_some_and(|parallelism| {
-                    (0..parallelism).all(|subtask| {
-                        let candidate = ExecutionVertexId { vertex: consumer, subtask };
-                        self.region_of.get(&candidate).is_some_and(|region| whole(*region))
-                    })
-                });
-                !consumer_kept && self.gone.contains(&(produced.id.dataset.0, vertex.subtask, run.attempt))
+                let readers = self.consumers.get(vertex).into_iter().flatten().filter(|reader| reader.vertex == consumer);
+                let needed = self.graph.parallelism(consumer).is_none()
+                    || readers.map(|reader| self.region_of[reader]).any(|region| !whole(region));
+                needed && self.gone.contains(&(produced.id.dataset.0, vertex.subtask, run.attempt))
             });
-            if !whole(region) || needed_and_lost {
-                failed.push(*vertex);
+            if needed_and_lost {
+                failed.insert(self.region_of[vertex]);
             }
         }
         failed
     }
 
-    /// The current runs the failover rules restart for a failure of `failed`.
-    fn must_restart(&self, failed: &[ExecutionVertexId]) -> BTreeSet<ExecutionVertexId> {
+    /// The current runs the failover rules restart once the regions `chosen` restart.
+    fn must_restart(&self, mut chosen: BTreeSet<usize>) -> BTreeSet<ExecutionVertexId> {
         let regions = self.graph.regions();
-        let mut chosen: BTreeSet<usize> =
-            failed.iter().filter(|vertex| self.runs.contains_key(vertex)).map(|vertex| self.region_of[vertex]).collect();
         let mut queue: Vec<usize> = chosen.iter().copied().collect();
         while let Some(region) = queue.pop() {
             for vertex in &regions[region].vertices {

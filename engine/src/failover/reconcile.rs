@@ -3,12 +3,12 @@
 //! (`runtime/jobmaster/recovery.rs`).
 //!
 //! A region can be kept only if every one of its subtasks finished. It must re-run if a
-//! partition it produced is still needed (its consumer vertex has a subtask that is not kept)
-//! and no longer held where it was written. From the regions that cannot be kept, region
+//! partition it produced is still needed (a subtask reading it is not kept, or its consumer
+//! vertex's parallelism is not decided yet) and no longer held where it was written. From the regions that cannot be kept, region
 //! failover ([`regions_to_restart`]) adds the producers of inputs that are gone and the started
 //! consumers of what re-runs; what is left is kept.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::regions_to_restart;
 use crate::graph::{ExecutionGraph, ExecutionVertexId, IntermediateResultPartitionId, JobVertexId, RegionId};
@@ -35,16 +35,19 @@ pub fn finished_work_to_keep(
         subtask: partition.producer_subtask,
     };
     let available = |partition: IntermediateResultPartitionId| in_candidates(producer_of(partition)) && held(partition);
+    let readers = readers(graph);
+    // Read by a subtask that is not kept, or by a vertex not decided yet (whose subtasks will).
+    let needed = |partition: IntermediateResultPartitionId| {
+        graph.parallelism(job_graph.edge(partition.dataset).target).is_none()
+            || readers.get(&partition).into_iter().flatten().any(|reader| !in_candidates(*reader))
+    };
     // Regions that cannot be kept: not all finished, or a partition still needed is gone.
     let mut failed: BTreeSet<RegionId> =
         graph.regions().iter().map(|region| region.id).filter(|region| !candidates.contains(region)).collect();
     for region in &candidates {
         for vertex in &graph.regions()[region.0 as usize].vertices {
-            for produced in graph.produced_partitions(*vertex) {
-                let consumer = job_graph.edge(produced.id.dataset).target;
-                if !all_subtasks(graph, consumer, &in_candidates) && !available(produced.id) {
-                    failed.insert(*region);
-                }
+            if graph.produced_partitions(*vertex).iter().any(|produced| needed(produced.id) && !available(produced.id)) {
+                failed.insert(*region);
             }
         }
     }
@@ -54,6 +57,21 @@ pub fn finished_work_to_keep(
         .filter(|region| !reset.contains(region))
         .flat_map(|region| graph.regions()[region.0 as usize].vertices.iter().copied())
         .collect()
+}
+
+/// The subtasks that read each partition (through an input channel).
+fn readers(graph: &ExecutionGraph) -> BTreeMap<IntermediateResultPartitionId, BTreeSet<ExecutionVertexId>> {
+    let mut readers: BTreeMap<IntermediateResultPartitionId, BTreeSet<ExecutionVertexId>> = BTreeMap::new();
+    for region in graph.regions() {
+        for vertex in &region.vertices {
+            for input in graph.consumed_inputs(*vertex) {
+                for channel in input.channels {
+                    readers.entry(channel.partition).or_default().insert(*vertex);
+                }
+            }
+        }
+    }
+    readers
 }
 
 /// True if every subtask of `vertex` satisfies `done` (false while its parallelism is unknown).
@@ -108,6 +126,16 @@ mod tests {
         let finished = subtasks(&[(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)]);
         let kept = finished_work_to_keep(&graph, &finished, |partition| partition.dataset.0 != 0);
         assert_eq!(kept, finished, "nothing re-runs");
+    }
+
+    #[test]
+    fn a_lost_partition_whose_readers_are_all_kept_is_not_needed_though_its_vertex_re_runs() {
+        let graph = chain();
+        // v1[0] did not finish and re-runs, reading v0[0]'s partition, which is held. v0[1]'s is
+        // gone, but only v1[1] reads it (rescale), and v1[1] is kept: nothing else re-runs.
+        let finished = subtasks(&[(0, 0), (0, 1), (1, 1)]);
+        let held = |partition: IntermediateResultPartitionId| partition.dataset.0 != 0 || partition.producer_subtask == 0;
+        assert_eq!(rendered(&finished_work_to_keep(&graph, &finished, held)), ["v0[0]", "v0[1]", "v1[1]"]);
     }
 
     #[test]

@@ -44,15 +44,6 @@ impl Reconciliation {
         self.held.remove(name);
     }
 
-    /// The finished subtasks' partitions not held where they were written, as text.
-    fn not_held(&self) -> Vec<String> {
-        let partitions = self.finished.values().flat_map(|finished| &finished.partitions);
-        partitions
-            .filter(|(descriptor, _)| !self.is_held(descriptor))
-            .map(|(descriptor, _)| descriptor.partition.to_string())
-            .collect()
-    }
-
     fn is_held(&self, descriptor: &ShuffleDescriptor) -> bool {
         match &descriptor.location {
             PartitionLocation::TaskManager { name, .. } => {
@@ -178,9 +169,16 @@ impl JobMaster {
                 })
             })
         };
-        let lost = reconciliation.not_held();
+        // What the decision is told is gone, for the trace: every partition of a finished subtask
+        // not held where it was written.
+        let lost: Vec<String> = (reconciliation.finished.iter())
+            .flat_map(|(vertex, finished)| {
+                let gone = graph.produced_partitions(*vertex).into_iter().filter(|produced| !held(produced.id));
+                gone.map(|produced| ResultPartitionId { partition: produced.id, attempt: finished.attempt }.to_string())
+            })
+            .collect();
         let finished: BTreeSet<ExecutionVertexId> = reconciliation.finished.keys().copied().collect();
-        let kept = finished_work_to_keep(graph, &finished, held);
+        let kept = finished_work_to_keep(graph, &finished, &held);
         let rerun: Vec<ExecutionVertexId> =
             reconciliation.finished.keys().copied().filter(|vertex| !kept.contains(vertex)).collect();
 
