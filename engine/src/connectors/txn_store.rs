@@ -337,24 +337,31 @@ struct TxnStoreWriter<T> {
 }
 
 impl<T: Record> TxnStoreWriter<T> {
+    /// Connects on first use. A restarted writer first aborts what older attempts left open,
+    /// whether or not it writes anything itself; this runs after the restore committed the
+    /// restored checkpoint's transactions.
+    async fn connect_if_needed(&mut self) -> Result<(), OperatorError> {
+        if self.connection.is_some() {
+            return Ok(());
+        }
+        let connection = connect(&self.task).await?;
+        if self.epoch > 0 {
+            let prefix = writer_txn_prefix(&self.task, &self.table);
+            let request = AbortLingeringTransactions { prefix: prefix.clone(), epoch: self.epoch };
+            let aborted: u64 = connection.call_for(request, "abort lingering transactions", &prefix).await?;
+            if aborted > 0 {
+                crate::cover!(LingeringTransactionAborted);
+            }
+        }
+        self.connection = Some(connection);
+        Ok(())
+    }
+
     async fn begin_if_needed(&mut self) -> Result<(), OperatorError> {
         if self.begun {
             return Ok(());
         }
-        if self.connection.is_none() {
-            let connection = connect(&self.task).await?;
-            if self.epoch > 0 {
-                // A restarted writer first aborts what older attempts left open. It runs after
-                // the restore committed the restored checkpoint's transactions.
-                let prefix = writer_txn_prefix(&self.task, &self.table);
-                let request = AbortLingeringTransactions { prefix: prefix.clone(), epoch: self.epoch };
-                let aborted: u64 = connection.call_for(request, "abort lingering transactions", &prefix).await?;
-                if aborted > 0 {
-                    crate::cover!(LingeringTransactionAborted);
-                }
-            }
-            self.connection = Some(connection);
-        }
+        self.connect_if_needed().await?;
         let connection = self.connection.as_ref().expect("connected above");
         let request = BeginTransaction {
             table: self.table.clone(),
@@ -393,7 +400,12 @@ impl<T: Record> TxnStoreWriter<T> {
 
     async fn prepare(&mut self) -> Result<Vec<TxnCommittable>, OperatorError> {
         if self.task.checkpointing && !self.begun && self.buffer.is_empty() {
-            return Ok(Vec::new()); // nothing written since the last checkpoint: no transaction
+            // Nothing written since the last checkpoint: no transaction. A restarted writer
+            // that writes nothing must still abort what its older attempts left open.
+            if self.epoch > 0 {
+                self.connect_if_needed().await?;
+            }
+            return Ok(Vec::new());
         }
         self.begin_if_needed().await?;
         self.stage(true).await?;
