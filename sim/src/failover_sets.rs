@@ -192,7 +192,9 @@ impl Model {
     fn current(&self, vertex: ExecutionVertexId, attempt: u32, what: &str) -> Result<(), Step> {
         match self.runs.get(&vertex) {
             Some(run) if run.attempt == attempt && !run.finished => Ok(()),
-            Some(run) if run.attempt == attempt => Err(Step::Wrong(format!("{vertex} a{attempt} {what} after it finished"))),
+            Some(run) if run.attempt == attempt => {
+                Err(Step::Wrong(format!("{vertex} a{attempt} {what} after it finished")))
+            }
             Some(run) => Err(Step::Wrong(format!(
                 "{vertex} {what} as a{attempt} while its current run is a{}: the JobMaster took a report from an older attempt",
                 run.attempt
@@ -236,7 +238,8 @@ impl Model {
         if failed.iter().any(|vertex| !self.region_of.contains_key(vertex)) {
             return Step::CannotFollow;
         }
-        let regions = failed.iter().filter(|vertex| self.runs.contains_key(vertex)).map(|vertex| self.region_of[vertex]);
+        let regions =
+            failed.iter().filter(|vertex| self.runs.contains_key(vertex)).map(|vertex| self.region_of[vertex]);
         let expected = self.must_restart(regions.collect());
         let restarted: BTreeSet<ExecutionVertexId> = subtasks.iter().filter_map(|text| subtask(text)).collect();
         if restarted != expected {
@@ -305,12 +308,14 @@ impl Model {
     /// produced a partition still needed (a subtask reading it is outside the fully finished
     /// regions, or its consumer vertex is not decided yet) that is lost.
     fn cannot_keep(&self) -> BTreeSet<usize> {
-        let whole = |region: usize| self.graph.regions()[region].vertices.iter().all(|vertex| self.runs.contains_key(vertex));
+        let whole =
+            |region: usize| self.graph.regions()[region].vertices.iter().all(|vertex| self.runs.contains_key(vertex));
         let mut failed: BTreeSet<usize> = (0..self.graph.regions().len()).filter(|region| !whole(*region)).collect();
         for (vertex, run) in &self.runs {
             let needed_and_lost = self.graph.produced_partitions(*vertex).into_iter().any(|produced| {
                 let consumer = self.job_graph.edge(produced.id.dataset).target;
-                let readers = self.consumers.get(vertex).into_iter().flatten().filter(|reader| reader.vertex == consumer);
+                let readers =
+                    self.consumers.get(vertex).into_iter().flatten().filter(|reader| reader.vertex == consumer);
                 let needed = self.graph.parallelism(consumer).is_none()
                     || readers.map(|reader| self.region_of[reader]).any(|region| !whole(region));
                 needed && self.gone.contains(&(produced.id.dataset.0, vertex.subtask, run.attempt))
@@ -337,7 +342,8 @@ impl Model {
                     .map(|(_, producer)| self.region_of[&producer])
                     .collect();
                 let downstream = self.consumers.get(vertex).into_iter().flatten();
-                reached.extend(downstream.map(|consumer| self.region_of[consumer]).filter(|index| self.started(*index)));
+                reached
+                    .extend(downstream.map(|consumer| self.region_of[consumer]).filter(|index| self.started(*index)));
                 for index in reached {
                     if index != region && chosen.insert(index) {
                         queue.push(index);

@@ -427,7 +427,9 @@ mod tests {
         for round in 0..3u64 {
             let id = coordinator.maybe_trigger(ms(200 * (round + 1)), true).expect("triggered");
             let name = format!("b{id}");
-            let AckOutcome::Complete(completed) = coordinator.acknowledge(task(1, 0), 0,
+            let AckOutcome::Complete(completed) = coordinator.acknowledge(
+                task(1, 0),
+                0,
                 SnapshotKind::Barrier(id),
                 handle(&name),
                 None,

@@ -46,7 +46,8 @@ pub fn finished_work_to_keep(
         graph.regions().iter().map(|region| region.id).filter(|region| !candidates.contains(region)).collect();
     for region in &candidates {
         for vertex in &graph.regions()[region.0 as usize].vertices {
-            if graph.produced_partitions(*vertex).iter().any(|produced| needed(produced.id) && !available(produced.id)) {
+            if graph.produced_partitions(*vertex).iter().any(|produced| needed(produced.id) && !available(produced.id))
+            {
                 failed.insert(*region);
             }
         }
@@ -134,7 +135,8 @@ mod tests {
         // v1[0] did not finish and re-runs, reading v0[0]'s partition, which is held. v0[1]'s is
         // gone, but only v1[1] reads it (rescale), and v1[1] is kept: nothing else re-runs.
         let finished = subtasks(&[(0, 0), (0, 1), (1, 1)]);
-        let held = |partition: IntermediateResultPartitionId| partition.dataset.0 != 0 || partition.producer_subtask == 0;
+        let held =
+            |partition: IntermediateResultPartitionId| partition.dataset.0 != 0 || partition.producer_subtask == 0;
         assert_eq!(rendered(&finished_work_to_keep(&graph, &finished, held)), ["v0[0]", "v0[1]", "v1[1]"]);
     }
 

@@ -376,9 +376,7 @@ impl LocalWriter {
         let storage_error =
             |error: StorageError| WriteError::Storage { partition: self.id(), detail: error.to_string() };
         // A data file lost while the partition is written is refused, never appended to afresh.
-        self.manager.storage.append_at(&data_path, written, &spill.bytes)
-            .await
-            .map_err(storage_error)?;
+        self.manager.storage.append_at(&data_path, written, &spill.bytes).await.map_err(storage_error)?;
         let mut index = Vec::new();
         for entry in &spill.entries {
             index.extend(framed::frame(&entry.to_bytes()));

@@ -337,7 +337,9 @@ impl Service {
             new_frames.push(frame);
         }
         self.config.resources.disk_write(bytes.len() as u64).await;
-        self.config.storage.append_at(&data_path(request.partition), offset, &bytes)
+        self.config
+            .storage
+            .append_at(&data_path(request.partition), offset, &bytes)
             .await
             .map_err(|error| PushError::Rejected(error.to_string()))?;
         let mut partitions = self.lock();

@@ -233,8 +233,7 @@ mod tests {
     #[test]
     fn an_append_at_a_known_length_refuses_a_file_lost_while_being_written() {
         let disk = MemoryStorage::new();
-        let append_at =
-            |expected, bytes: &'static [u8]| now(disk.append_at("d", expected, bytes));
+        let append_at = |expected, bytes: &'static [u8]| now(disk.append_at("d", expected, bytes));
         append_at(0, b"abc").unwrap();
         append_at(3, b"de").unwrap();
         assert!(disk.lose("d"));

@@ -101,7 +101,12 @@ pub trait Storage: Send + Sync {
     /// refused as [`StorageError::LengthChanged`] rather than appended to: the writer's offsets
     /// would no longer say where its bytes are, and a reader would take one item's bytes for
     /// another's. A remote store checks the offset where it applies the append, in one call.
-    fn append_at<'a>(&'a self, path: &'a str, expected: u64, bytes: &'a [u8]) -> BoxFuture<'a, Result<(), StorageError>> {
+    fn append_at<'a>(
+        &'a self,
+        path: &'a str,
+        expected: u64,
+        bytes: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), StorageError>> {
         Box::pin(async move {
             let length = length_or_zero(self.length(path).await)?;
             if length != expected {

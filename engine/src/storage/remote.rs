@@ -178,7 +178,12 @@ impl Storage for RemoteStorage {
         Box::pin(self.sync_to(path, None))
     }
 
-    fn append_at<'a>(&'a self, path: &'a str, expected: u64, bytes: &'a [u8]) -> BoxFuture<'a, Result<(), StorageError>> {
+    fn append_at<'a>(
+        &'a self,
+        path: &'a str,
+        expected: u64,
+        bytes: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), StorageError>> {
         Box::pin(self.append_at_offset(path, expected, bytes))
     }
 

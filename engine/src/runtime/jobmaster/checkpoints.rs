@@ -124,7 +124,14 @@ impl JobMaster {
         }
         let attempt = job.attempt;
         let Some(coordinator) = &mut job.checkpoints else { return };
-        match coordinator.acknowledge(ack.execution.vertex, ack.execution.attempt, ack.kind, ack.handle, ack.last_barrier, now) {
+        match coordinator.acknowledge(
+            ack.execution.vertex,
+            ack.execution.attempt,
+            ack.kind,
+            ack.handle,
+            ack.last_barrier,
+            now,
+        ) {
             AckOutcome::Waiting => {}
             AckOutcome::Aborted(checkpoint) => {
                 let reason = format!("{} took its barrier and ended without saving its snapshot", ack.execution);

@@ -174,7 +174,10 @@ impl JobMaster {
                 let execution =
                     Execution { attempt: job.attempt, slot: Some(slot.clone()), deployed: false, finished: false };
                 if let Some(current) = job.executions.insert(*vertex, execution) {
-                    panic!("internal: {vertex} deployed as a{} while its run a{} is current", job.attempt, current.attempt);
+                    panic!(
+                        "internal: {vertex} deployed as a{} while its run a{} is current",
+                        job.attempt, current.attempt
+                    );
                 }
                 let task_manager = &self.task_managers[&slot.task_manager];
                 let producer =

@@ -52,9 +52,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::JobSpec;
 use super::messages::{
-    AcknowledgeCheckpoint, ClusterOverview, ExecutionAttemptId, Heartbeat, JobStatus,
-    JobStatusReport, RegisterTaskManager, RequestClusterOverview, RequestJobStatus, SubmitJob, TaskFailure,
-    TaskOutcome, UpdateTaskExecutionState,
+    AcknowledgeCheckpoint, ClusterOverview, ExecutionAttemptId, Heartbeat, JobStatus, JobStatusReport,
+    RegisterTaskManager, RequestClusterOverview, RequestJobStatus, SubmitJob, TaskFailure, TaskOutcome,
+    UpdateTaskExecutionState,
 };
 use crate::api::JobRegistry;
 use crate::checkpoint::{CheckpointCoordinator, CompletedCheckpoint};
@@ -62,9 +62,7 @@ use crate::failover::{FailoverStrategy, RestartTracker};
 use crate::graph::{ExecutionGraph, ExecutionVertexId, ExternalSystems, IntermediateDataSetId};
 use crate::rpc::{RpcClient, serve};
 use crate::scheduler::{SchedulingStrategy, SlotId, SlotPool};
-use crate::shuffle::{
-    PartitionTracker, ResultPartitionId, ShuffleDescriptor, ShuffleMaster, shuffle_master,
-};
+use crate::shuffle::{PartitionTracker, ResultPartitionId, ShuffleDescriptor, ShuffleMaster, shuffle_master};
 use crate::storage::{Storage, StorageFactory};
 use crate::trace::{TraceEvent, TracerHandle};
 

@@ -95,7 +95,8 @@ fn huge_attempts_subtasks_and_times_draw_without_panicking() {
         failed: vec!["nonsense".into()],
         lost: vec!["ds9.p9@a9".into(), "nonsense".into()],
     };
-    let reconciled = TraceEvent::FinishedWorkReconciled { attempt: 0, kept: vec!["v0[0]".into()], rerun: vec![], lost: vec![] };
+    let reconciled =
+        TraceEvent::FinishedWorkReconciled { attempt: 0, kept: vec!["v0[0]".into()], rerun: vec![], lost: vec![] };
     let records = vec![
         record(0, "jm", deployed(huge, 0, huge, "tm-0/s0")),
         record(1, "jm", deployed(0, 1, 0, "tm-0/s0")),
@@ -144,7 +145,8 @@ fn a_trace_of_many_megabytes_builds() {
         let lost = TraceEvent::JobMasterLost { reason: "x".into(), tasks_cancelled: 1 };
         records.push(record(time + 3, &format!("tm-{}", attempt % 8), lost));
         let rerun = vec!["v0[0]".to_string(); 2];
-        let reconciled = TraceEvent::FinishedWorkReconciled { attempt: attempt + 1, kept: rerun.clone(), rerun, lost: vec![] };
+        let reconciled =
+            TraceEvent::FinishedWorkReconciled { attempt: attempt + 1, kept: rerun.clone(), rerun, lost: vec![] };
         records.push(record(time + 4, "jm", reconciled));
         records.push(record(
             time + 5,
