@@ -51,6 +51,7 @@ pub(super) const ALERTS: SimJob = SimJob {
     },
     generate_input: Some(generate_input),
     reference: Some(reference),
+    reference_summary: None,
     late: None,
 };
 

@@ -82,7 +82,8 @@ pub struct ExpectedTable {
     /// How the table applies rows.
     pub kind: SinkKind,
     /// The rows, sorted. With [`Updates::Exact`], every row the job must commit (a multiset); with
-    /// [`Updates::CountPerKey`], the final row of each key.
+    /// [`Updates::CountPerKey`], the final row of each key; with [`Updates::Digest`], the final
+    /// row of each key whose final value is known (of an upsert table), if any.
     pub rows: Vec<Row>,
     /// What is known about the updates of an upsert table.
     pub updates: Updates,
@@ -98,6 +99,58 @@ pub enum Updates {
     /// different amounts passes through values that depend on arrival order, but it is updated
     /// exactly once per input element.
     CountPerKey(BTreeMap<String, u64>),
+    /// Every committed row is known, as with [`Updates::Exact`], but summarized per key (a
+    /// large update stream, not held row by row): the committed updates of each key must have
+    /// the same [`UpdateDigest`].
+    Digest(BTreeMap<String, UpdateDigest>),
+}
+
+/// An order-free summary of the values one key was updated to: how many, and the wrapping sum
+/// of a 64-bit mix of each value's hash (a multiset hash: equal multisets always agree; a lost
+/// or duplicated update changes the count, a wrong value changes the sum but for a 2⁻⁶⁴ chance).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UpdateDigest {
+    /// How many updates.
+    pub count: u64,
+    /// The sum of the values' mixed hashes.
+    pub sum: u64,
+}
+
+impl UpdateDigest {
+    /// Adds one update to `value`.
+    pub fn add(&mut self, value: &str) {
+        self.count += 1;
+        self.sum = self.sum.wrapping_add(mix(sluice_engine::prng::fnv1a64(value.as_bytes())));
+    }
+
+    /// The digest of a multiset of values.
+    pub fn of<'a>(values: impl IntoIterator<Item = &'a str>) -> UpdateDigest {
+        let mut digest = UpdateDigest::default();
+        values.into_iter().for_each(|value| digest.add(value));
+        digest
+    }
+}
+
+/// SplitMix64's finalizer: spreads FNV's weak low bits over the whole word before summing.
+fn mix(mut hash: u64) -> u64 {
+    hash = (hash ^ (hash >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    hash = (hash ^ (hash >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    hash ^ (hash >> 31)
+}
+
+impl ExpectedTable {
+    /// This table with an exact update stream summarized per key ([`Updates::Digest`]), without
+    /// final rows (a multiset of rows does not say which came last); other tables as they are.
+    pub fn summarized(self) -> ExpectedTable {
+        if self.updates != Updates::Exact {
+            return self;
+        }
+        let mut digests: BTreeMap<String, UpdateDigest> = BTreeMap::new();
+        for row in &self.rows {
+            digests.entry(row.key.clone()).or_default().add(&row.value);
+        }
+        ExpectedTable { kind: self.kind, rows: Vec::new(), updates: Updates::Digest(digests) }
+    }
 }
 
 /// What a job must commit, by table.
@@ -115,6 +168,11 @@ pub struct SimJob {
     /// one: it is checked by reference-free oracles only (`sluice_sim::Oracle`), and its file
     /// sinks' tables are read as append tables.
     pub reference: Option<fn(&JobParams, &ExternalInput, ExecutionMode) -> ExpectedOutput>,
+    /// The same oracle for inputs too large to hold every committed row: exact update streams
+    /// summarized per key ([`Updates::Digest`]), computed without building the rows. `None` when
+    /// the job has none, or (returned) when the input is small enough for the full reference.
+    /// The full reference runs again only to show the witnesses of a failure.
+    pub reference_summary: Option<fn(&JobParams, &ExternalInput, ExecutionMode) -> Option<ExpectedOutput>>,
     /// Where the job sends its windows' late elements, if it does: then a streaming run that drops
     /// some is judged against the reference over the input without them, and against a batch
     /// run over that input, instead of requiring streaming == batch.
@@ -182,6 +240,18 @@ impl SimJob {
     /// What the job must commit in `mode`, if it has a reference.
     pub fn expected(&self, params: &JobParams, input: &ExternalInput, mode: ExecutionMode) -> Option<ExpectedOutput> {
         self.reference.map(|reference| reference(params, input, mode))
+    }
+
+    /// What the job must commit in `mode`, summarized per key where the job summarizes a large
+    /// input ([`SimJob::reference_summary`]); else [`SimJob::expected`].
+    pub fn expected_summary(
+        &self,
+        params: &JobParams,
+        input: &ExternalInput,
+        mode: ExecutionMode,
+    ) -> Option<ExpectedOutput> {
+        let summary = self.reference_summary.and_then(|summary| summary(params, input, mode));
+        summary.or_else(|| self.expected(params, input, mode))
     }
 
     /// Builds and chains the job's plan.

@@ -41,6 +41,7 @@ pub(super) const TPCDS: SimJob = SimJob {
     },
     generate_input: Some(generate_input),
     reference: Some(reference),
+    reference_summary: None,
     late: None,
 };
 

@@ -44,6 +44,7 @@ pub(super) const WINDOWED: SimJob = SimJob {
     },
     generate_input: Some(generate_input),
     reference: Some(reference),
+    reference_summary: None,
     late: None,
 };
 

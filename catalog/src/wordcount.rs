@@ -7,7 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobParams, ParamSpec, SimJob, Updates};
+use super::{
+    ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobParams, ParamSpec, SimJob, UpdateDigest, Updates,
+};
 use sluice_engine::api::DataStream;
 use sluice_engine::api::{ExecutionMode, Record, StreamEnv};
 use sluice_engine::connectors::{CsvRow, FileSink, FileSource, LogSource, Row, SinkKind, TxnStoreSink};
@@ -36,6 +38,7 @@ pub(super) const WORDCOUNT: SimJob = SimJob {
     },
     generate_input: Some(generate_input),
     reference: Some(reference),
+    reference_summary: Some(reference_summary),
     late: None,
 };
 
@@ -98,6 +101,50 @@ fn reference(_params: &JobParams, input: &ExternalInput, mode: ExecutionMode) ->
     reference_of_lines(lines, mode)
 }
 
+/// Above this many words, a streaming run's running counts are checked against per-key digests
+/// rather than row by row (a million words would be a million rows held twice).
+const SUMMARIZE_ABOVE_WORDS: u64 = 100_000;
+
+fn reference_summary(params: &JobParams, input: &ExternalInput, mode: ExecutionMode) -> Option<ExpectedOutput> {
+    let lines =
+        input.topics[TOPIC].iter().flatten().map(|bytes| String::from_bytes(bytes).expect("generated lines decode"));
+    summarize(params, mode).then(|| summary_of_lines(lines))
+}
+
+fn reference_summary_files(params: &JobParams, input: &ExternalInput, mode: ExecutionMode) -> Option<ExpectedOutput> {
+    let files = input.files.values();
+    let lines =
+        files.flat_map(|contents| String::from_utf8_lossy(contents).lines().map(str::to_string).collect::<Vec<_>>());
+    summarize(params, mode).then(|| summary_of_lines(lines))
+}
+
+/// Only streaming commits an update per word; batch commits one row per key.
+fn summarize(params: &JobParams, mode: ExecutionMode) -> bool {
+    mode == ExecutionMode::Streaming && params.get("words") > SUMMARIZE_ABOVE_WORDS
+}
+
+/// [`reference_of_lines`] in streaming mode, its updates summarized per key as they are counted.
+fn summary_of_lines(lines: impl Iterator<Item = String>) -> ExpectedOutput {
+    let mut counts: BTreeMap<String, (i64, UpdateDigest)> = BTreeMap::new();
+    let mut value = String::new();
+    for line in lines {
+        for word in line.split_whitespace() {
+            if !counts.contains_key(word) {
+                counts.insert(word.to_string(), (0, UpdateDigest::default()));
+            }
+            let (count, digest) = counts.get_mut(word).expect("inserted above");
+            *count += 1;
+            value.clear();
+            std::fmt::Write::write_fmt(&mut value, format_args!("{count}")).expect("a String takes any write");
+            digest.add(&value);
+        }
+    }
+    let rows = counts.iter().map(|(key, (count, _))| Row { key: key.clone(), value: count.to_string() }).collect();
+    let digests = counts.into_iter().map(|(key, (_, digest))| (key, digest)).collect();
+    let table = ExpectedTable { kind: SinkKind::Upsert, rows, updates: Updates::Digest(digests) };
+    BTreeMap::from([(TABLE.to_string(), table)])
+}
+
 /// The table the count of `lines` commits in `mode`.
 fn reference_of_lines(lines: impl Iterator<Item = String>, mode: ExecutionMode) -> ExpectedOutput {
     let mut counts: BTreeMap<String, i64> = BTreeMap::new();
@@ -145,6 +192,7 @@ pub(super) const WORDCOUNT_FILES: SimJob = SimJob {
     },
     generate_input: Some(generate_files),
     reference: Some(reference_files),
+    reference_summary: Some(reference_summary_files),
     late: None,
 };
 
@@ -174,4 +222,37 @@ fn reference_files(_params: &JobParams, input: &ExternalInput, mode: ExecutionMo
     let lines =
         files.flat_map(|contents| String::from_utf8_lossy(contents).lines().map(str::to_string).collect::<Vec<_>>());
     reference_of_lines(lines, mode)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines() -> Vec<String> {
+        let params = WORDCOUNT.resolve_params(&BTreeMap::new()).expect("defaults resolve");
+        generate_lines(&params, &mut Prng::from_seed(7))
+    }
+
+    #[test]
+    fn the_summary_is_the_streaming_reference_summarized_per_key() {
+        let full = reference_of_lines(lines().into_iter(), ExecutionMode::Streaming).remove(TABLE).expect("the table");
+        let summary = summary_of_lines(lines().into_iter()).remove(TABLE).expect("the table");
+        assert_eq!(summary.updates, full.summarized().updates);
+        let Updates::Digest(digests) = &summary.updates else { panic!("an exact table summarizes") };
+        let updates: u64 = digests.values().map(|digest| digest.count).sum();
+        assert_eq!(updates, 20_000, "one update per word");
+        let batch = reference_of_lines(lines().into_iter(), ExecutionMode::Batch).remove(TABLE).expect("the table");
+        assert_eq!(summary.rows, batch.rows, "each key ends at its count");
+    }
+
+    #[test]
+    fn only_a_large_streaming_input_is_summarized() {
+        let params = |words: u64| {
+            let given = BTreeMap::from([("words".to_string(), crate::ParamValue::Int(words))]);
+            WORDCOUNT.resolve_params(&given).expect("in range")
+        };
+        assert!(!summarize(&params(SUMMARIZE_ABOVE_WORDS), ExecutionMode::Streaming));
+        assert!(summarize(&params(SUMMARIZE_ABOVE_WORDS + 1), ExecutionMode::Streaming));
+        assert!(!summarize(&params(1_000_000), ExecutionMode::Batch));
+    }
 }

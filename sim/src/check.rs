@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use sluice_catalog::{ExpectedOutput, LateData, Updates};
+use sluice_catalog::{ExpectedOutput, LateData, UpdateDigest, Updates};
 use sluice_engine::connectors::txn_store::{txn_checkpoint, txn_table};
 use sluice_engine::connectors::{Row, SinkKind};
 
@@ -113,20 +113,39 @@ fn describe(rows: &[(&Row, i64)]) -> String {
 
 /// Compares committed rows with the reference, table by table: both halves.
 pub fn exactly_once(committed: &CommittedView, expected: &ExpectedOutput) -> Result<(), CheckFailure> {
-    compare(committed, expected, true)
+    compare(committed, expected, true, &|| None)
 }
 
 /// The safety half: nothing committed beyond the reference (no duplicate, no stray row).
 pub fn nothing_beyond_reference(committed: &CommittedView, expected: &ExpectedOutput) -> Result<(), CheckFailure> {
-    compare(committed, expected, false)
+    compare(committed, expected, false, &|| None)
 }
 
-fn compare(committed: &CommittedView, expected: &ExpectedOutput, complete: bool) -> Result<(), CheckFailure> {
+/// [`exactly_once`] (or, if not `complete`, [`nothing_beyond_reference`]) of a run whose
+/// reference may be summarized per key ([`Updates::Digest`]): where the digests differ, or
+/// only the safety half is judged, the table is compared again row by row against `full`, the
+/// reference computed in full, for exact witnesses.
+pub fn exactly_once_or_in_full(
+    committed: &CommittedView,
+    expected: &ExpectedOutput,
+    complete: bool,
+    full: &dyn Fn() -> Option<ExpectedOutput>,
+) -> Result<(), CheckFailure> {
+    compare(committed, expected, complete, full)
+}
+
+fn compare(
+    committed: &CommittedView,
+    expected: &ExpectedOutput,
+    complete: bool,
+    full: &dyn Fn() -> Option<ExpectedOutput>,
+) -> Result<(), CheckFailure> {
     let failure = |detail: String| Err(CheckFailure { check: "exactly-once", detail });
     if let Some(table) = committed.keys().find(|table| !expected.contains_key(*table)) {
         return failure(format!("table `{table}` was written but the job has no such sink"));
     }
     let empty = TableView { kind: SinkKind::Append, log: Vec::new(), latest: BTreeMap::new() };
+    let mut in_full: Option<Option<ExpectedOutput>> = None;
     for (table, expectation) in expected {
         let view = committed.get(table).unwrap_or(&empty);
         if committed.contains_key(table) && view.kind != expectation.kind {
@@ -138,12 +157,83 @@ fn compare(committed: &CommittedView, expected: &ExpectedOutput, complete: bool)
         let problem = match &expectation.updates {
             Updates::Exact => exact_difference(&expectation.rows, &view.log, complete),
             Updates::CountPerKey(counts) => count_difference(&expectation.rows, counts, view, complete),
+            Updates::Digest(digests) => match digest_difference(&expectation.rows, digests, view, complete) {
+                None if complete => None,
+                summary => {
+                    let rows = in_full.get_or_insert_with(full).as_ref().and_then(|full| full.get(table));
+                    match (rows, summary) {
+                        (Some(rows), summary) if rows.updates == Updates::Exact => {
+                            let exact = exact_difference(&rows.rows, &view.log, complete);
+                            exact.or(summary.map(|summary| {
+                                format!("internal: the job's reference summary disagrees with its reference: {summary}")
+                            }))
+                        }
+                        (_, summary) => summary,
+                    }
+                }
+            },
         };
         if let Some(problem) = problem {
             return failure(format!("table `{table}`: {problem}"));
         }
     }
     Ok(())
+}
+
+/// Each key's committed updates must have its digest (at most its count, if not complete) and
+/// end at its final row.
+fn digest_difference(
+    finals: &[Row],
+    digests: &BTreeMap<String, UpdateDigest>,
+    view: &TableView,
+    complete: bool,
+) -> Option<String> {
+    let mut committed: std::collections::HashMap<&str, UpdateDigest> = std::collections::HashMap::new();
+    for row in &view.log {
+        committed.entry(row.key.as_str()).or_default().add(&row.value);
+    }
+    // Sorted, so that the witnesses do not depend on the hash map's order.
+    let committed: BTreeMap<&str, UpdateDigest> = committed.into_iter().collect();
+    let none = UpdateDigest::default();
+    let mut problems = Vec::new();
+    for (key, got) in &committed {
+        let wanted = digests.get(*key).unwrap_or(&none);
+        if got.count > wanted.count {
+            problems.push(format!(
+                "{key} updated {} times, expected {} (duplicated or unexpected)",
+                got.count, wanted.count
+            ));
+        } else if complete && got != wanted {
+            problems.push(format!(
+                "{key} updated {} times, expected {}, to other values than the reference's",
+                got.count, wanted.count
+            ));
+        }
+    }
+    if complete {
+        for (key, wanted) in digests.iter().filter(|(key, _)| !committed.contains_key(key.as_str())) {
+            problems.push(format!("{key} updated 0 times, expected {} (lost)", wanted.count));
+        }
+        problems.extend(final_rows_differ(finals, view));
+    }
+    witnesses(problems)
+}
+
+/// The keys whose latest committed value is not their final row.
+fn final_rows_differ(finals: &[Row], view: &TableView) -> Vec<String> {
+    let differ = finals.iter().filter(|row| view.latest.get(&row.key) != Some(&row.value));
+    differ.map(|row| format!("{} ends at {:?}, expected {}", row.key, view.latest.get(&row.key), row.value)).collect()
+}
+
+/// A few problems and how many more, or `None` if there are none.
+fn witnesses(mut problems: Vec<String>) -> Option<String> {
+    if problems.is_empty() {
+        return None;
+    }
+    let more = problems.len().saturating_sub(WITNESSES);
+    problems.truncate(WITNESSES);
+    let suffix = if more > 0 { format!(" and {more} more") } else { String::new() };
+    Some(format!("{}{suffix}", problems.join("; ")))
 }
 
 /// Every committed row must be an expected one, as a multiset (and all of them, if complete).
@@ -190,19 +280,9 @@ fn count_difference(
                 problems.push(format!("{key} updated {got} times, expected {wanted} (lost)"));
             }
         }
-        for row in finals {
-            if view.latest.get(&row.key) != Some(&row.value) {
-                problems.push(format!("{} ends at {:?}, expected {}", row.key, view.latest.get(&row.key), row.value));
-            }
-        }
+        problems.extend(final_rows_differ(finals, view));
     }
-    if problems.is_empty() {
-        return None;
-    }
-    let more = problems.len().saturating_sub(WITNESSES);
-    problems.truncate(WITNESSES);
-    let suffix = if more > 0 { format!(" and {more} more") } else { String::new() };
-    Some(format!("{}{suffix}", problems.join("; ")))
+    witnesses(problems)
 }
 
 /// How a run is judged.
@@ -366,9 +446,8 @@ pub fn judge(report: &RunReport, scenario: &Scenario) -> Verdict {
     if finished && let Err(failure) = nothing_left_open(report.open_transactions.as_deref()) {
         failures.push(failure);
     }
-    let exactly = if finished { exactly_once } else { nothing_beyond_reference };
     if let Some(expected) = &report.expected
-        && let Err(failure) = exactly(&report.committed, expected)
+        && let Err(failure) = exactly_once_or_in_full(&report.committed, expected, finished, &|| full_reference(report))
     {
         failures.push(failure);
     }
@@ -420,6 +499,14 @@ fn unrecoverable(report: &RunReport, scenario: &Scenario, healed: Duration) -> O
     (gave_up && end <= healed + RECOVERY_GRACE).then(|| format!("the faults exhausted the restart strategy: {reason}"))
 }
 
+/// The run's reference computed in full, row by row, on the input generated again from its
+/// seed: the witnesses of a run checked against per-key digests.
+fn full_reference(report: &RunReport) -> Option<ExpectedOutput> {
+    let scenario = &report.source;
+    let input = crate::runner::generate_input(scenario, report.seed);
+    scenario.job().expected(&scenario.job_params(), &input, report.mode)
+}
+
 /// Every check of a single run that needs no scenario: completion and exactly-once.
 pub fn check_run(report: &RunReport) -> Vec<CheckFailure> {
     let mut failures = Vec::new();
@@ -428,7 +515,7 @@ pub fn check_run(report: &RunReport) -> Vec<CheckFailure> {
         return failures;
     }
     if let Some(expected) = &report.expected
-        && let Err(failure) = exactly_once(&report.committed, expected)
+        && let Err(failure) = exactly_once_or_in_full(&report.committed, expected, true, &|| full_reference(report))
     {
         failures.push(failure);
     }
@@ -688,6 +775,36 @@ mod tests {
     }
 
     #[test]
+    fn digested_updates_catch_what_rows_would_and_show_the_full_witness_when_they_can() {
+        let log = |values: &[&str]| view(values.iter().map(|value| row("a", value)).collect());
+        let full = BTreeMap::from([(
+            "t".to_string(),
+            ExpectedTable { kind: SinkKind::Upsert, rows: vec![row("a", "1"), row("a", "2")], updates: Updates::Exact },
+        )]);
+        let summary: ExpectedOutput =
+            full.clone().into_iter().map(|(table, rows)| (table, rows.summarized())).collect();
+        let unavailable = || None;
+        let in_full = || Some(full.clone());
+        let judge = |committed: &CommittedView, complete: bool, full: &dyn Fn() -> Option<ExpectedOutput>| {
+            exactly_once_or_in_full(committed, &summary, complete, full).map_err(|failure| failure.detail)
+        };
+        assert_eq!(judge(&log(&["2", "1"]), true, &unavailable), Ok(()), "any order of the same updates");
+        let duplicated = judge(&log(&["1", "1", "2"]), true, &unavailable).unwrap_err();
+        assert!(duplicated.contains("a updated 3 times, expected 2 (duplicated or unexpected)"), "{duplicated}");
+        let wrong = judge(&log(&["1", "3"]), true, &unavailable).unwrap_err();
+        assert!(wrong.contains("to other values than the reference's"), "{wrong}");
+        let lost = judge(&CommittedView::new(), true, &unavailable).unwrap_err();
+        assert!(lost.contains("a updated 0 times, expected 2 (lost)"), "{lost}");
+        // With the full reference, the witnesses are rows, as without digests.
+        let witnessed = judge(&log(&["1", "3"]), true, &in_full).unwrap_err();
+        assert!(witnessed.contains("lost: a=2 ×1; duplicated or unexpected: a=3 ×1"), "{witnessed}");
+        // The safety half compares rows when it can, counts when it cannot.
+        assert!(judge(&log(&["3"]), false, &in_full).unwrap_err().contains("a=3"));
+        assert_eq!(judge(&log(&["3"]), false, &unavailable), Ok(()), "a value is unknown without the rows");
+        assert_eq!(judge(&log(&["2"]), false, &in_full), Ok(()));
+    }
+
+    #[test]
     fn a_rolled_back_or_doubly_applied_commit_is_caught() {
         let commit = |txn_id: &str, rows: u64| TraceRecord {
             time: Duration::from_millis(1),
@@ -733,7 +850,8 @@ mod tests {
         let failure = commits_follow_checkpoints(&bad).unwrap_err();
         assert_eq!(failure.check, "checkpoint-commits");
         assert!(failure.detail.contains("j/t#4/0/c2 at 0.011s committed before"), "{failure}");
-        let restored = |millis: u64, checkpoint: u64| at(millis, TraceEvent::CheckpointRestored { attempt: 1, checkpoint });
+        let restored =
+            |millis: u64, checkpoint: u64| at(millis, TraceEvent::CheckpointRestored { attempt: 1, checkpoint });
         let forward = vec![completed(10, 1), completed(20, 2), commit(21, 2), restored(30, 2)];
         assert_eq!(commits_follow_checkpoints(&forward), Ok(()));
         let backwards = vec![completed(10, 1), completed(20, 2), commit(21, 2), restored(30, 1)];

@@ -45,6 +45,7 @@ pub const GENERATED: SimJob = SimJob {
     },
     generate_input: Some(generate_input),
     reference: Some(reference),
+    reference_summary: None,
     late: None,
 };
 

@@ -52,6 +52,7 @@ pub const CLICKSTREAM: SimJob = SimJob {
     definition: DEFINITION,
     generate_input: Some(generate),
     reference: Some(reference),
+    reference_summary: None,
     late: Some(LateData {
         table: LATE_TABLE,
         windowed: &[WINDOW_TABLE],

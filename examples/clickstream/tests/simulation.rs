@@ -91,6 +91,7 @@ fn without_a_reference_streaming_and_batch_disagreeing_is_reported() {
         definition: JobDefinition { name: "clickstream-off", build: build_off_in_streaming, ..DEFINITION },
         generate_input: None,
         reference: None,
+        reference_summary: None,
         late: None,
     };
     let failures = tempfile::tempdir().expect("a scratch directory");
@@ -217,12 +218,14 @@ fn the_reference_free_oracles_catch_what_the_modes_agree_on() {
         definition: JobDefinition { name: "clickstream-alone", build: build_off_at_parallelism_one, ..DEFINITION },
         generate_input: None,
         reference: None,
+        reference_summary: None,
         late: None,
     };
     static DOUBLING: SimJob = SimJob {
         definition: JobDefinition { name: "clickstream-doubling", build: build_doubling, ..DEFINITION },
         generate_input: None,
         reference: None,
+        reference_summary: None,
         late: None,
     };
     let failures = tempfile::tempdir().expect("a scratch directory");
@@ -254,6 +257,7 @@ fn the_reference_free_oracles_catch_what_the_modes_agree_on() {
         definition: JobDefinition { name: "clickstream-pipelined", build: build_off_when_pipelined, ..DEFINITION },
         generate_input: None,
         reference: None,
+        reference_summary: None,
         late: None,
     };
     let pipelined = simulation(&PIPELINED, Oracle::EveryExchangeMode).run();

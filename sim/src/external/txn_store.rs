@@ -303,6 +303,12 @@ impl TxnStoreState {
         self.tables.clone()
     }
 
+    /// The committed view, taken out of a store whose run is over (not copied: a large table
+    /// would be held twice).
+    pub fn take_committed(&mut self) -> CommittedView {
+        std::mem::take(&mut self.tables)
+    }
+
     /// Transactions begun and neither committed nor aborted, in id order: what a finished job
     /// must not leave behind (`txn-id (epoch E, prepared, N batches staged)`).
     pub fn open_transactions(&self) -> Vec<String> {

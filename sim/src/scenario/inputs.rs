@@ -167,9 +167,15 @@ mod tests {
 
     const DEFINITION: JobDefinition =
         JobDefinition { name: "points", description: "points", params: &[], inputs: &[POINTS], build };
-    static GENERATING: SimJob =
-        SimJob { definition: DEFINITION, generate_input: Some(generate), reference: None, late: None };
-    static FILES_ONLY: SimJob = SimJob { definition: DEFINITION, generate_input: None, reference: None, late: None };
+    static GENERATING: SimJob = SimJob {
+        definition: DEFINITION,
+        generate_input: Some(generate),
+        reference: None,
+        reference_summary: None,
+        late: None,
+    };
+    static FILES_ONLY: SimJob =
+        SimJob { definition: DEFINITION, generate_input: None, reference: None, reference_summary: None, late: None };
 
     fn parse(job: &'static SimJob, directory: &Path, input: &str) -> Result<Scenario, ScenarioError> {
         let text = format!("name: points\njob: points\n{input}");
@@ -268,6 +274,7 @@ mod through_the_engine {
         definition: JobDefinition { name: "scores", description: "scores", params: &[], inputs: &[SCORES], build },
         generate_input: Some(generate),
         reference: Some(reference),
+        reference_summary: None,
         late: None,
     };
 
