@@ -156,6 +156,9 @@ impl ExpectedTable {
 /// What a job must commit, by table.
 pub type ExpectedOutput = BTreeMap<String, ExpectedTable>;
 
+/// A job's reference with exact update streams summarized per key ([`SimJob::reference_summary`]).
+pub type ReferenceSummary = fn(&JobParams, &ExternalInput, ExecutionMode) -> Option<ExpectedOutput>;
+
 /// A job as a simulation runs and judges it: what a cluster runs, where its input comes from,
 /// and what it must commit. The built-in jobs are these; a user's crate declares its own.
 pub struct SimJob {
@@ -168,11 +171,11 @@ pub struct SimJob {
     /// one: it is checked by reference-free oracles only (`sluice_sim::Oracle`), and its file
     /// sinks' tables are read as append tables.
     pub reference: Option<fn(&JobParams, &ExternalInput, ExecutionMode) -> ExpectedOutput>,
-    /// The same oracle for inputs too large to hold every committed row: exact update streams
-    /// summarized per key ([`Updates::Digest`]), computed without building the rows. `None` when
-    /// the job has none, or (returned) when the input is small enough for the full reference.
+    /// The same oracle with exact update streams summarized per key ([`Updates::Digest`]),
+    /// computed without building a row per update: linear, and memory by keys rather than
+    /// records. `None` when the job has none, or (returned) in a mode it does not summarize.
     /// The full reference runs again only to show the witnesses of a failure.
-    pub reference_summary: Option<fn(&JobParams, &ExternalInput, ExecutionMode) -> Option<ExpectedOutput>>,
+    pub reference_summary: Option<ReferenceSummary>,
     /// Where the job sends its windows' late elements, if it does: then a streaming run that drops
     /// some is judged against the reference over the input without them, and against a batch
     /// run over that input, instead of requiring streaming == batch.

@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use sluice_catalog::{ExpectedOutput, LateData, UpdateDigest, Updates};
 use sluice_engine::connectors::txn_store::{txn_checkpoint, txn_table};
-use sluice_engine::connectors::{Row, SinkKind};
+use sluice_engine::connectors::{PackedRows, Row, RowRef, SinkKind};
 
 use sluice_engine::duration::format_duration;
 use sluice_engine::failover::FailoverStrategy;
@@ -63,16 +63,16 @@ impl fmt::Display for CheckFailure {
 const WITNESSES: usize = 5;
 
 /// Rows with how many times they occur.
-type Counted<'a> = Vec<(&'a Row, i64)>;
+type Counted<'a> = Vec<(RowRef<'a>, i64)>;
 
 /// Rows of `want` missing from `have`, and rows of `have` beyond `want`, with their counts:
 /// a merge of the two sorted multisets.
-fn multiset_difference<'a>(want: &[&'a Row], have: &[&'a Row]) -> (Counted<'a>, Counted<'a>) {
+fn multiset_difference<'a>(want: &[RowRef<'a>], have: &[RowRef<'a>]) -> (Counted<'a>, Counted<'a>) {
     let (mut missing, mut extra) = (Vec::new(), Vec::new());
     let (mut left, mut right) = (0, 0);
-    let note = |list: &mut Vec<(&'a Row, i64)>, row: &'a Row| match list.last_mut() {
-        Some((last, count)) if *last == row => *count += 1,
-        _ => list.push((row, 1)),
+    let note = |list: &mut Counted<'a>, row: &RowRef<'a>| match list.last_mut() {
+        Some((last, count)) if last == row => *count += 1,
+        _ => list.push((*row, 1)),
     };
     while left < want.len() || right < have.len() {
         match (want.get(left), have.get(right)) {
@@ -98,13 +98,13 @@ fn multiset_difference<'a>(want: &[&'a Row], have: &[&'a Row]) -> (Counted<'a>, 
     (missing, extra)
 }
 
-fn sorted(rows: &[Row]) -> Vec<&Row> {
-    let mut sorted: Vec<&Row> = rows.iter().collect();
+fn sorted<'a>(rows: impl Iterator<Item = RowRef<'a>>) -> Vec<RowRef<'a>> {
+    let mut sorted: Vec<RowRef<'a>> = rows.collect();
     sorted.sort_unstable();
     sorted
 }
 
-fn describe(rows: &[(&Row, i64)]) -> String {
+fn describe(rows: &[(RowRef<'_>, i64)]) -> String {
     let shown: Vec<String> =
         rows.iter().take(WITNESSES).map(|(row, count)| format!("{}={} ×{count}", row.key, row.value)).collect();
     let more = rows.len().saturating_sub(WITNESSES);
@@ -144,7 +144,7 @@ fn compare(
     if let Some(table) = committed.keys().find(|table| !expected.contains_key(*table)) {
         return failure(format!("table `{table}` was written but the job has no such sink"));
     }
-    let empty = TableView { kind: SinkKind::Append, log: Vec::new(), latest: BTreeMap::new() };
+    let empty = TableView::new(SinkKind::Append);
     let mut in_full: Option<Option<ExpectedOutput>> = None;
     for (table, expectation) in expected {
         let view = committed.get(table).unwrap_or(&empty);
@@ -189,8 +189,8 @@ fn digest_difference(
     complete: bool,
 ) -> Option<String> {
     let mut committed: std::collections::HashMap<&str, UpdateDigest> = std::collections::HashMap::new();
-    for row in &view.log {
-        committed.entry(row.key.as_str()).or_default().add(&row.value);
+    for row in view.log.iter() {
+        committed.entry(row.key).or_default().add(row.value);
     }
     // Sorted, so that the witnesses do not depend on the hash map's order.
     let committed: BTreeMap<&str, UpdateDigest> = committed.into_iter().collect();
@@ -237,8 +237,8 @@ fn witnesses(mut problems: Vec<String>) -> Option<String> {
 }
 
 /// Every committed row must be an expected one, as a multiset (and all of them, if complete).
-fn exact_difference(rows: &[Row], log: &[Row], complete: bool) -> Option<String> {
-    let (mut missing, extra) = multiset_difference(&sorted(rows), &sorted(log));
+fn exact_difference(rows: &[Row], log: &PackedRows, complete: bool) -> Option<String> {
+    let (mut missing, extra) = multiset_difference(&sorted(rows.iter().map(Row::as_ref)), &sorted(log.iter()));
     if !complete {
         missing.clear();
     }
@@ -263,8 +263,8 @@ fn count_difference(
     complete: bool,
 ) -> Option<String> {
     let mut committed: BTreeMap<&str, u64> = BTreeMap::new();
-    for row in &view.log {
-        *committed.entry(row.key.as_str()).or_insert(0) += 1;
+    for row in view.log.iter() {
+        *committed.entry(row.key).or_insert(0) += 1;
     }
     let mut problems = Vec::new();
     for (key, got) in &committed {
@@ -605,9 +605,9 @@ fn late_drops_explained(trace: &[TraceRecord], committed: &CommittedView, late: 
             *dropped.entry(*timestamp).or_insert(0) += 1;
         }
     }
-    let rows = committed.get(late.table).map(|table| table.log.as_slice()).unwrap_or_default();
+    let rows = committed.get(late.table).map(|table| table.log.to_rows()).unwrap_or_default();
     let mut committed: BTreeMap<i64, u64> = BTreeMap::new();
-    for row in rows {
+    for row in &rows {
         let Some(timestamp) = (late.timestamp)(row) else {
             return failure(format!("table `{}` row {}={} is not a late element", late.table, row.key, row.value));
         };
@@ -647,8 +647,7 @@ pub fn outputs_agree(
     let tables: std::collections::BTreeSet<&String> = left_committed.keys().chain(right_committed.keys()).collect();
     for table in tables.into_iter().filter(|table| Some(table.as_str()) != except) {
         // A table one run never committed to is an empty one.
-        let empty =
-            |other: &TableView| Cow::Owned(TableView { kind: other.kind, log: Vec::new(), latest: BTreeMap::new() });
+        let empty = |other: &TableView| Cow::Owned(TableView::new(other.kind));
         let (left, right): (Cow<TableView>, Cow<TableView>) =
             match (left_committed.get(table), right_committed.get(table)) {
                 (Some(left), Some(right)) => (Cow::Borrowed(left), Cow::Borrowed(right)),
@@ -679,7 +678,7 @@ pub fn outputs_agree(
                 }
             }
             SinkKind::Append => {
-                let (left_rows, right_rows) = (sorted(&left.log), sorted(&right.log));
+                let (left_rows, right_rows) = (sorted(left.log.iter()), sorted(right.log.iter()));
                 if left_rows != right_rows {
                     let (missing, extra) = multiset_difference(&left_rows, &right_rows);
                     return failure(format!(
@@ -726,7 +725,7 @@ mod tests {
 
     fn view(rows: Vec<Row>) -> CommittedView {
         let latest = rows.iter().map(|row| (row.key.clone(), row.value.clone())).collect();
-        BTreeMap::from([("t".to_string(), TableView { kind: SinkKind::Upsert, log: rows, latest })])
+        BTreeMap::from([("t".to_string(), TableView { kind: SinkKind::Upsert, log: rows.into(), latest })])
     }
 
     fn expected(rows: Vec<Row>) -> ExpectedOutput {
@@ -815,7 +814,7 @@ mod tests {
             let row = Row { key: "k".to_string(), value: "v".to_string() };
             BTreeMap::from([(
                 "t".to_string(),
-                TableView { kind: SinkKind::Append, log: vec![row; rows], latest: BTreeMap::new() },
+                TableView { kind: SinkKind::Append, log: vec![row; rows].into(), latest: BTreeMap::new() },
             )])
         };
         let trace = vec![commit("j/t#3/0/c1", 2), commit("j/t#3/1/c1", 1)];
@@ -883,7 +882,10 @@ mod tests {
         };
         let committed = |values: &[&str]| -> CommittedView {
             let log: Vec<Row> = values.iter().map(|value| row("u", value)).collect();
-            BTreeMap::from([("late".to_string(), TableView { kind: SinkKind::Append, log, latest: BTreeMap::new() })])
+            BTreeMap::from([(
+                "late".to_string(),
+                TableView { kind: SinkKind::Append, log: log.into(), latest: BTreeMap::new() },
+            )])
         };
         assert_eq!(late_drops_explained(&[drop(300, 999, 1_000)], &committed(&["300"]), &late), Ok(()));
         let early = late_drops_explained(&[drop(300, 998, 1_000)], &committed(&["300"]), &late).unwrap_err();

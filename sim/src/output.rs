@@ -48,8 +48,7 @@ fn final_rows(view: &TableView) -> Vec<(&str, &str)> {
     match view.kind {
         SinkKind::Upsert => view.latest.iter().map(|(key, value)| (key.as_str(), value.as_str())).collect(),
         SinkKind::Append => {
-            let mut rows: Vec<(&str, &str)> =
-                view.log.iter().map(|row| (row.key.as_str(), row.value.as_str())).collect();
+            let mut rows: Vec<(&str, &str)> = view.log.iter().map(|row| (row.key, row.value)).collect();
             rows.sort_unstable();
             rows
         }
@@ -66,7 +65,7 @@ pub fn write_tables(directory: &Path, committed: &CommittedView, mode: Execution
         written.push(path);
         if view.kind == SinkKind::Upsert && mode == ExecutionMode::Streaming {
             let path = directory.join(format!("{table}.updates.csv"));
-            std::fs::write(&path, csv_of(view.log.iter().map(|row| (row.key.as_str(), row.value.as_str()))))?;
+            std::fs::write(&path, csv_of(view.log.iter().map(|row| (row.key, row.value))))?;
             written.push(path);
         }
     }
@@ -178,7 +177,7 @@ mod tests {
         let log: Vec<Row> =
             rows.iter().map(|(key, value)| Row { key: key.to_string(), value: value.to_string() }).collect();
         let latest = log.iter().map(|row| (row.key.clone(), row.value.clone())).collect();
-        TableView { kind, log, latest }
+        TableView { kind, log: log.into(), latest }
     }
 
     #[test]

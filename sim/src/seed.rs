@@ -5,7 +5,7 @@ use sluice_engine::graph::ExecutionMode;
 
 use crate::check::{CheckFailure, Verdict, deterministic, judge, modes_agree, outputs_agree};
 use crate::external::txn_store::CommittedView;
-use crate::runner::{RunReport, run, run_on};
+use crate::runner::{RunReport, run_on};
 use crate::scenario::Scenario;
 
 /// Whether to run a seed twice and compare traces.
@@ -73,10 +73,12 @@ pub fn run_seed(scenario: &Scenario, seed: u64, modes: &[ExecutionMode], determi
     }
     let mut runs = Vec::new();
     let mut determinism_failures = Vec::new();
+    // Generated once: every mode of a seed reads the same input.
+    let input = std::sync::Arc::new(crate::runner::generate_input(scenario, seed));
     for mode in modes {
-        let report = run(scenario, *mode, seed);
+        let report = run_on(scenario, *mode, seed, std::sync::Arc::clone(&input));
         if determinism == DeterminismCheck::On
-            && let Err(failure) = deterministic(&report, &run(scenario, *mode, seed))
+            && let Err(failure) = deterministic(&report, &run_on(scenario, *mode, seed, std::sync::Arc::clone(&input)))
         {
             determinism_failures.push((*mode, failure));
         }

@@ -341,8 +341,8 @@ fn setting(variant: &Scenario) -> String {
 pub fn no_duplicates(report: &RunReport) -> Result<(), CheckFailure> {
     for (table, view) in &report.committed {
         let mut seen: BTreeMap<(&str, &str), u32> = BTreeMap::new();
-        for row in &view.log {
-            *seen.entry((&row.key, &row.value)).or_insert(0) += 1;
+        for row in view.log.iter() {
+            *seen.entry((row.key, row.value)).or_insert(0) += 1;
         }
         let twice: Vec<String> = seen
             .iter()

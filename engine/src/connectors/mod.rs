@@ -1,5 +1,5 @@
 //! Connectors to external systems: a replayable log ([`log`]) and a directory of text or CSV
-//! ([`csv`]) files ([`files`]) to read from, and a transactional store ([`txn_store`]) and files in the durable
+//! ([`csv`]) files ([`files`]) to read from, and a transactional store ([`txn_store`], its rows packed by [`packed_rows`]) and files in the durable
 //! store ([`file_sink`]) to commit to.
 //!
 //! Each connector owns its wire protocol (the messages its external system answers), so that the
@@ -14,12 +14,14 @@ pub mod csv;
 pub mod file_sink;
 pub mod files;
 pub mod log;
+pub mod packed_rows;
 pub mod txn_store;
 
 pub use csv::{Column, ColumnType, CsvRecord};
 pub use file_sink::{CsvField, CsvRow, DURABLE_STORE_SYSTEM, FileSink, Shown};
 pub use files::{CsvSource, FILES_SYSTEM, FileSource};
 pub use log::LogSource;
+pub use packed_rows::{PackedRows, RowRef};
 pub use txn_store::{Row, SinkKind, TxnCommittable, TxnStoreSink};
 
 use std::net::SocketAddr;

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::packed_rows::PackedRows;
 use super::{TXN_STORE_SYSTEM, call_with_retries};
 use crate::api::{BoxFuture, Committer, DecodeError, OperatorError, Record, Sink, SinkWriter, TaskInfo};
 use crate::rpc::RpcClient;
@@ -123,7 +124,7 @@ pub struct StageRows {
     /// Position of the batch; re-staging a batch replaces it.
     pub batch: u64,
     /// The rows, in write order.
-    pub rows: Vec<Row>,
+    pub rows: PackedRows,
 }
 rpc_request!(StageRows => Result<TxnOutcome, TxnError>);
 
@@ -261,7 +262,7 @@ impl<T: Record> Sink<T> for TxnStoreSink<T> {
             task: task.clone(),
             connection: None,
             begun: false,
-            buffer: Vec::new(),
+            buffer: PackedRows::new(),
             staged_batches: 0,
             already_committed: false,
         })
@@ -331,7 +332,8 @@ struct TxnStoreWriter<T> {
     connection: Option<Connection>,
     /// The current transaction was begun.
     begun: bool,
-    buffer: Vec<Row>,
+    /// Rows written and not staged yet, packed (no allocation per row).
+    buffer: PackedRows,
     staged_batches: u64,
     already_committed: bool,
 }
@@ -387,8 +389,7 @@ impl<T: Record> TxnStoreWriter<T> {
             return Ok(());
         }
         while self.buffer.len() >= self.batch_rows || (end_of_input && !self.buffer.is_empty()) {
-            let take = self.buffer.len().min(self.batch_rows);
-            let rows: Vec<Row> = self.buffer.drain(..take).collect();
+            let rows = self.buffer.split_front(self.batch_rows);
             let connection = self.connection.as_ref().expect("begun above");
             let request =
                 StageRows { txn_id: self.txn_id.clone(), epoch: self.epoch, batch: self.staged_batches, rows };
@@ -424,7 +425,7 @@ impl<T: Record> TxnStoreWriter<T> {
 impl<T: Record> SinkWriter<T, TxnCommittable> for TxnStoreWriter<T> {
     fn write(&mut self, element: T) -> Result<(), OperatorError> {
         let (key, value) = (self.to_row)(&element);
-        self.buffer.push(Row { key, value });
+        self.buffer.push(&key, &value);
         Ok(())
     }
 

@@ -165,11 +165,11 @@ fn late_clicks_go_to_the_side_output_exactly_and_the_fetch_size_changes_nothing(
                 seed.result.runs.iter().find(|(run, _)| run.mode == ExecutionMode::Streaming).expect("a streaming run");
             let late = &streaming.committed["late_clicks"];
             let mut rows: Vec<(String, String)> =
-                late.log.iter().map(|row| (row.key.clone(), row.value.clone())).collect();
+                late.log.iter().map(|row| (row.key.to_string(), row.value.to_string())).collect();
             rows.sort();
             assert_eq!(rows, the_late_clicks(), "fetch size {fetch_size}, seed {}", seed.result.seed);
             assert_eq!(streaming.late_dropped().values().sum::<u64>(), 10, "the report counts them");
-            let mut windows = streaming.committed["clicks_per_window"].log.clone();
+            let mut windows = streaming.committed["clicks_per_window"].log.to_rows();
             windows.sort();
             outputs.push((fetch_size, windows));
         }

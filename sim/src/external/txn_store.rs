@@ -26,7 +26,7 @@ use sluice_engine::connectors::txn_store::{
     AbortLingeringTransactions, BeginTransaction, CommitTransaction, PrepareTransaction, StageRows, TxnError,
     TxnOutcome,
 };
-use sluice_engine::connectors::{Row, SinkKind};
+use sluice_engine::connectors::{PackedRows, Row, SinkKind};
 use sluice_engine::rpc::{Endpoint, serve};
 use sluice_engine::rpc_request;
 use sluice_engine::storage::framed::{frame, unframe};
@@ -38,10 +38,28 @@ use sluice_engine::trace::{TraceEvent, TracerHandle};
 pub struct TableView {
     /// How the table applies rows.
     pub kind: SinkKind,
-    /// Every committed row, in commit order.
-    pub log: Vec<Row>,
+    /// Every committed row, in commit order, packed (a million rows are a few allocations).
+    pub log: PackedRows,
     /// The latest committed value per key (the upsert view).
     pub latest: BTreeMap<String, String>,
+}
+
+impl TableView {
+    /// A table nothing was committed to yet.
+    pub fn new(kind: SinkKind) -> TableView {
+        TableView { kind, log: PackedRows::new(), latest: BTreeMap::new() }
+    }
+
+    /// Commits `rows`, in order.
+    pub fn append(&mut self, rows: &PackedRows) {
+        for row in rows.iter() {
+            match self.latest.get_mut(row.key) {
+                Some(value) => row.value.clone_into(value),
+                None => drop(self.latest.insert(row.key.to_string(), row.value.to_string())),
+            }
+        }
+        self.log.extend_from(rows);
+    }
 }
 
 /// What the store holds as committed, by table: what a reader of the store sees.
@@ -52,7 +70,7 @@ struct Transaction {
     table: String,
     kind: SinkKind,
     epoch: u64,
-    staged: BTreeMap<u64, Vec<Row>>,
+    staged: BTreeMap<u64, PackedRows>,
     prepared: bool,
     committed: bool,
 }
@@ -482,14 +500,12 @@ impl TxnStoreState {
             return Err(TxnError::NotPrepared);
         }
         transaction.committed = true;
-        let rows: Vec<Row> = std::mem::take(&mut transaction.staged).into_values().flatten().collect();
+        let batches = std::mem::take(&mut transaction.staged);
         let (name, kind) = (transaction.table.clone(), transaction.kind);
-        let table =
-            self.tables.entry(name).or_insert_with(|| TableView { kind, log: Vec::new(), latest: BTreeMap::new() });
-        let count = rows.len() as u64;
-        for row in rows {
-            table.latest.insert(row.key.clone(), row.value.clone());
-            table.log.push(row);
+        let table = self.tables.entry(name).or_insert_with(|| TableView::new(kind));
+        let count = batches.values().map(|rows| rows.len() as u64).sum();
+        for rows in batches.values() {
+            table.append(rows);
         }
         self.commit_order.push(request.txn_id);
         Ok((TxnOutcome::Done, count))
@@ -540,13 +556,14 @@ pub fn read_page(view: &CommittedView, request: &ReadCommitted) -> CommittedPage
     let Some(table) = view.get(name) else { return CommittedPage::NoTable };
     let from = usize::try_from(request.from).unwrap_or(usize::MAX).min(table.log.len());
     let count = usize::try_from(request.max_rows).unwrap_or(usize::MAX).min(table.log.len() - from);
-    CommittedPage::Rows { kind: table.kind, rows: table.log[from..from + count].to_vec() }
+    CommittedPage::Rows { kind: table.kind, rows: table.log.rows(from, count) }
 }
 
 /// A table from its commit log (the latest value per key is the log's last).
 pub fn table_from_log(kind: SinkKind, log: Vec<Row>) -> TableView {
-    let latest = log.iter().map(|row| (row.key.clone(), row.value.clone())).collect();
-    TableView { kind, log, latest }
+    let mut table = TableView::new(kind);
+    table.append(&PackedRows::from(log));
+    table
 }
 
 /// Serves [`ReadCommitted`] on `endpoint` (the real store; simulations read the state directly).
@@ -632,7 +649,7 @@ mod tests {
     }
 
     fn stage(state: &mut TxnStoreState, epoch: u64, batch: u64, rows: Vec<Row>) -> Result<TxnOutcome, TxnError> {
-        state.stage(StageRows { txn_id: "x".into(), epoch, batch, rows })
+        state.stage(StageRows { txn_id: "x".into(), epoch, batch, rows: rows.into() })
     }
 
     #[test]
@@ -649,7 +666,7 @@ mod tests {
         let commit = CommitTransaction { txn_id: "x".into(), epoch: 0 };
         assert_eq!(state.commit(commit.clone()), Ok(TxnOutcome::Done));
         assert_eq!(state.commit(commit), Ok(TxnOutcome::AlreadyCommitted));
-        assert_eq!(state.committed()["t"].log, vec![row("a", "1")]);
+        assert_eq!(state.committed()["t"].log.to_rows(), vec![row("a", "1")]);
         assert_eq!(begin(&mut state, 1), Ok(TxnOutcome::AlreadyCommitted));
     }
 
@@ -666,7 +683,7 @@ mod tests {
         assert_eq!(state.commit_with_faults(commit.clone()), (Err(TxnError::CommitFailed), false));
         assert!(state.committed().is_empty(), "a failed commit applies nothing");
         assert_eq!(state.commit_with_faults(commit.clone()), (Ok((TxnOutcome::Done, 1)), true));
-        assert_eq!(state.committed()["t"].log, vec![row("a", "1")], "a lost reply's commit applied");
+        assert_eq!(state.committed()["t"].log.to_rows(), vec![row("a", "1")], "a lost reply's commit applied");
         // The caller, not knowing, retries: the store answers and applies nothing more.
         assert_eq!(state.commit_with_faults(commit), (Ok((TxnOutcome::AlreadyCommitted, 0)), false));
         assert_eq!(state.committed()["t"].log.len(), 1);
@@ -680,7 +697,9 @@ mod tests {
             state
                 .begin(BeginTransaction { table: "t".into(), kind: SinkKind::Append, txn_id: txn_id.into(), epoch })
                 .unwrap();
-            state.stage(StageRows { txn_id: txn_id.into(), epoch, batch: 0, rows: vec![row("k", txn_id)] }).unwrap();
+            state
+                .stage(StageRows { txn_id: txn_id.into(), epoch, batch: 0, rows: vec![row("k", txn_id)].into() })
+                .unwrap();
             if prepare {
                 state.prepare(PrepareTransaction { txn_id: txn_id.into(), epoch, batches: 1 }).unwrap();
             }
@@ -725,7 +744,7 @@ mod tests {
             Err(TxnError::Fenced { current_epoch: 1 })
         );
         state.commit(CommitTransaction { txn_id: "x".into(), epoch: 1 }).unwrap();
-        assert_eq!(state.committed()["t"].log, vec![row("fresh", "1")]);
+        assert_eq!(state.committed()["t"].log.to_rows(), vec![row("fresh", "1")]);
     }
 
     #[test]
@@ -734,7 +753,7 @@ mod tests {
         begin(&mut state, 0).unwrap();
         assert_eq!(state.abort_lingering(AbortLingeringTransactions { prefix: "x".into(), epoch: 1 }), 1);
         assert_eq!(stage(&mut state, 0, 0, vec![row("zombie", "1")]), Err(TxnError::Fenced { current_epoch: 1 }));
-        let unknown = state.stage(StageRows { txn_id: "y".into(), epoch: 0, batch: 0, rows: vec![] });
+        let unknown = state.stage(StageRows { txn_id: "y".into(), epoch: 0, batch: 0, rows: PackedRows::new() });
         assert_eq!(unknown, Err(TxnError::UnknownTransaction), "no fence covers it");
     }
 
@@ -798,7 +817,7 @@ mod tests {
             for batch in 0..2 {
                 let rows = vec![row(txn_id, &batch.to_string())];
                 assert_eq!(
-                    state.serve_stage(StageRows { txn_id: txn_id.into(), epoch, batch, rows }),
+                    state.serve_stage(StageRows { txn_id: txn_id.into(), epoch, batch, rows: rows.into() }),
                     Ok(TxnOutcome::Done)
                 );
             }
@@ -830,7 +849,7 @@ mod tests {
         assert_eq!(entries, 4 + 8 + 2 + 1 + 1, "4 begins, 8 stages, 2 prepares, a commit, an abort");
         let recovered = TxnStoreState::recover(disk.clone()).expect("the journal recovers");
         assert_eq!(durable_state(&recovered), durable_state(&state));
-        assert_eq!(recovered.committed()["t"].log, vec![row("j/t#1/0/c1", "0"), row("j/t#1/0/c1", "1")]);
+        assert_eq!(recovered.committed()["t"].log.to_rows(), vec![row("j/t#1/0/c1", "0"), row("j/t#1/0/c1", "1")]);
     }
 
     #[test]

@@ -117,11 +117,11 @@ fn with_late_data(
     committed: &CommittedView,
     expected: Option<ExpectedOutput>,
 ) -> (Option<ExpectedOutput>, Option<Result<Arc<ExternalInput>, String>>) {
-    let rows = committed.get(late.table).map(|table| table.log.as_slice()).unwrap_or_default();
+    let rows = committed.get(late.table).map(|table| table.log.to_rows()).unwrap_or_default();
     if rows.is_empty() {
         return (expected, None);
     }
-    let without = match (late.remove)(input, rows) {
+    let without = match (late.remove)(input, &rows) {
         Ok(without) => without,
         Err(problem) => return (expected, Some(Err(problem))),
     };
@@ -132,7 +132,7 @@ fn with_late_data(
                 tables.insert(table.to_string(), expectation);
             }
         }
-        let mut rows = rows.to_vec();
+        let mut rows = rows;
         rows.sort();
         tables.insert(late.table.to_string(), ExpectedTable { kind: SinkKind::Append, rows, updates: Updates::Exact });
         tables

@@ -178,7 +178,7 @@ impl JobMaster {
             })
             .collect();
         let finished: BTreeSet<ExecutionVertexId> = reconciliation.finished.keys().copied().collect();
-        let kept = finished_work_to_keep(graph, &finished, &held);
+        let kept = finished_work_to_keep(graph, &finished, held);
         let rerun: Vec<ExecutionVertexId> =
             reconciliation.finished.keys().copied().filter(|vertex| !kept.contains(vertex)).collect();
 

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use sluice_engine::connectors::{Row, SinkKind};
+use sluice_engine::connectors::{PackedRows, RowRef, SinkKind};
 use sluice_engine::storage::framed::{frame, unframe};
 use sluice_engine::storage::{ImmediateStorage, StorageError};
 
@@ -57,7 +57,7 @@ enum PartRef<'a> {
     Rows {
         table: &'a str,
         kind: SinkKind,
-        rows: &'a [Row],
+        rows: Vec<RowRef<'a>>,
     },
     CommitOrder(&'a [String]),
     Fences(&'a BTreeMap<String, u64>),
@@ -69,7 +69,7 @@ enum PartRef<'a> {
 #[derive(Deserialize)]
 enum Part {
     Transactions(Vec<(String, Transaction)>),
-    Rows { table: String, kind: SinkKind, rows: Vec<Row> },
+    Rows { table: String, kind: SinkKind, rows: PackedRows },
     CommitOrder(Vec<String>),
     Fences(BTreeMap<String, u64>),
     End(u64),
@@ -84,12 +84,12 @@ pub fn write_image(storage: &dyn ImmediateStorage, generation: u64, state: &Stat
         transactions.chunks(PART_ITEMS).map(|chunk| PartRef::Transactions(chunk.to_vec())).collect();
     for (table, view) in state.tables {
         // An empty table is still a table: it gets one part, without rows.
-        let empty: &[Row] = &[];
-        let mut chunks = view.log.chunks(PART_ITEMS).peekable();
-        if chunks.peek().is_none() {
-            parts.push(PartRef::Rows { table, kind: view.kind, rows: empty });
-        }
-        parts.extend(chunks.map(|rows| PartRef::Rows { table, kind: view.kind, rows }));
+        let starts = (0..view.log.len().max(1)).step_by(PART_ITEMS);
+        parts.extend(starts.map(|from| PartRef::Rows {
+            table,
+            kind: view.kind,
+            rows: view.log.iter().skip(from).take(PART_ITEMS).collect(),
+        }));
     }
     parts.extend(state.commit_order.chunks(PART_ITEMS).map(PartRef::CommitOrder));
     parts.push(PartRef::Fences(state.fences));
@@ -139,15 +139,7 @@ fn decode_image(bytes: &[u8]) -> Option<DurableState> {
         match rmp_serde::from_slice(record).ok()? {
             Part::Transactions(transactions) => state.transactions.extend(transactions),
             Part::Rows { table, kind, rows } => {
-                let view = state.tables.entry(table).or_insert_with(|| TableView {
-                    kind,
-                    log: Vec::new(),
-                    latest: BTreeMap::new(),
-                });
-                for row in rows {
-                    view.latest.insert(row.key.clone(), row.value.clone());
-                    view.log.push(row);
-                }
+                state.tables.entry(table).or_insert_with(|| TableView::new(kind)).append(&rows);
             }
             Part::CommitOrder(order) => state.commit_order.extend(order),
             Part::Fences(fences) => state.fences = fences,
