@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Issue 16's yardstick: `sluice run benches/scenarios/speed-1000000.yaml` (3 seeds, both modes,
-# ten random faults each) by this checkout and by a baseline revision, built in the same
-# sitting, alternating runs; prints each run's whole-process wall time and peak RSS.
+# Issue 16's yardsticks: `sluice run benches/scenarios/speed-1000000.yaml` (3 seeds, both modes,
+# ten random faults each) and `sluice sweep scenarios/wordcount-tm-crash.yaml --seeds 1..201
+# --jobs 2`, by this checkout and by a baseline revision, built in the same sitting, alternating
+# runs; prints each run's whole-process wall time and peak RSS, and each sweep's summary line.
 #
 #   benches/speed.sh [BASELINE_REV]    (default d203e0e; RUNS=3)
 #
@@ -24,8 +25,14 @@ cargo build --release -q -p sluice-sim
 measure() { # NAME BINARY
     /usr/bin/time -f "$1 %e s wall, %M KiB peak RSS" "$2" run "$scenario" --failures "$scratch/failures" 2>&1 >/dev/null | tail -1
 }
+sweep() { # NAME BINARY
+    echo "$1 $("$2" sweep scenarios/wordcount-tm-crash.yaml --seeds 1..201 --jobs 2 \
+        --failures "$scratch/failures" 2>&1 | grep '^summary:')"
+}
 for run in $(seq "$runs"); do
     echo "run $run"
     measure "  baseline $baseline:" "$scratch/baseline-target/release/sluice"
     measure "  this checkout:   " target/release/sluice
+    sweep "  baseline $baseline:" "$scratch/baseline-target/release/sluice"
+    sweep "  this checkout:   " target/release/sluice
 done
