@@ -5,7 +5,9 @@
 //! batch job events in a `FileSystemJobEventStore`, FLIP-383).
 //!
 //! Every write is synced before the JobMaster acts on it, and retried until it is: the
-//! JobMaster waits rather than act on something it could forget. A restarted JobMaster replays
+//! JobMaster waits rather than act on something it could forget. Finished subtasks reported
+//! together are logged in one write ([`append_all`], group commit), so the JobMaster's pace is
+//! not one durable round trip per subtask. A restarted JobMaster replays
 //! the log ([`Replayed`]). Reading skips a damaged suffix (a corrupted or half-written record
 //! reads as never written, so the JobMaster only forgets what it had not acted on).
 
@@ -34,8 +36,12 @@ fn path(job_id: &str, file: &str) -> String {
 /// A retry after a sync whose reply was lost writes the record twice; replaying an event twice
 /// changes nothing.
 async fn persist(storage: &dyn Storage, file: &str, record: &[u8]) {
-    let bytes = framed::frame(record);
-    while append_durably(storage, file, &bytes).await.is_err() {
+    persist_framed(storage, file, &framed::frame(record)).await;
+}
+
+/// [`persist`] for records already framed.
+async fn persist_framed(storage: &dyn Storage, file: &str, bytes: &[u8]) {
+    while append_durably(storage, file, bytes).await.is_err() {
         crate::rt::time::sleep(RETRY).await;
     }
 }
@@ -79,7 +85,17 @@ pub(super) async fn persist_spec(storage: &dyn Storage, spec: &JobSpec) {
 
 /// Appends an event to a job's operation log, durably.
 pub(super) async fn append(storage: &dyn Storage, job_id: &str, event: &JobEvent) {
-    persist(storage, &path(job_id, "events"), &serde_json::to_vec(event).expect("a job event serializes")).await;
+    append_all(storage, job_id, std::slice::from_ref(event)).await;
+}
+
+/// Appends events to a job's operation log in one durable write (group commit): one record
+/// each, so a write cut short keeps a prefix of them, as separate appends would.
+pub(super) async fn append_all(storage: &dyn Storage, job_id: &str, events: &[JobEvent]) {
+    let bytes: Vec<u8> = events
+        .iter()
+        .flat_map(|event| framed::frame(&serde_json::to_vec(event).expect("a job event serializes")))
+        .collect();
+    persist_framed(storage, &path(job_id, "events"), &bytes).await;
 }
 
 /// A finished subtask found in the log.
@@ -210,6 +226,28 @@ mod tests {
             replayed.apply(event);
         }
         replayed
+    }
+
+    #[madsim::test]
+    async fn a_group_commit_is_one_append_of_one_record_per_event_and_a_cut_keeps_a_prefix() {
+        let storage = crate::storage::MemoryStorage::new();
+        let events = [finished(0, 0, 0), finished(0, 1, 0), finished(0, 2, 0)];
+        append(&storage, "j", &JobEvent::AttemptStarted { attempt: 0, global: true }).await;
+        append_all(&storage, "j", &events).await;
+        let written = read_all(&storage, &path("j", "events")).await.expect("the log exists");
+        let read: Vec<JobEvent> = records(&storage, &path("j", "events"))
+            .await
+            .iter()
+            .map(|record| serde_json::from_slice(record).expect("a record parses"))
+            .collect();
+        assert_eq!(read[1..], events, "one record per event, in order");
+        let single: Vec<u8> =
+            events.iter().flat_map(|event| framed::frame(&serde_json::to_vec(event).unwrap())).collect();
+        assert!(written.ends_with(&single), "the same bytes as one append per event");
+        // A write cut inside the last event's record keeps the events before it.
+        let (intact, damaged) = framed::unframe(&written[..written.len() - 3]);
+        assert!(damaged);
+        assert_eq!(intact.len(), 3, "the attempt and the first two finished subtasks");
     }
 
     #[test]

@@ -342,9 +342,44 @@ pub async fn run_job_master(config: JobMasterConfig) {
         job: None,
     };
     job_master.recover().await;
-    while let Some(event) = receiver.recv().await {
-        job_master.handle(event).await;
+    let mut next = None;
+    loop {
+        let event = match next.take() {
+            Some(event) => event,
+            None => match receiver.recv().await {
+                Some(event) => event,
+                None => return,
+            },
+        };
+        match event {
+            Event::TaskUpdate(update) if finished(&update) => {
+                let (updates, after) = finished_reports_queued(update, &mut receiver);
+                next = after;
+                job_master.on_finished_reports(updates).await;
+            }
+            event => job_master.handle(event).await,
+        }
     }
+}
+
+fn finished(update: &UpdateTaskExecutionState) -> bool {
+    matches!(update.outcome, TaskOutcome::Finished(_))
+}
+
+/// `first` and the reports of finished subtasks queued right behind it, in order (logged in one
+/// write: group commit), and the event that ended the run of them, if one did.
+fn finished_reports_queued(
+    first: UpdateTaskExecutionState,
+    receiver: &mut mpsc::UnboundedReceiver<Event>,
+) -> (Vec<UpdateTaskExecutionState>, Option<Event>) {
+    let mut updates = vec![first];
+    while let Ok(event) = receiver.try_recv() {
+        match event {
+            Event::TaskUpdate(update) if finished(&update) => updates.push(update),
+            other => return (updates, Some(other)),
+        }
+    }
+    (updates, None)
 }
 
 impl JobMaster {
@@ -377,6 +412,7 @@ impl JobMaster {
                 self.register(registration).await;
                 let _ = reply.send(());
             }
+            Event::TaskUpdate(update) if finished(&update) => self.on_finished_reports(vec![update]).await,
             Event::TaskUpdate(update) => self.on_task_update(update).await,
             Event::Deployed(execution) => {
                 if let Some(job) = &mut self.job
@@ -458,6 +494,51 @@ impl JobMaster {
         self.checkpoint_tick();
     }
 
+    /// Reports of finished subtasks, in the order they came: the finished work of those that are
+    /// current is logged in one durable write (a job that checkpoints recovers from its
+    /// checkpoints, not from finished work), then each is handled as it would be alone.
+    async fn on_finished_reports(&mut self, updates: Vec<UpdateTaskExecutionState>) {
+        if let Some(job) = self.job.as_ref().filter(|job| job.checkpoints.is_none()) {
+            let mut logged = BTreeSet::new();
+            let events: Vec<ha::JobEvent> = updates
+                .iter()
+                .filter(|update| logged.insert(update.execution))
+                .filter_map(|update| self.finished_work(update))
+                .collect();
+            if !events.is_empty() {
+                ha::append_all(self.ha.as_ref(), &job.spec.job_id, &events).await;
+            }
+        }
+        for update in updates {
+            self.on_task_update(update).await;
+        }
+    }
+
+    /// What the operation log records of a finished subtask's report, if the report is about a
+    /// current run that has not finished yet: the partitions it completed.
+    fn finished_work(&self, update: &UpdateTaskExecutionState) -> Option<ha::JobEvent> {
+        let job = self.job.as_ref()?;
+        let TaskOutcome::Finished(report) = &update.outcome else { return None };
+        if update.job_id != job.spec.job_id || !self.is_current(update.execution) {
+            return None;
+        }
+        let vertex = update.execution.vertex;
+        let execution = job.executions.get(&vertex).filter(|execution| !execution.finished)?;
+        let attempt = execution.attempt;
+        let partitions = report
+            .partitions
+            .iter()
+            .filter_map(|(dataset, statistics)| {
+                let partition =
+                    crate::graph::IntermediateResultPartitionId { dataset: *dataset, producer_subtask: vertex.subtask };
+                let descriptor = job.partitions.descriptor(ResultPartitionId { partition, attempt })?;
+                Some((descriptor.clone(), statistics.bytes_per_subpartition.clone()))
+            })
+            .collect();
+        Some(ha::JobEvent::SubtaskFinished { vertex, attempt, partitions })
+    }
+
+    /// Handles one report; a finished subtask's work was logged by [`Self::on_finished_reports`].
     async fn on_task_update(&mut self, update: UpdateTaskExecutionState) {
         let Some(job) = &self.job else { return };
         if update.job_id != job.spec.job_id || !self.is_current(update.execution) {
@@ -472,24 +553,6 @@ impl JobMaster {
                     return; // a retried report
                 }
                 execution.finished = true;
-                let attempt = execution.attempt;
-                let partitions = report
-                    .partitions
-                    .iter()
-                    .filter_map(|(dataset, statistics)| {
-                        let partition = crate::graph::IntermediateResultPartitionId {
-                            dataset: *dataset,
-                            producer_subtask: vertex.subtask,
-                        };
-                        let descriptor = job.partitions.descriptor(ResultPartitionId { partition, attempt })?;
-                        Some((descriptor.clone(), statistics.bytes_per_subpartition.clone()))
-                    })
-                    .collect();
-                // A job that checkpoints recovers from its checkpoints, not from finished work.
-                if job.checkpoints.is_none() {
-                    let event = ha::JobEvent::SubtaskFinished { vertex, attempt, partitions };
-                    ha::append(self.ha.as_ref(), &update.job_id, &event).await;
-                }
                 self.on_task_finished(vertex, report).await;
             }
             TaskOutcome::Failed(failure) => {
@@ -525,5 +588,43 @@ impl JobMaster {
         job.status = status;
         let released = job.partitions.take_all();
         self.release_partitions(released);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::JobVertexId;
+
+    fn report(subtask: u32, finished: bool) -> UpdateTaskExecutionState {
+        let vertex = ExecutionVertexId { vertex: JobVertexId(0), subtask };
+        let outcome = if finished {
+            TaskOutcome::Finished(crate::runtime::messages::TaskReport::default())
+        } else {
+            TaskOutcome::Failed(TaskFailure::Operator("boom".to_string()))
+        };
+        UpdateTaskExecutionState {
+            job_id: "j".to_string(),
+            execution: ExecutionAttemptId { vertex, attempt: 0 },
+            outcome,
+        }
+    }
+
+    fn subtasks(updates: &[UpdateTaskExecutionState]) -> Vec<u32> {
+        updates.iter().map(|update| update.execution.vertex.subtask).collect()
+    }
+
+    #[test]
+    fn finished_reports_queued_together_are_taken_up_to_the_first_other_event() {
+        let (sender, mut receiver) = mpsc::unbounded_channel();
+        for (subtask, finished) in [(1, true), (2, true), (3, false), (4, true)] {
+            sender.send(Event::TaskUpdate(report(subtask, finished))).unwrap();
+        }
+        let (updates, after) = finished_reports_queued(report(0, true), &mut receiver);
+        assert_eq!(subtasks(&updates), [0, 1, 2], "in the order they came");
+        assert!(matches!(after, Some(Event::TaskUpdate(update)) if update.execution.vertex.subtask == 3));
+        let (updates, after) = finished_reports_queued(report(5, true), &mut receiver);
+        assert_eq!(subtasks(&updates), [5, 4]);
+        assert!(after.is_none(), "nothing else was queued");
     }
 }
