@@ -39,7 +39,7 @@ pub fn run(scenario: &Scenario, mode: ExecutionMode, seed: u64) -> RunReport {
 /// Runs one seed of a scenario in one mode on the given input (a batch run over a streaming
 /// run's input without its late elements).
 pub fn run_on(scenario: &Scenario, mode: ExecutionMode, seed: u64, input: Arc<ExternalInput>) -> RunReport {
-    // A large input's exact update streams are checked per key; the full reference runs again
+    // Exact update streams a job summarizes are checked per key; the full reference runs again
     // only for a failure's witnesses (`check::full_reference`), which a job with late data could
     // not reproduce from the seed alone.
     let job = scenario.job();
