@@ -19,7 +19,7 @@ pub mod restart;
 #[cfg(test)]
 mod testing;
 
-pub use reconcile::{all_subtasks, finished_work_to_keep};
+pub use reconcile::{all_subtasks, finished_work_to_keep, partitions_to_track};
 pub use region::regions_to_restart;
 pub use restart::{Factor, RestartDecision, RestartStrategy, RestartTracker};
 

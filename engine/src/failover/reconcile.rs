@@ -60,6 +60,27 @@ pub fn finished_work_to_keep(
         .collect()
 }
 
+/// The partitions of the kept work a restarted JobMaster tracks as available: each kept
+/// subtask's partition that a subtask not kept may still read (its consumer vertex is not wholly
+/// kept, or not decided yet) and that is still `held`. A kept subtask's partition that is gone
+/// is left out on purpose: untracked, it is unavailable, so a later failure that re-runs one of
+/// its readers re-runs its producer in the same restart instead of failing again on reading it.
+pub fn partitions_to_track(
+    graph: &ExecutionGraph,
+    kept: &BTreeSet<ExecutionVertexId>,
+    held: impl Fn(IntermediateResultPartitionId) -> bool,
+) -> BTreeSet<IntermediateResultPartitionId> {
+    let job_graph = graph.job_graph();
+    kept.iter()
+        .flat_map(|vertex| graph.produced_partitions(*vertex))
+        .map(|produced| produced.id)
+        .filter(|partition| {
+            let consumer = job_graph.edge(partition.dataset).target;
+            !all_subtasks(graph, consumer, &|candidate| kept.contains(&candidate)) && held(*partition)
+        })
+        .collect()
+}
+
 /// The subtasks that read each partition (through an input channel).
 fn readers(graph: &ExecutionGraph) -> BTreeMap<IntermediateResultPartitionId, BTreeSet<ExecutionVertexId>> {
     let mut readers: BTreeMap<IntermediateResultPartitionId, BTreeSet<ExecutionVertexId>> = BTreeMap::new();
@@ -138,6 +159,37 @@ mod tests {
         let held =
             |partition: IntermediateResultPartitionId| partition.dataset.0 != 0 || partition.producer_subtask == 0;
         assert_eq!(rendered(&finished_work_to_keep(&graph, &finished, held)), ["v0[0]", "v0[1]", "v1[1]"]);
+    }
+
+    #[test]
+    fn a_kept_subtasks_lost_partition_is_not_tracked_so_its_readers_restart_brings_it_back() {
+        let graph = chain();
+        // v0[1]'s partition is gone, but only v1[1] reads it and v1[1] is kept: v0[1] is kept
+        // too. v1[0] did not finish and re-runs, so v0[0]'s partition (held) is tracked; v0[1]'s
+        // is not, though v1 as a whole is not kept.
+        let finished = subtasks(&[(0, 0), (0, 1), (1, 1)]);
+        let held =
+            |partition: IntermediateResultPartitionId| !(partition.dataset.0 == 0 && partition.producer_subtask == 1);
+        let kept = finished_work_to_keep(&graph, &finished, held);
+        assert_eq!(rendered(&kept), ["v0[0]", "v0[1]", "v1[1]"]);
+        let tracked = partitions_to_track(&graph, &kept, held);
+        let tracked_names: Vec<String> = tracked
+            .iter()
+            .map(|partition| format!("ds{}.p{}", partition.dataset.0, partition.producer_subtask))
+            .collect();
+        // v1[1]'s own partition is read by v2, which is not kept: tracked, it is held.
+        assert_eq!(tracked_names, ["ds0.p0", "ds1.p1"]);
+        // Later v1[1]'s partition is lost and v1[1] must re-run: with only the tracked
+        // partitions available, region failover re-runs v0[1] in the same restart (had its gone
+        // partition been tracked, v1[1] would fail again reading it), and not v0[0].
+        let failed = BTreeSet::from([graph.region_of(ExecutionVertexId { vertex: JobVertexId(1), subtask: 1 })]);
+        let restart = regions_to_restart(&graph, &failed, |partition| tracked.contains(&partition), |_| true);
+        let restarted: Vec<String> = restart
+            .iter()
+            .flat_map(|region| graph.regions()[region.0 as usize].vertices.iter().map(ToString::to_string))
+            .collect();
+        assert!(restarted.contains(&"v0[1]".to_string()) && restarted.contains(&"v1[1]".to_string()), "{restarted:?}");
+        assert!(!restarted.contains(&"v0[0]".to_string()), "v0[0]'s partition is held: {restarted:?}");
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::rt::time::Instant;
 
 use super::ha::{FinishedSubtask, JobEvent};
 use super::{CONTROL_TIMEOUT, Event, Execution, JobMaster, JobRun, SHUFFLE_SERVICE, ha};
-use crate::failover::{all_subtasks, finished_work_to_keep};
+use crate::failover::{finished_work_to_keep, partitions_to_track};
 use crate::graph::{ExecutionVertexId, IntermediateResultPartitionId};
 use crate::runtime::messages::JobStatus;
 use crate::shuffle::protocol::ListPartitions;
@@ -182,7 +182,9 @@ impl JobMaster {
         let rerun: Vec<ExecutionVertexId> =
             reconciliation.finished.keys().copied().filter(|vertex| !kept.contains(vertex)).collect();
 
-        // Install the kept work: finished runs, their statistics, the partitions still needed.
+        // Install the kept work: finished runs, their statistics, the partitions still needed
+        // that survived (a kept subtask's lost partition stays unavailable: `partitions_to_track`).
+        let to_track = partitions_to_track(graph, &kept, held);
         let mut tracked: BTreeSet<ResultPartitionId> = BTreeSet::new();
         for vertex in &kept {
             let finished = &reconciliation.finished[vertex];
@@ -193,7 +195,7 @@ impl JobMaster {
                 let partition = descriptor.partition.partition;
                 job.partition_bytes.insert((partition.dataset, vertex.subtask), bytes.clone());
                 let consumer = job_graph.edge(partition.dataset).target;
-                if !all_subtasks(graph, consumer, &|candidate| kept.contains(&candidate)) {
+                if to_track.contains(&partition) {
                     job.partitions.track(descriptor.clone(), consumer);
                     job.partitions.produced(descriptor.partition);
                     tracked.insert(descriptor.partition);
