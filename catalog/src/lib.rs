@@ -50,6 +50,7 @@ pub use sluice_engine::api::{InputFormat, InputSpec, JobDefinition, JobParams, J
 use sluice_engine::connectors::{Row, SinkKind};
 use sluice_engine::graph::{ExecutionMode, JobGraph};
 use sluice_engine::prng::Prng;
+use sluice_engine::time::TimeWindow;
 
 /// What the external systems hold for a job to read: the log's topics and the input files.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -176,26 +177,82 @@ pub struct SimJob {
     /// records. `None` when the job has none, or (returned) in a mode it does not summarize.
     /// The full reference runs again only to show the witnesses of a failure.
     pub reference_summary: Option<ReferenceSummary>,
-    /// Where the job sends its windows' late elements, if it does: then a streaming run that drops
-    /// some is judged against the reference over the input without them, and against a batch
-    /// run over that input, instead of requiring streaming == batch.
+    /// Where the job sends its windows' late elements, if it does: then its windowed tables are
+    /// judged against their reference with each element left out of exactly the windows the
+    /// run left it out of, and streaming == batch compares the other tables.
     pub late: Option<LateData>,
 }
 
-/// A job's late-data side output, as committed: an append table of the elements its windows
-/// dropped as late, and how to take them out of the input.
+/// A job's late data: the append table its windows' late-data side output commits the elements
+/// late for every window to, the tables those windows feed, and their reference given which
+/// elements were left out of which windows.
+///
+/// In streaming, a window operator leaves an element out of each of its windows that had fired
+/// when it arrived (Flink's rule: `end - 1 <= watermark`); with sliding windows that can be its
+/// earliest windows only, and it is added to the rest and is not late. An element late for
+/// every window goes to the side output. The harness reads from the trace which elements were
+/// left out of which windows (as far as that shaped the committed output: work a restart threw
+/// away does not count) and hands them to `windowed_reference`; batch leaves nothing out.
 #[derive(Clone, Copy, Debug)]
 pub struct LateData {
     /// The append table the late elements are committed to.
     pub table: &'static str,
-    /// The tables the windows that drop them feed: what streaming computes over the input
-    /// without its late elements (every other table sees them all).
+    /// The tables the windows that leave elements out feed (every other table sees them all).
     pub windowed: &'static [&'static str],
     /// The event time of one of its rows; `None` if the row is not a late element.
     pub timestamp: fn(&Row) -> Option<i64>,
-    /// The input without the elements these rows are (each row removes one element); an error
-    /// names a row that is no element the input still holds.
-    pub remove: fn(&ExternalInput, &[Row]) -> Result<ExternalInput, String>,
+    /// The windowed tables a run must commit when its windows left each of `late`'s elements out
+    /// of exactly the windows it names: the reference of those tables, asking
+    /// [`LateElements::missed`] for each element and window it would count.
+    pub windowed_reference: fn(&JobParams, &ExternalInput, &mut LateElements) -> ExpectedOutput,
+}
+
+/// The elements a run's windows left out of windows that had fired, each with those windows;
+/// a windowed reference asks it, element by element and window by window, what to leave out.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LateElements {
+    /// (element as `{:?}` shows it, window start, window end) → times left out.
+    missed: BTreeMap<(String, i64, i64), u64>,
+}
+
+impl LateElements {
+    /// None left out (batch, or a streaming run where nothing was late).
+    pub fn none() -> LateElements {
+        LateElements::default()
+    }
+
+    /// Records that `element` (as `{:?}` shows it) was left out of `[start, end)` once more.
+    pub fn add(&mut self, element: String, (start, end): (i64, i64)) {
+        *self.missed.entry((element, start, end)).or_insert(0) += 1;
+    }
+
+    /// Whether `element` was left out of `window`: true as many times as it was (the same
+    /// element twice in the input, left out once, is counted once). Ask once per element of the
+    /// input and window it belongs to.
+    pub fn missed(&mut self, element: &impl fmt::Debug, window: TimeWindow) -> bool {
+        let key = (format!("{element:?}"), window.start, window.end);
+        match self.missed.get_mut(&key) {
+            Some(count) => {
+                *count -= 1;
+                if *count == 0 {
+                    self.missed.remove(&key);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether nothing was left out (or everything left out was asked for).
+    pub fn is_empty(&self) -> bool {
+        self.missed.is_empty()
+    }
+
+    /// What was left out that the reference never asked for, as `element in [start, end)`: an
+    /// element the input does not hold in that window (or a reference that does not ask).
+    pub fn unasked(&self) -> Vec<String> {
+        self.missed.iter().map(|((element, start, end), _)| format!("{element} in [{start}, {end})")).collect()
+    }
 }
 
 impl fmt::Debug for SimJob {

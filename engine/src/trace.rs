@@ -240,9 +240,11 @@ pub enum TraceEvent {
         /// Partitions released.
         partitions: u32,
     },
-    /// A window dropped an element whose every window had fired (or sent it to its late-data side
-    /// output): traced at once by the task, so that every drop of every attempt is on record.
-    LateElementDropped {
+    /// A window operator left an element out of windows that had fired when it arrived (late for
+    /// every window: dropped, or sent to the late-data side output; else added to the windows
+    /// still open): traced at once by the task, so that every such element of every attempt is
+    /// on record.
+    LateElement {
         /// Job attempt.
         attempt: u32,
         /// The job vertex.
@@ -251,12 +253,19 @@ pub enum TraceEvent {
         subtask: u32,
         /// The window operator's stream node id.
         operator: u32,
+        /// The element, as `{:?}` shows it.
+        element: String,
         /// The element's event time.
         timestamp: i64,
         /// The operator's watermark when the element arrived.
         watermark: i64,
-        /// The end (exclusive) of the last window the element belongs to.
-        window_end: i64,
+        /// `[start, end)` of each window it was left out of (each had fired).
+        missed: Vec<(i64, i64)>,
+        /// `[start, end)` of each window it was added to (none had fired).
+        joined: Vec<(i64, i64)>,
+        /// The newest checkpoint the subtask's state held when it arrived (taken or restored; 0:
+        /// none): a restore of checkpoint `c` undoes what arrived at `c` or later.
+        checkpoint: u64,
     },
     /// At a subtask's end: how many late elements a window operator dropped since the job began
     /// (its count is checkpointed, so the final attempt's is the whole job's for this subtask).
@@ -363,7 +372,7 @@ impl TraceEvent {
             TraceEvent::FinishedWorkReconciled { .. } => "finished_work_reconciled",
             TraceEvent::JobMasterLost { .. } => "job_master_lost",
             TraceEvent::PartitionsExpired { .. } => "partitions_expired",
-            TraceEvent::LateElementDropped { .. } => "late_element_dropped",
+            TraceEvent::LateElement { .. } => "late_element",
             TraceEvent::LateElementsCounted { .. } => "late_elements_counted",
             TraceEvent::JobFinished { .. } => "job_finished",
             TraceEvent::JobFailed { .. } => "job_failed",
@@ -455,11 +464,30 @@ impl fmt::Display for TraceEvent {
             TraceEvent::PartitionsExpired { partitions } => {
                 write!(f, "no JobMaster came back: released {}", counted(*partitions, "partition"))
             }
-            TraceEvent::LateElementDropped { attempt, vertex, subtask, operator, timestamp, watermark, window_end } => {
+            TraceEvent::LateElement {
+                attempt,
+                vertex,
+                subtask,
+                operator,
+                element,
+                timestamp,
+                watermark,
+                missed,
+                joined,
+                ..
+            } => {
+                let spans = |windows: &[(i64, i64)]| {
+                    windows.iter().map(|(start, end)| format!("[{start}, {end})")).collect::<Vec<_>>().join(" ")
+                };
+                let late = if joined.is_empty() {
+                    format!("late for every window ({})", spans(missed))
+                } else {
+                    format!("left out of {} (fired), added to {}", spans(missed), spans(joined))
+                };
                 write!(
                     f,
-                    "a{attempt} v{vertex}[{subtask}] operator {operator}: late element at {timestamp} \
-                     (watermark {watermark}, its last window ended at {window_end})"
+                    "a{attempt} v{vertex}[{subtask}] operator {operator}: element {element} at {timestamp} {late} \
+                     (watermark {watermark})"
                 )
             }
             TraceEvent::LateElementsCounted { attempt, vertex, subtask, operator, dropped } => {

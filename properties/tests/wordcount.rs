@@ -189,6 +189,7 @@ fn run_case(case: &Case, seed: u64) -> CaseResult {
         seed,
         runs: vec![(streaming, streaming_verdict), (batch, batch_verdict)],
         agreement,
+        compared: None,
         determinism: Vec::new(),
     };
     let failures = result.failures();

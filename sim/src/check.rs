@@ -41,7 +41,8 @@ use sluice_engine::failover::FailoverStrategy;
 use sluice_engine::trace::TraceEvent;
 
 use crate::external::txn_store::{CommittedView, TableView};
-use crate::runner::{RunOutcome, RunReport};
+use crate::late::late_elements_obey_the_watermark;
+use crate::runner::{LateOutcome, RunOutcome, RunReport};
 use crate::scenario::Scenario;
 use crate::trace::{TraceRecord, first_difference};
 
@@ -577,48 +578,77 @@ pub fn modes_agree(streaming: &RunReport, batch: &RunReport) -> Result<(), Check
     same_final_output("streaming == batch", ("streaming", streaming), ("batch", batch))
 }
 
-/// A streaming run of a job with a late-data side output: its late table holds elements of the
-/// input (each once), each one traced as dropped late, and every element dropped late was late
-/// by the watermark rule (its last window's end − 1 ≤ the watermark at its arrival).
+/// A run of a job with late data ([`LateData`]): every element a window left out was left out
+/// of exactly the windows that had fired ([`late_elements_obey_the_watermark`], every attempt's
+/// decisions); the late table holds exactly the elements late for every window (by event time;
+/// a prefix of them while the job has not finished); and, once finished, every windowed table
+/// holds its reference given what the windows left out.
 pub fn late_data(report: &RunReport, late: &LateData) -> Result<(), CheckFailure> {
-    if let Some(Err(problem)) = &report.without_late {
-        let detail = format!("table `{}` holds what is no late element of the input: {problem}", late.table);
-        return Err(CheckFailure { check: "late-data", detail });
-    }
-    late_drops_explained(&report.trace, &report.committed, late)
-}
-
-/// Every element traced as dropped late was late by the watermark rule, and every row of the
-/// late table was traced as dropped.
-fn late_drops_explained(trace: &[TraceRecord], committed: &CommittedView, late: &LateData) -> Result<(), CheckFailure> {
     let failure = |detail: String| Err(CheckFailure { check: "late-data", detail });
-    let mut dropped: BTreeMap<i64, u64> = BTreeMap::new();
-    for record in trace {
-        if let TraceEvent::LateElementDropped { timestamp, watermark, window_end, vertex, subtask, .. } = &record.event
-        {
-            if window_end - 1 > *watermark {
-                return failure(format!(
-                    "v{vertex}[{subtask}] dropped an element at {timestamp} as late with the watermark at {watermark}, \
-                     but its last window ends at {window_end}"
-                ));
-            }
-            *dropped.entry(*timestamp).or_insert(0) += 1;
+    if let Err(wrong) = late_elements_obey_the_watermark(&report.trace) {
+        return failure(wrong);
+    }
+    let Some(outcome) = &report.late else { return Ok(()) };
+    let finished = report.outcome == RunOutcome::Finished;
+    late_table_holds_the_late_elements(&report.committed, late, outcome, finished)?;
+    if !finished {
+        return Ok(());
+    }
+    let windowed = match &outcome.windowed {
+        Ok(windowed) => windowed,
+        Err(problem) => return failure(format!("the windowed tables' reference cannot follow the run: {problem}")),
+    };
+    for table in late.windowed {
+        let Some(expected) = windowed.get(*table) else {
+            return failure(format!("the windowed reference has no table `{table}`"));
+        };
+        let committed: CommittedView = report
+            .committed
+            .get(*table)
+            .map(|view| BTreeMap::from([(table.to_string(), view.clone())]))
+            .unwrap_or_default();
+        let expected = BTreeMap::from([(table.to_string(), expected.clone())]);
+        if let Err(wrong) = exactly_once(&committed, &expected) {
+            let left_out = outcome.elements.len();
+            return failure(format!(
+                "{} (the reference leaves out what the run's windows left out: {})",
+                wrong.detail,
+                crate::words::counted(left_out as u64, "element")
+            ));
         }
     }
+    Ok(())
+}
+
+/// The late table holds the elements late for every window, each once, by event time (all of
+/// them once the job finished).
+fn late_table_holds_the_late_elements(
+    committed: &CommittedView,
+    late: &LateData,
+    outcome: &LateOutcome,
+    finished: bool,
+) -> Result<(), CheckFailure> {
+    let failure = |detail: String| Err(CheckFailure { check: "late-data", detail });
+    let mut owed: BTreeMap<i64, u64> = BTreeMap::new();
+    for element in outcome.elements.iter().filter(|element| element.every_window()) {
+        *owed.entry(element.timestamp).or_insert(0) += 1;
+    }
     let rows = committed.get(late.table).map(|table| table.log.to_rows()).unwrap_or_default();
-    let mut committed: BTreeMap<i64, u64> = BTreeMap::new();
+    let mut held: BTreeMap<i64, u64> = BTreeMap::new();
     for row in &rows {
         let Some(timestamp) = (late.timestamp)(row) else {
             return failure(format!("table `{}` row {}={} is not a late element", late.table, row.key, row.value));
         };
-        *committed.entry(timestamp).or_insert(0) += 1;
+        *held.entry(timestamp).or_insert(0) += 1;
     }
-    for (timestamp, count) in committed {
-        let traced = dropped.get(&timestamp).copied().unwrap_or(0);
-        if count > traced {
+    for timestamp in owed.keys().chain(held.keys()).collect::<std::collections::BTreeSet<_>>() {
+        let (owed, held) = (owed.get(timestamp).copied().unwrap_or(0), held.get(timestamp).copied().unwrap_or(0));
+        if held > owed || (finished && held < owed) {
             return failure(format!(
-                "table `{}` holds {count} late elements at {timestamp}, but only {traced} were dropped as late",
-                late.table
+                "table `{}` holds {} at {timestamp}, but the windows left {} out of every window",
+                late.table,
+                crate::words::counted(held, "late element"),
+                crate::words::counted(owed, "element"),
             ));
         }
     }
@@ -859,27 +889,26 @@ mod tests {
     }
 
     #[test]
-    fn a_late_drop_against_the_watermark_rule_or_an_untraced_late_row_is_caught() {
+    fn a_late_table_that_differs_from_the_elements_late_for_every_window_is_caught() {
         fn timestamp(row: &Row) -> Option<i64> {
             row.value.parse().ok()
         }
-        fn remove(input: &sluice_catalog::ExternalInput, _: &[Row]) -> Result<sluice_catalog::ExternalInput, String> {
-            Ok(input.clone())
+        fn windowed(
+            _: &sluice_catalog::JobParams,
+            _: &sluice_catalog::ExternalInput,
+            _: &mut sluice_catalog::LateElements,
+        ) -> ExpectedOutput {
+            BTreeMap::new()
         }
-        let late = LateData { table: "late", windowed: &["t"], timestamp, remove };
-        let drop = |timestamp: i64, watermark: i64, window_end: i64| TraceRecord {
-            time: Duration::from_millis(1),
-            node: "tm-0".to_string(),
-            event: TraceEvent::LateElementDropped {
-                attempt: 0,
-                vertex: 1,
-                subtask: 0,
-                operator: 2,
-                timestamp,
-                watermark,
-                window_end,
-            },
+        let late = LateData { table: "late", windowed: &[], timestamp, windowed_reference: windowed };
+        let element = |timestamp: i64, every: bool| crate::late::LateElement {
+            element: format!("(\"u\", {timestamp})"),
+            timestamp,
+            watermark: 999,
+            missed: vec![(0, 1_000)],
+            joined: if every { vec![] } else { vec![(500, 1_500)] },
         };
+        let outcome = |elements: Vec<crate::late::LateElement>| LateOutcome { elements, windowed: Ok(BTreeMap::new()) };
         let committed = |values: &[&str]| -> CommittedView {
             let log: Vec<Row> = values.iter().map(|value| row("u", value)).collect();
             BTreeMap::from([(
@@ -887,12 +916,16 @@ mod tests {
                 TableView { kind: SinkKind::Append, log: log.into(), latest: BTreeMap::new() },
             )])
         };
-        assert_eq!(late_drops_explained(&[drop(300, 999, 1_000)], &committed(&["300"]), &late), Ok(()));
-        let early = late_drops_explained(&[drop(300, 998, 1_000)], &committed(&["300"]), &late).unwrap_err();
-        assert!(early.detail.contains("watermark at 998, but its last window ends at 1000"), "{early}");
-        let untraced = late_drops_explained(&[drop(300, 999, 1_000)], &committed(&["300", "300"]), &late).unwrap_err();
-        assert!(untraced.detail.contains("holds 2 late elements at 300, but only 1 were dropped"), "{untraced}");
-        let stray = late_drops_explained(&[], &committed(&["x"]), &late).unwrap_err();
+        let check = |values: &[&str], elements, finished| {
+            late_table_holds_the_late_elements(&committed(values), &late, &outcome(elements), finished)
+        };
+        assert_eq!(check(&["300"], vec![element(300, true), element(400, false)], true), Ok(()));
+        let partly = check(&["300", "400"], vec![element(300, true), element(400, false)], true).unwrap_err();
+        assert!(partly.detail.contains("holds 1 late element at 400, but the windows left 0 elements out"), "{partly}");
+        let missing = check(&[], vec![element(300, true)], true).unwrap_err();
+        assert!(missing.detail.contains("holds 0 late elements at 300"), "{missing}");
+        assert_eq!(check(&[], vec![element(300, true)], false), Ok(()), "not finished: not committed yet");
+        let stray = check(&["x"], vec![], true).unwrap_err();
         assert!(stray.detail.contains("u=x is not a late element"), "{stray}");
     }
 

@@ -11,6 +11,7 @@
 //! | [`faults`] | injects a scenario's faults at their simulated times |
 //! | [`runner`] | one seed in one mode, in a fresh thread: the [`runner::RunReport`] |
 //! | [`check`] | exactly-once, streaming == batch, determinism |
+//! | [`late`] | late data from the trace: the elements left out of fired windows that shaped the output |
 //! | [`simulation`] | the test API for a user's own job: `Simulation::of(&JOB)…run().assert_passed()` |
 //! | [`output`] | committed tables written as CSV (`run --output`), and two outputs compared (`diff`) |
 //! | [`compare`] | what a run cost (makespan, slot-time, disk bytes, peak slots), per exchange mode |
@@ -36,6 +37,7 @@ pub mod external;
 pub mod failover_sets;
 pub mod faults;
 pub mod harness_crash;
+pub mod late;
 pub mod output;
 pub mod recovery;
 #[cfg(madsim)]
@@ -58,7 +60,7 @@ pub use scenario::{JobCatalog, Scenario};
 #[cfg(madsim)]
 pub use simulation::{Oracle, Simulation, SimulationReport};
 /// What a job brings to be simulated: re-exported so that a user's crate needs only this one.
-pub use sluice_catalog::{ExpectedOutput, ExpectedTable, ExternalInput, LateData, SimJob, Updates};
+pub use sluice_catalog::{ExpectedOutput, ExpectedTable, ExternalInput, LateData, LateElements, SimJob, Updates};
 
 /// Fails when the crate was built without `--cfg madsim`, e.g. because a `RUSTFLAGS` variable
 /// replaced `.cargo/config.toml`'s flags: the simulation would silently not be a simulation.

@@ -124,6 +124,10 @@ pub(crate) fn window_operator<T: Record, K: Key, A: Record, O: Record>(
 }
 
 /// Streaming: an accumulator per (key, window) and a timer per window at its last timestamp.
+/// An element is added to its windows that have not fired, and left out of those that have
+/// (each such element is handed to the task to trace, whether late for some windows or all);
+/// late for all, it is counted and goes to the late-data side output (Flink's
+/// `WindowOperator`: `isWindowLate` per window, `isSkippedElement` for the side output).
 struct WindowOperator<T, K, A, O> {
     functions: WindowFunctions<T, K, A, O>,
     windows: BTreeMap<(K, TimeWindow), A>,
@@ -146,15 +150,29 @@ impl<T: Record, K: Key, A: Record, O: Record> StreamOperator for WindowOperator<
         let value = downcast::<T>(element, "window");
         let timestamp = timestamp_of(output)?;
         let key = (self.functions.key_selector)(&value);
-        let windows = self.functions.assigner.assign(timestamp);
-        let open: Vec<TimeWindow> =
-            windows.iter().copied().filter(|window| !window.is_complete(self.watermark)).collect();
+        let (missed, open): (Vec<TimeWindow>, Vec<TimeWindow>) = self
+            .functions
+            .assigner
+            .assign(timestamp)
+            .into_iter()
+            .partition(|window| window.is_complete(self.watermark));
+        if !missed.is_empty() && self.drops.len() < MAX_PENDING_DROPS {
+            // In window order, whatever order the assigner lists them in.
+            let spans = |windows: &[TimeWindow]| {
+                let mut spans: Vec<(i64, i64)> = windows.iter().map(|window| (window.start, window.end)).collect();
+                spans.sort_unstable();
+                spans
+            };
+            self.drops.push(LateDrop {
+                element: format!("{value:?}"),
+                timestamp,
+                watermark: self.watermark.0,
+                missed: spans(&missed),
+                joined: spans(&open),
+            });
+        }
         if open.is_empty() {
             self.late += 1;
-            if self.drops.len() < MAX_PENDING_DROPS {
-                let window_end = windows.iter().map(|window| window.end).max().unwrap_or(timestamp + 1);
-                self.drops.push(LateDrop { timestamp, watermark: self.watermark.0, window_end });
-            }
             if let Some(late) = &self.functions.late {
                 output.collect_with_timestamp(Box::new(late(value)), Some(timestamp));
             }
@@ -310,6 +328,16 @@ mod tests {
         }
     }
 
+    fn late_drop(key: &str, timestamp: i64, watermark: i64, missed: &[(i64, i64)], joined: &[(i64, i64)]) -> LateDrop {
+        LateDrop {
+            element: format!("{:?}", (key.to_string(), timestamp)),
+            timestamp,
+            watermark,
+            missed: missed.to_vec(),
+            joined: joined.to_vec(),
+        }
+    }
+
     fn feed(
         operator: &mut dyn StreamOperator,
         output: &mut Collected<(String, i64, u64)>,
@@ -339,7 +367,7 @@ mod tests {
         );
         feed(operator.as_mut(), &mut output, "a", 300); // late: [0, 1000) fired
         assert_eq!(operator.dropped_late(), 1);
-        assert_eq!(operator.take_late_drops(), [LateDrop { timestamp: 300, watermark: 999, window_end: 1_000 }]);
+        assert_eq!(operator.take_late_drops(), [late_drop("a", 300, 999, &[(0, 1_000)], &[])]);
         assert!(operator.take_late_drops().is_empty(), "each drop is handed over once");
         operator.process_watermark(Watermark::MAX, &mut output).unwrap();
         assert_eq!(output.out[2..], [(("a".to_string(), 1_000, 1), Some(1_999))]);
@@ -380,7 +408,27 @@ mod tests {
         output.timestamp = Some(30);
         restored.process_element(Box::new(("a".to_string(), 30_i64)), &mut output).unwrap();
         assert_eq!(output.out.last(), Some(&((None, Some(("a".to_string(), 30))), Some(30))));
-        assert_eq!(restored.take_late_drops(), [LateDrop { timestamp: 30, watermark: 999, window_end: 1_000 }]);
+        assert_eq!(restored.take_late_drops(), [late_drop("a", 30, 999, &[(0, 1_000)], &[])]);
+    }
+
+    #[test]
+    fn an_element_late_for_some_sliding_windows_joins_the_open_ones_and_is_not_late() {
+        // Windows of 2 s every 1 s: an element at 1 500 belongs to [0, 2000) and [1000, 3000).
+        let sliding = Arc::new(SlidingEventTimeWindows::of(2_000, 1_000, 0).unwrap());
+        let mut operator = window_operator(counting(sliding), ExecutionMode::Streaming);
+        let mut output = Collected::default();
+        feed(operator.as_mut(), &mut output, "k", 1_200);
+        operator.process_watermark(Watermark(1_999), &mut output).unwrap(); // [0, 2000) fires
+        assert_eq!(output.out.len(), 1, "{:?}", output.out);
+        feed(operator.as_mut(), &mut output, "k", 1_500);
+        assert_eq!(operator.dropped_late(), 0, "on time for [1000, 3000): not late as Flink counts it");
+        assert_eq!(operator.take_late_drops(), [late_drop("k", 1_500, 1_999, &[(0, 2_000)], &[(1_000, 3_000)])]);
+        feed(operator.as_mut(), &mut output, "k", 900); // [-1000, 1000) and [0, 2000) both fired
+        assert_eq!(operator.dropped_late(), 1);
+        assert_eq!(operator.take_late_drops(), [late_drop("k", 900, 1_999, &[(-1_000, 1_000), (0, 2_000)], &[])]);
+        operator.process_watermark(Watermark::MAX, &mut output).unwrap();
+        let counts: Vec<(i64, u64)> = output.out.iter().map(|((_, start, count), _)| (*start, *count)).collect();
+        assert_eq!(counts, [(0, 1), (1_000, 2)], "1 500 counted in [1000, 3000) only, 900 in none");
     }
 
     #[test]

@@ -277,23 +277,37 @@ pub trait StreamOperator: Send {
         0
     }
 
-    /// The late elements dropped since the last call, to be traced at once: (event time, the
-    /// watermark at its arrival, the end of its last window).
+    /// The elements it left out of a window that had fired since the last call (late for some
+    /// of their windows or for all), to be traced at once.
     fn take_late_drops(&mut self) -> Vec<LateDrop> {
         Vec::new()
     }
 }
 
-/// One element a window dropped as late: its event time, the watermark when it arrived, and
-/// the end of the last window it belongs to (late: `window_end - 1 <= watermark`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// An element a window operator left out of at least one of its windows because that window
+/// had fired when it arrived (Flink's `isWindowLate`: `end - 1 <= watermark`), and added to the
+/// others. Late for every window, it is *late* as Flink counts it: counted, and sent to the
+/// late-data side output if there is one. With sliding windows an element can be late for its
+/// earliest windows only.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LateDrop {
+    /// The element as `{:?}` shows it: how the harness finds it in the input.
+    pub element: String,
     /// The element's event time.
     pub timestamp: Timestamp,
     /// The operator's watermark when it arrived.
     pub watermark: Timestamp,
-    /// The end (exclusive) of the last window it belongs to.
-    pub window_end: Timestamp,
+    /// `[start, end)` of each window it was left out of (each had fired), in window order.
+    pub missed: Vec<(Timestamp, Timestamp)>,
+    /// `[start, end)` of each window it was added to (none had fired), in window order.
+    pub joined: Vec<(Timestamp, Timestamp)>,
+}
+
+impl LateDrop {
+    /// Whether it was late for every window it belongs to (and so went to the side output).
+    pub fn every_window(&self) -> bool {
+        self.joined.is_empty()
+    }
 }
 
 /// Creates an operator instance for one subtask.

@@ -1,7 +1,7 @@
 //! `clickstream`: a job from outside the engine, as a user writes one.
 //!
 //! ```text
-//!  clicks.csv ─ timestamps/watermarks ─┬─HASH(user)─ tumbling `window`: count ─ sink clicks_per_window (append)
+//!  clicks.csv ─ timestamps/watermarks ─┬─HASH(user)─ `window` (tumbling, or sliding by `slide`): count ─ sink clicks_per_window (append)
 //!                                      └─HASH(page)─ running count ─────────── sink clicks_per_page (upsert)
 //! ```
 //!
@@ -21,8 +21,8 @@ use sluice_engine::api::{
 use sluice_engine::connectors::csv::{Column, ColumnType, parse_record};
 use sluice_engine::connectors::{CsvSource, Row, SinkKind, TxnStoreSink};
 use sluice_engine::prng::Prng;
-use sluice_engine::time::{TumblingEventTimeWindows, WindowAssigner};
-use sluice_sim::{ExpectedOutput, ExpectedTable, ExternalInput, LateData, SimJob, Updates};
+use sluice_engine::time::{SlidingEventTimeWindows, WindowAssigner};
+use sluice_sim::{ExpectedOutput, ExpectedTable, ExternalInput, LateData, LateElements, SimJob, Updates};
 
 /// A click: user, page, event time in milliseconds.
 pub type Click = (String, String, i64);
@@ -57,7 +57,7 @@ pub const CLICKSTREAM: SimJob = SimJob {
         table: LATE_TABLE,
         windowed: &[WINDOW_TABLE],
         timestamp: late_timestamp,
-        remove: remove_clicks,
+        windowed_reference: windowed_reference,
     }),
 };
 
@@ -72,6 +72,13 @@ pub const DEFINITION: JobDefinition = JobDefinition {
             Duration::from_millis(10),
             Duration::from_secs(3600),
             "the tumbling window's size",
+        ),
+        ParamSpec::duration(
+            "slide",
+            Duration::ZERO,
+            Duration::ZERO,
+            Duration::from_secs(3600),
+            "how often a window starts: 0 for the window's size (tumbling windows), less for sliding ones",
         ),
         ParamSpec::duration(
             "out_of_orderness",
@@ -93,9 +100,14 @@ pub const DEFINITION: JobDefinition = JobDefinition {
     build,
 };
 
-fn windows(params: &JobParams) -> TumblingEventTimeWindows {
-    TumblingEventTimeWindows::of(params.duration("window").as_millis() as i64, 0)
-        .expect("the window parameter is at least 10ms")
+/// Windows of `window`, starting every `slide` (tumbling when the slide is 0, the window's size).
+fn windows(params: &JobParams) -> SlidingEventTimeWindows {
+    let size = params.duration("window").as_millis() as i64;
+    let slide = match params.duration("slide").as_millis() as i64 {
+        0 => size,
+        slide => slide,
+    };
+    SlidingEventTimeWindows::of(size, slide, 0).expect("the window is at least 10ms and the slide at least 1ms")
 }
 
 /// Clicks per page, keyed by page: `(page, 1)`.
@@ -166,35 +178,6 @@ fn late_timestamp(row: &Row) -> Option<i64> {
     row.value.split_once(',')?.0.parse().ok()
 }
 
-/// The input without the late clicks `rows` are: each row takes out the first line of the
-/// input's files that is that click.
-fn remove_clicks(input: &ExternalInput, rows: &[Row]) -> Result<ExternalInput, String> {
-    let InputFormat::Csv(columns) = CLICKS.format else { unreachable!("CLICKS is CSV") };
-    let mut left: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for row in rows {
-        *left.entry((row.key.clone(), row.value.clone())).or_insert(0) += 1;
-    }
-    let mut without = input.clone();
-    for (path, contents) in input.input_files(CLICKS.name) {
-        let text = String::from_utf8_lossy(contents);
-        let mut kept = String::new();
-        for (index, line) in text.lines().enumerate() {
-            let click = (index > 0).then(|| parse_record::<Click>(line, columns).ok()).flatten();
-            if let Some(count) = click.and_then(|click| left.get_mut(&late_row(&click))).filter(|count| **count > 0) {
-                *count -= 1;
-                continue;
-            }
-            kept.push_str(line);
-            kept.push('\n');
-        }
-        without.files.insert(path.to_string(), kept.into_bytes());
-    }
-    match left.iter().find(|(_, count)| **count > 0) {
-        Some(((user, value), _)) => Err(format!("no click {user},{value} is left in the input")),
-        None => Ok(without),
-    }
-}
-
 /// The clicks of every file of the input, in file order.
 pub fn read_clicks(input: &ExternalInput) -> Vec<Click> {
     let InputFormat::Csv(columns) = CLICKS.format else { unreachable!("CLICKS is CSV") };
@@ -204,41 +187,57 @@ pub fn read_clicks(input: &ExternalInput) -> Vec<Click> {
     lines.map(|line| parse_record(&line, columns).expect("the harness checked the file")).collect()
 }
 
-/// What the job must commit: one row per (user, window) in both modes (no click is late: the
-/// input keeps within `out_of_orderness`), and per page every count from 1 up in streaming, the
-/// final count in batch.
-fn reference(params: &JobParams, input: &ExternalInput, mode: ExecutionMode) -> ExpectedOutput {
+/// The windowed table: one row per (user, window) of the clicks in it, each click left out of
+/// the windows a run's windows left it out of (`late`; none in batch).
+fn windowed_reference(params: &JobParams, input: &ExternalInput, late: &mut LateElements) -> ExpectedOutput {
     let windows = windows(params);
     let mut per_window: BTreeMap<(String, i64), u64> = BTreeMap::new();
+    for click in read_clicks(input) {
+        for window in windows.assign(click.2) {
+            if !late.missed(&click, window) {
+                *per_window.entry((click.0.clone(), window.start)).or_insert(0) += 1;
+            }
+        }
+    }
+    let mut rows: Vec<Row> = per_window
+        .into_iter()
+        .map(|((user, start), count)| Row { key: format!("{user}@{start}"), value: count.to_string() })
+        .collect();
+    rows.sort();
+    BTreeMap::from([(
+        WINDOW_TABLE.to_string(),
+        ExpectedTable { kind: SinkKind::Append, rows, updates: Updates::Exact },
+    )])
+}
+
+/// What the job must commit: one row per (user, window) in both modes (the late clicks a
+/// streaming run leaves out are the harness's to take out: [`windowed_reference`]), and per
+/// page every count from 1 up in streaming, the final count in batch.
+fn reference(params: &JobParams, input: &ExternalInput, mode: ExecutionMode) -> ExpectedOutput {
     let mut per_page: BTreeMap<String, i64> = BTreeMap::new();
     let mut page_updates = Vec::new();
-    for (user, page, time) in read_clicks(input) {
-        for window in windows.assign(time) {
-            *per_window.entry((user.clone(), window.start)).or_insert(0) += 1;
-        }
+    for (_, page, _) in read_clicks(input) {
         let count = per_page.entry(page.clone()).or_insert(0);
         *count += 1;
         page_updates.push(Row { key: page, value: count.to_string() });
     }
-    let mut window_rows: Vec<Row> = per_window
-        .into_iter()
-        .map(|((user, start), count)| Row { key: format!("{user}@{start}"), value: count.to_string() })
-        .collect();
+    let mut tables = windowed_reference(params, input, &mut LateElements::none());
     let mut page_rows = match mode {
         ExecutionMode::Streaming => page_updates,
         ExecutionMode::Batch => {
             per_page.into_iter().map(|(key, count)| Row { key, value: count.to_string() }).collect()
         }
     };
-    window_rows.sort();
     page_rows.sort();
-    BTreeMap::from([
-        (
-            WINDOW_TABLE.to_string(),
-            ExpectedTable { kind: SinkKind::Append, rows: window_rows, updates: Updates::Exact },
-        ),
-        (PAGE_TABLE.to_string(), ExpectedTable { kind: SinkKind::Upsert, rows: page_rows, updates: Updates::Exact }),
-        // The reference drops nothing as late: a run's late clicks are taken out of its input.
-        (LATE_TABLE.to_string(), ExpectedTable { kind: SinkKind::Append, rows: Vec::new(), updates: Updates::Exact }),
-    ])
+    tables.insert(
+        PAGE_TABLE.to_string(),
+        ExpectedTable { kind: SinkKind::Upsert, rows: page_rows, updates: Updates::Exact },
+    );
+    // The reference leaves nothing out as late: the harness holds a run's late table to the
+    // clicks its windows left out of every window.
+    tables.insert(
+        LATE_TABLE.to_string(),
+        ExpectedTable { kind: SinkKind::Append, rows: Vec::new(), updates: Updates::Exact },
+    );
+    tables
 }

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use clickstream::{CLICKSTREAM, DEFINITION, PageCounts, Pages, build_with};
 use sluice_engine::api::{ExecutionMode, JobDefinition, JobParams, StreamEnv};
+use sluice_engine::connectors::Row;
 use sluice_engine::graph::ExchangeMode;
-use sluice_sim::{Oracle, SimJob, Simulation};
+use sluice_sim::{ExpectedOutput, ExternalInput, LateData, LateElements, Oracle, SimJob, Simulation};
 
 const FAULTS: &[&str] = &["tm-crash", "jm-crash", "partition-loss", "partition", "commit-reply-lost"];
 
@@ -179,10 +180,69 @@ fn late_clicks_go_to_the_side_output_exactly_and_the_fetch_size_changes_nothing(
 
 #[test]
 fn the_crate_s_scenario_files_pass_every_seed() {
-    for file in ["scenarios/clicks-faults.yaml", "scenarios/late-clicks.yaml"] {
+    for file in ["scenarios/clicks-faults.yaml", "scenarios/late-clicks.yaml", "scenarios/sliding-late-clicks.yaml"] {
         let simulation = Simulation::from_scenario(&CLICKSTREAM, file).unwrap_or_else(|error| panic!("{error}"));
         simulation.run().assert_passed();
     }
+}
+
+/// Sliding windows of 2 s every 500 ms, a watermark 100 ms behind the largest time: a click
+/// 100–300 ms out of order arrives after its earliest windows fired but before its later ones,
+/// and is left out of the fired ones only (not late, as Flink counts it); the ten clicks 30 s
+/// late miss all four of their windows and go to the side output. Each windowed table is held
+/// to the reference with every click left out of exactly those windows.
+#[test]
+fn a_click_late_for_some_sliding_windows_joins_the_others_and_only_clicks_late_for_all_are_late() {
+    let simulation = Simulation::from_scenario(&CLICKSTREAM, "scenarios/sliding-late-clicks.yaml").expect("valid");
+    let report = simulation.seeds(1..3).run();
+    report.assert_passed();
+    for seed in &report.seeds {
+        let (streaming, _) =
+            seed.result.runs.iter().find(|(run, _)| run.mode == ExecutionMode::Streaming).expect("a streaming run");
+        let late = streaming.late.as_ref().expect("a job with late data");
+        assert_eq!(late.late_for_every_window(), 10, "seed {}", seed.result.seed);
+        assert!(late.elements.len() > 10, "seed {}: some clicks are late for some windows only", seed.result.seed);
+        assert_eq!(streaming.late_dropped().values().sum::<u64>(), 10, "only those late for every window count");
+        let mut rows: Vec<(String, String)> = streaming.committed["late_clicks"]
+            .log
+            .iter()
+            .map(|row| (row.key.to_string(), row.value.to_string()))
+            .collect();
+        rows.sort();
+        assert_eq!(rows, the_late_clicks(), "seed {}", seed.result.seed);
+    }
+}
+
+/// A windowed reference that counts every click in every window, whatever the run left out,
+/// cannot follow a run whose windows left clicks out: the run fails `late-data`.
+#[test]
+fn a_windowed_reference_that_ignores_what_the_windows_left_out_is_reported() {
+    fn every_click(params: &JobParams, input: &ExternalInput, _: &mut LateElements) -> ExpectedOutput {
+        let mut none = LateElements::none();
+        (CLICKSTREAM.late.expect("late data").windowed_reference)(params, input, &mut none)
+    }
+    fn timestamp(row: &Row) -> Option<i64> {
+        row.value.split_once(',')?.0.parse().ok()
+    }
+    static IGNORES_LATE: SimJob = SimJob {
+        late: Some(LateData {
+            table: clickstream::LATE_TABLE,
+            windowed: &[clickstream::WINDOW_TABLE],
+            timestamp,
+            windowed_reference: every_click,
+        }),
+        ..CLICKSTREAM
+    };
+    let failures = tempfile::tempdir().expect("a scratch directory");
+    let scenario = Simulation::from_scenario(&IGNORES_LATE, "scenarios/sliding-late-clicks.yaml").expect("valid");
+    let report = scenario.seeds(1..2).failures_dir(failures.path()).run();
+    assert_eq!(report.failed_seeds(), [1]);
+    let summary = report.summary();
+    assert!(
+        summary.contains("streaming: late-data: the windowed tables' reference cannot follow the run"),
+        "{summary}"
+    );
+    assert!(!summary.contains("batch:"), "batch leaves nothing out: {summary}");
 }
 
 /// Counts one click too many per page, but only when the job runs at parallelism 1.

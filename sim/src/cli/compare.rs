@@ -170,6 +170,7 @@ fn report_failures<'a>(options: &SeedArgs, scenario: &Scenario, failed: impl Ite
             seed: outcome.seed,
             runs: vec![(report.clone(), Verdict::Fail(outcome.failures.clone()))],
             agreement: None,
+            compared: None,
             determinism: Vec::new(),
         };
         let variant =

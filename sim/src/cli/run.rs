@@ -78,6 +78,14 @@ pub(super) fn report_line(report: &RunReport, verdict: &Verdict) -> String {
             counted(dropped, "element")
         );
     }
+    let partly = report.late.as_ref().map_or(0, |late| late.elements.len() - late.late_for_every_window());
+    if partly > 0 {
+        let _ = write!(
+            line,
+            "\n             late for some windows: {} left out of the windows that had fired, added to the others",
+            counted(partly as u64, "element")
+        );
+    }
     for index in report.unfired_faults() {
         let _ = write!(line, "\n             never fired: fault #{index}: {}", report.schedule[index]);
     }
@@ -175,9 +183,8 @@ pub(super) fn print_seed(
         }
     }
     let both_modes_passed = result.runs.len() == 2 && result.runs.iter().all(|(_, verdict)| *verdict == Verdict::Pass);
-    if both_modes_passed && result.agreement.is_none() {
-        let keys: usize = result.runs[1].0.committed.values().map(|table| table.latest.len()).sum();
-        println!("  streaming == batch: agree ({})", counted(keys as u64, "key"));
+    if both_modes_passed && let Some(compared) = &result.compared {
+        println!("  streaming == batch: agree {compared}");
     }
     if failures.is_empty() {
         return (false, written);

@@ -55,6 +55,88 @@ impl fmt::Display for RunOutcome {
     }
 }
 
+/// What a run's windows left out of windows that had fired, as far as it shaped the committed
+/// output ([`crate::late::effective_late_elements`]; none in batch), and what the job's windowed
+/// tables must then hold: their reference given those elements, or why the reference could not
+/// take them (an element left out of a window the input has no such element in).
+#[derive(Clone, Debug)]
+pub struct LateOutcome {
+    /// The elements, in trace order.
+    pub elements: Vec<crate::late::LateElement>,
+    /// The windowed tables' expected rows.
+    pub windowed: Result<ExpectedOutput, String>,
+}
+
+impl LateOutcome {
+    /// What a run of a job with late data owes: see the type's doc.
+    pub fn of(
+        scenario: &Scenario,
+        late: &sluice_catalog::LateData,
+        input: &ExternalInput,
+        trace: &[TraceRecord],
+    ) -> LateOutcome {
+        let elements = crate::late::effective_late_elements(trace);
+        let mut missed = sluice_catalog::LateElements::none();
+        for element in &elements {
+            for window in &element.missed {
+                missed.add(element.element.clone(), *window);
+            }
+        }
+        let windowed = (late.windowed_reference)(&scenario.job_params(), input, &mut missed);
+        let windowed = if missed.is_empty() {
+            Ok(windowed)
+        } else {
+            let unasked = missed.unasked();
+            Err(format!(
+                "{} left out of windows the reference has no such element in: {}",
+                crate::words::counted(unasked.len() as u64, "element"),
+                unasked.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+            ))
+        };
+        LateOutcome { elements, windowed }
+    }
+
+    /// The elements late for every window (dropped, or sent to the side output).
+    pub fn late_for_every_window(&self) -> usize {
+        self.elements.iter().filter(|element| element.every_window()).count()
+    }
+}
+
+/// What a run of a job with late data must commit, given what its windows left out (the
+/// trace says): the reference with its windowed tables replaced by their reference over those
+/// elements, and the late elements the side output committed in the late table (the
+/// `late-data` check holds them to the ones traced); and what was left out. A job without late
+/// data owes its reference.
+pub fn with_late_data(
+    scenario: &Scenario,
+    input: &ExternalInput,
+    trace: &[TraceRecord],
+    committed: &CommittedView,
+    expected: Option<ExpectedOutput>,
+) -> (Option<ExpectedOutput>, Option<LateOutcome>) {
+    let Some(late) = scenario.job().late else { return (expected, None) };
+    let outcome = LateOutcome::of(scenario, &late, input, trace);
+    let expected = expected.map(|mut tables| {
+        if let Ok(windowed) = &outcome.windowed {
+            for table in late.windowed {
+                if let Some(expectation) = windowed.get(*table) {
+                    tables.insert(table.to_string(), expectation.clone());
+                }
+            }
+        }
+        let mut rows = committed.get(late.table).map(|table| table.log.to_rows()).unwrap_or_default();
+        rows.sort();
+        let late_table = sluice_catalog::ExpectedTable {
+            kind: sluice_engine::connectors::SinkKind::Append,
+            rows,
+            updates: sluice_catalog::Updates::Exact,
+        };
+        tables.insert(late.table.to_string(), late_table);
+        tables
+    });
+    (expected, Some(outcome))
+}
+
 /// Everything observed in one run.
 #[derive(Clone, Debug)]
 pub struct RunReport {
@@ -80,9 +162,9 @@ pub struct RunReport {
     pub makespan: Duration,
     /// Wall-clock time the simulation took.
     pub wall_time: Duration,
-    /// A streaming run that committed late elements (of a job with a late-data side output):
-    /// the input without them, or why they are not elements of the input.
-    pub without_late: Option<Result<Arc<ExternalInput>, String>>,
+    /// A job with late data ([`sluice_catalog::LateData`]): what its windows left out, and the
+    /// windowed tables that makes them owe.
+    pub late: Option<LateOutcome>,
     /// The event trace.
     pub trace: Vec<TraceRecord>,
     /// Its canonical hash.

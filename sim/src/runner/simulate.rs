@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_catalog::{ExpectedOutput, ExpectedTable, ExternalInput, LateData, Updates};
+use sluice_catalog::ExternalInput;
 use sluice_engine::connectors::SinkKind;
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::trace::TraceEvent;
 
 use super::client::submit_and_wait;
-use super::{RunOutcome, RunReport, generate_input};
+use super::{RunOutcome, RunReport, generate_input, with_late_data};
 use crate::cluster::{CLIENT_IP, Cluster, JOB_MASTER_ADDRESS};
 use crate::coverage::Coverage;
 use crate::external::durable_store::{file_tables, table_kinds};
@@ -81,14 +81,9 @@ pub fn run_on(scenario: &Scenario, mode: ExecutionMode, seed: u64, input: Arc<Ex
         .iter()
         .rev()
         .find(|record| matches!(record.event, TraceEvent::JobFinished { .. } | TraceEvent::JobFailed { .. }));
-    let (expected, without_late) = match (scenario.job().late, mode) {
-        (Some(late), ExecutionMode::Streaming) => {
-            with_late_data(scenario, late, &input, &simulated.committed, expected)
-        }
-        _ => (expected, None),
-    };
+    let (expected, late) = with_late_data(scenario, &input, &simulated.trace, &simulated.committed, expected);
     RunReport {
-        without_late,
+        late,
         scenario: scenario.name.clone(),
         source: Arc::new(scenario.clone()),
         mode,
@@ -105,39 +100,6 @@ pub fn run_on(scenario: &Scenario, mode: ExecutionMode, seed: u64, input: Arc<Ex
         coverage: simulated.coverage,
         open_transactions: Some(simulated.open_transactions),
     }
-}
-
-/// What a streaming run of a job with a late-data side output must commit, given the late
-/// elements it committed: the reference over the input without them, and those elements in the
-/// late table; and that input (or why the late rows are no elements of the input).
-fn with_late_data(
-    scenario: &Scenario,
-    late: LateData,
-    input: &ExternalInput,
-    committed: &CommittedView,
-    expected: Option<ExpectedOutput>,
-) -> (Option<ExpectedOutput>, Option<Result<Arc<ExternalInput>, String>>) {
-    let rows = committed.get(late.table).map(|table| table.log.to_rows()).unwrap_or_default();
-    if rows.is_empty() {
-        return (expected, None);
-    }
-    let without = match (late.remove)(input, &rows) {
-        Ok(without) => without,
-        Err(problem) => return (expected, Some(Err(problem))),
-    };
-    let windowed = scenario.job().expected(&scenario.job_params(), &without, ExecutionMode::Streaming);
-    let expected = expected.zip(windowed).map(|(mut tables, mut windowed)| {
-        for table in late.windowed {
-            if let Some(expectation) = windowed.remove(*table) {
-                tables.insert(table.to_string(), expectation);
-            }
-        }
-        let mut rows = rows;
-        rows.sort();
-        tables.insert(late.table.to_string(), ExpectedTable { kind: SinkKind::Append, rows, updates: Updates::Exact });
-        tables
-    });
-    (expected, Some(Ok(Arc::new(without))))
 }
 
 fn simulate(

@@ -71,6 +71,7 @@ pub fn assert_passes(scenario: &Scenario, report: &RunReport, what: &str) {
         seed: report.seed,
         runs: vec![(report.clone(), sluice_sim::check::Verdict::Fail(failures.clone()))],
         agreement: None,
+        compared: None,
         determinism: Vec::new(),
     };
     let path = write_failure(&workspace().join("failures"), scenario, &result)

@@ -129,6 +129,9 @@ pub(super) struct Checkpointing {
     pending: BTreeMap<(u32, CheckpointId), Vec<Vec<u8>>>,
     /// The last barrier this task took (and forwarded).
     last_barrier: Option<CheckpointId>,
+    /// The newest checkpoint the task's state holds: the last barrier it took, or the checkpoint
+    /// it restored (0: neither).
+    state_includes: CheckpointId,
     /// The asynchronous part of the last barrier snapshot: saving it and acknowledging.
     in_flight: Option<crate::rt::task::JoinHandle<()>>,
 }
@@ -149,8 +152,16 @@ impl Checkpointing {
             sinks,
             pending: BTreeMap::new(),
             last_barrier: None,
+            state_includes: 0,
             in_flight: None,
         }
+    }
+
+    /// The newest checkpoint the task's state holds (the last barrier it took, or the checkpoint
+    /// it restored; 0: neither): what a restore of a checkpoint keeps of its work is what came
+    /// before the snapshot of that checkpoint.
+    pub(super) fn state_includes(&self) -> CheckpointId {
+        self.state_includes
     }
 
     /// Restores operators, the source and sink writers from the task's snapshot in checkpoint
@@ -164,6 +175,7 @@ impl Checkpointing {
     ) -> Result<(), TaskFailure> {
         let snapshot = self.read(id, handle).await?;
         chain.restore_operators(&snapshot.operators)?;
+        self.state_includes = id;
         match (source, &snapshot.source) {
             (Some(reader), Some(state)) => {
                 reader.restore_state(state).map_err(|error| TaskFailure::Operator(error.message))?
@@ -233,6 +245,7 @@ impl Checkpointing {
         chain.flush(false).await?;
         chain.broadcast_barrier(id).await?;
         self.last_barrier = Some(id);
+        self.state_includes = id;
         snapshot.sink_writers = self.prepare_sinks(id, chain).await?;
         snapshot.pending_committables = self.pending_list();
         // The asynchronous phase (Flink's): the task goes on processing while the snapshot is

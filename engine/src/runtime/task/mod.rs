@@ -348,15 +348,19 @@ impl Run<'_> {
 
     fn trace_late_drops(&mut self) {
         let execution = self.descriptor.execution;
+        let checkpoint = self.checkpointing.state_includes();
         for (operator, drop) in self.chain.take_late_drops() {
-            self.tracer.record(TraceEvent::LateElementDropped {
+            self.tracer.record(TraceEvent::LateElement {
                 attempt: execution.attempt,
                 vertex: execution.vertex.vertex.0,
                 subtask: execution.vertex.subtask,
                 operator,
+                element: drop.element,
                 timestamp: drop.timestamp,
                 watermark: drop.watermark,
-                window_end: drop.window_end,
+                missed: drop.missed,
+                joined: drop.joined,
+                checkpoint,
             });
         }
     }
