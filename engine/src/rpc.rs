@@ -50,14 +50,34 @@ pub enum RpcError {
         /// The request type.
         request: &'static str,
     },
+    /// The peer's address refused or dropped the connection (nothing listens there yet, or the
+    /// process behind it died or restarted): in a real cluster, a service starting or
+    /// restarting. A simulated peer that is down never answers instead ([`RpcError::Timeout`]).
+    Connection(String),
     /// The local network stack refused.
     Io(String),
+}
+
+impl RpcError {
+    /// The error of a failed call, by its kind: a timeout, a connection the peer refused or
+    /// dropped, or anything else the network stack said.
+    fn of(error: io::Error, peer: SocketAddr, request: &'static str) -> RpcError {
+        use io::ErrorKind::*;
+        match error.kind() {
+            TimedOut => RpcError::Timeout { peer, request },
+            ConnectionRefused | ConnectionReset | ConnectionAborted | BrokenPipe | NotConnected | UnexpectedEof => {
+                RpcError::Connection(format!("{request} to {peer}: {error}"))
+            }
+            _ => RpcError::Io(error.to_string()),
+        }
+    }
 }
 
 impl fmt::Display for RpcError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RpcError::Timeout { peer, request } => write!(f, "{request} to {peer} timed out"),
+            RpcError::Connection(message) => write!(f, "connection failed: {message}"),
             RpcError::Io(message) => write!(f, "network error: {message}"),
         }
     }
@@ -134,12 +154,103 @@ impl RpcClient {
                 Err(RpcError::Timeout { peer, request: short_type_name::<R>() })
             }
             Ok(response) => Ok(response),
-            Err(error) if error.kind() == io::ErrorKind::TimedOut => {
-                Err(RpcError::Timeout { peer, request: short_type_name::<R>() })
-            }
-            Err(error) => Err(RpcError::Io(error.to_string())),
+            Err(error) => Err(RpcError::of(error, peer, short_type_name::<R>())),
         }
     }
+
+    /// [`RpcClient::call`], riding out a peer that refuses or drops the connection: it tries
+    /// again after each such failure, backing off as `reconnect` says, until its bound is spent
+    /// (then the last connection error). Any other outcome, a timeout included, is returned as
+    /// it is: only for a request that is safe to send again.
+    pub async fn call_reconnecting<R: Request + Clone>(
+        &self,
+        peer: SocketAddr,
+        request: R,
+        timeout: Duration,
+        reconnect: Reconnect,
+    ) -> Result<R::Response, RpcError> {
+        let started = crate::rt::time::Instant::now();
+        let mut failures = 0;
+        loop {
+            match self.call(peer, request.clone(), timeout).await {
+                Err(RpcError::Connection(detail)) => {
+                    failures += 1;
+                    match reconnect.pause(failures, started.elapsed()) {
+                        Some(pause) => crate::rt::time::sleep(pause).await,
+                        None => {
+                            return Err(RpcError::Connection(format!(
+                                "{detail} (still failing after {} and {})",
+                                crate::duration::format_duration(reconnect.timeout),
+                                crate::counted::counted(failures, "attempt")
+                            )));
+                        }
+                    }
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+}
+
+/// How a client of an external system (the log, the files, the stores) rides out a connection
+/// its peer refuses or drops, as Kafka's and JDBC clients do: it tries again after 50 ms, then
+/// after twice as long each time up to 1 s, for at most `timeout` in all (the cluster file's
+/// `reconnect_timeout`, 30 s unless set), and only then fails its task. A service that is
+/// starting or restarting is a pause, not a failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Reconnect {
+    /// How long it keeps trying, from the first failure.
+    #[serde(with = "crate::duration::text")]
+    pub timeout: Duration,
+}
+
+impl Reconnect {
+    /// The bound unless one is set.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+    /// The first pause.
+    pub const FIRST_BACKOFF: Duration = Duration::from_millis(50);
+    /// The longest pause.
+    pub const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+    /// Keeps trying for `timeout`.
+    pub fn within(timeout: Duration) -> Reconnect {
+        Reconnect { timeout }
+    }
+
+    /// The pause after the `failures`-th connection failure in a row, `elapsed` after the first
+    /// try; `None` once trying again would outlast the bound.
+    pub fn pause(&self, failures: u32, elapsed: Duration) -> Option<Duration> {
+        let doublings = failures.saturating_sub(1).min(16);
+        let pause = (Self::FIRST_BACKOFF * 2u32.pow(doublings)).min(Self::MAX_BACKOFF);
+        (elapsed + pause <= self.timeout).then_some(pause)
+    }
+}
+
+impl Default for Reconnect {
+    fn default() -> Reconnect {
+        Reconnect::within(Reconnect::DEFAULT_TIMEOUT)
+    }
+}
+
+/// The readiness probe: every process of a cluster answers it once it is ready to work (a
+/// JobMaster once it recovered what its predecessor left, a store once it recovered its disk),
+/// and not before, so that an open port is not taken for a working service.
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Health;
+
+/// A ready process's answer: its node name (`jm`, `tm-0`, `txn-store`…).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Healthy {
+    /// The node that answered.
+    pub node: String,
+}
+
+crate::rpc_request!(Health => Healthy);
+
+/// Answers [`Health`] on `endpoint` from now on, as `node`: call it once the process is ready.
+pub fn serve_health(endpoint: &Endpoint, node: &str) {
+    let node = node.to_string();
+    serve(endpoint, move |_: Health| std::future::ready(Healthy { node: node.clone() }));
 }
 
 /// Serves requests of type `R` on `endpoint`: every request runs `handler` in its own task.
@@ -150,4 +261,32 @@ where
     Fut: Future<Output = R::Response> + Send + 'static,
 {
     endpoint.add_rpc_handler(move |request: R| handler(request));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reconnecting_backs_off_by_doubling_up_to_a_second_and_stops_at_its_bound() {
+        let reconnect = Reconnect::within(Duration::from_secs(3));
+        let pauses: Vec<u64> =
+            (1..=6).map(|failures| reconnect.pause(failures, Duration::ZERO).unwrap().as_millis() as u64).collect();
+        assert_eq!(pauses, [50, 100, 200, 400, 800, 1000]);
+        assert_eq!(reconnect.pause(40, Duration::ZERO), Some(Reconnect::MAX_BACKOFF), "no overflow, however many");
+        assert_eq!(reconnect.pause(1, Duration::from_millis(2950)), Some(Duration::from_millis(50)), "just fits");
+        assert_eq!(reconnect.pause(1, Duration::from_millis(2951)), None, "would outlast the bound");
+        assert_eq!(Reconnect::within(Duration::ZERO).pause(1, Duration::ZERO), None, "a zero bound never retries");
+    }
+
+    #[test]
+    fn a_refused_or_dropped_connection_is_a_connection_error_and_a_timeout_is_a_timeout() {
+        let peer: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let kind = |kind: io::ErrorKind| RpcError::of(io::Error::new(kind, "x"), peer, "Health");
+        for refused in [io::ErrorKind::ConnectionRefused, io::ErrorKind::ConnectionReset, io::ErrorKind::BrokenPipe] {
+            assert!(matches!(kind(refused), RpcError::Connection(_)), "{refused:?}");
+        }
+        assert_eq!(kind(io::ErrorKind::TimedOut), RpcError::Timeout { peer, request: "Health" });
+        assert!(matches!(kind(io::ErrorKind::InvalidData), RpcError::Io(_)));
+    }
 }

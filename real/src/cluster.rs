@@ -10,7 +10,13 @@
 //! shuffle_service: 10.0.0.3:9700
 //! task_managers: [10.0.0.4:6121, 10.0.0.5:6121]
 //! slots_per_task_manager: 2
+//! reconnect_timeout: 30s      # optional: see below
 //! ```
+//!
+//! `reconnect_timeout` (30 s unless set, at most 1 h) is how long a client of the log, the files
+//! or the stores keeps trying a connection the service refuses or drops (a service starting or
+//! restarting) before it fails its task, backing off from 50 ms to 1 s between tries, as
+//! Kafka's and JDBC clients do (`sluice_engine::rpc::Reconnect`).
 //!
 //! `sluice-real local` writes one for a cluster on 127.0.0.1 with free ports.
 
@@ -18,12 +24,18 @@ use std::collections::BTreeSet;
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use sluice_engine::connectors::{DURABLE_STORE_SYSTEM, FILES_SYSTEM, LOG_SYSTEM, TXN_STORE_SYSTEM};
+use sluice_engine::duration::format_duration;
 use sluice_engine::graph::ExternalSystems;
+use sluice_engine::rpc::Reconnect;
 use sluice_engine::runtime::jobmaster::SHUFFLE_SERVICE;
 use sluice_sim::scenario::limits::{MAX_SLOTS, MAX_TASK_MANAGERS};
+
+/// The longest `reconnect_timeout`.
+const MAX_RECONNECT_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// A cluster file is a few lines; anything larger is not one.
 const MAX_FILE_BYTES: u64 = 64 * 1024;
@@ -48,6 +60,10 @@ pub struct ClusterFile {
     pub task_managers: Vec<SocketAddr>,
     /// Slots each TaskManager offers.
     pub slots_per_task_manager: u32,
+    /// How long clients of the external systems ride out a refused or dropped connection
+    /// ([`Reconnect::DEFAULT_TIMEOUT`] unless set).
+    #[serde(default, with = "sluice_engine::duration::optional_text", skip_serializing_if = "Option::is_none")]
+    pub reconnect_timeout: Option<Duration>,
 }
 
 impl ClusterFile {
@@ -65,6 +81,7 @@ impl ClusterFile {
             files: ports[5],
             task_managers: ports[6..].to_vec(),
             slots_per_task_manager,
+            reconnect_timeout: None,
         })
     }
 
@@ -89,6 +106,15 @@ impl ClusterFile {
         }
         if !(1..=MAX_SLOTS).contains(&self.slots_per_task_manager) {
             return Err(format!("slots_per_task_manager: {}; must be 1 to {MAX_SLOTS}", self.slots_per_task_manager));
+        }
+        if let Some(timeout) = self.reconnect_timeout
+            && timeout > MAX_RECONNECT_TIMEOUT
+        {
+            return Err(format!(
+                "reconnect_timeout: {}; at most {}",
+                format_duration(timeout),
+                format_duration(MAX_RECONNECT_TIMEOUT)
+            ));
         }
         let mut seen = BTreeSet::new();
         for (role, address) in self.roles() {
@@ -116,11 +142,17 @@ impl ClusterFile {
     /// Where the external systems are, as every task is told.
     pub fn external_systems(&self) -> ExternalSystems {
         ExternalSystems::default()
+            .with_reconnect(self.reconnect())
             .with(LOG_SYSTEM, self.log)
             .with(TXN_STORE_SYSTEM, self.txn_store)
             .with(SHUFFLE_SERVICE, self.shuffle_service)
             .with(FILES_SYSTEM, self.files)
             .with(DURABLE_STORE_SYSTEM, self.durable_store)
+    }
+
+    /// How the clients of the external systems ride out a refused or dropped connection.
+    pub fn reconnect(&self) -> Reconnect {
+        Reconnect::within(self.reconnect_timeout.unwrap_or(Reconnect::DEFAULT_TIMEOUT))
     }
 
     /// The file's text.
@@ -202,5 +234,14 @@ mod tests {
         std::fs::write(&path, cluster.to_yaml().replace("log:", "logs:")).unwrap();
         let error = ClusterFile::load(&path).unwrap_err();
         assert!(error.contains("logs"), "{error}");
+
+        assert_eq!(cluster.reconnect(), Reconnect::default(), "30 s unless set");
+        std::fs::write(&path, cluster.to_yaml() + "reconnect_timeout: 2s\n").unwrap();
+        let set = ClusterFile::load(&path).unwrap();
+        assert_eq!(set.reconnect(), Reconnect::within(Duration::from_secs(2)));
+        assert_eq!(set.external_systems().reconnect(), set.reconnect(), "every task is told");
+        std::fs::write(&path, cluster.to_yaml() + "reconnect_timeout: 2h\n").unwrap();
+        let error = ClusterFile::load(&path).unwrap_err();
+        assert!(error.contains("reconnect_timeout: 7200s; at most 3600s"), "{error}");
     }
 }

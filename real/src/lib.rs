@@ -9,6 +9,7 @@
 //! | [`disk`] | [`disk::FileStorage`]: the storage trait on a directory, synced bytes only after a crash |
 //! | [`cluster`] | the cluster file: every role's address |
 //! | [`roles`] | one process per role (`sluice-real serve <node>`) |
+//! | [`ready`] | readiness: waiting until roles answer the probe, and saying when one does |
 //! | [`trace`] | each process's trace file, merged for the checks |
 //! | [`local`] | `sluice-real local`: a loopback cluster of processes, SIGKILL faults, the verdict |
 //! | [`submit`] | `sluice-real submit`: a job on a cluster started by hand, checked |
@@ -22,6 +23,7 @@ pub mod cli;
 pub mod cluster;
 pub mod disk;
 pub mod local;
+pub mod ready;
 pub mod roles;
 pub mod submit;
 pub mod trace;

@@ -36,12 +36,13 @@ use sluice_sim::external::durable_store::{file_tables, table_kinds};
 use sluice_sim::external::txn_store::{CommittedPage, CommittedView, ReadCommitted, table_from_log};
 use sluice_sim::recovery::recovery_metrics;
 use sluice_sim::runner::client::submit_and_wait;
-use sluice_sim::runner::{RunOutcome, RunReport, generate_input};
+use sluice_sim::runner::{RunOutcome, RunReport, generate_input, with_late_data};
 use sluice_sim::scenario::Scenario;
 use sluice_sim::trace::trace_hash;
 use sluice_sim::words::{counted, size};
 
 use crate::cluster::ClusterFile;
+use crate::ready::wait_until_all_ready;
 use crate::trace::{FileTracer, merge, now};
 
 /// A process to kill with SIGKILL (`tm-0@300ms`: `tm-0`, 300 ms after the job's submission was
@@ -182,8 +183,27 @@ pub fn run_local(options: &LocalOptions) -> Result<i32, String> {
             }
         }
     }
-    println!("replay: sluice-real local {} --seed {seed}", options.scenario.display());
+    if failed {
+        // The command that runs this again: a real run is not deterministic, so it repeats
+        // the run's setup (scenario, seed, modes, kills), not its interleaving.
+        println!("rerun: {}", rerun_command(options, seed));
+    }
     Ok(i32::from(failed))
+}
+
+/// `sluice-real local …` with this run's scenario, seed, modes, kills and input.
+fn rerun_command(options: &LocalOptions, seed: u64) -> String {
+    let mut command = format!("cargo real local {} --seed {seed}", options.scenario.display());
+    for mode in &options.modes {
+        command.push_str(&format!(" --mode {mode}"));
+    }
+    for kill in &options.kills {
+        command.push_str(&format!(" --kill {kill}"));
+    }
+    if let Some(input) = &options.input {
+        command.push_str(&format!(" --input {}", input.display()));
+    }
+    command
 }
 
 fn report_line(run: &ModeRun) -> String {
@@ -224,13 +244,11 @@ fn run_mode(
     let cluster_file = work.join("cluster.yaml");
     std::fs::write(&cluster_file, cluster.to_yaml()).map_err(|error| io("cluster.yaml", error))?;
     let job = scenario.job();
-    let expected = {
-        let input = match input {
-            Some(directory) => input_files(directory)?,
-            None => generate_input(scenario, seed),
-        };
-        job.expected(&scenario.job_params(), &input, mode)
+    let job_input = match input {
+        Some(directory) => input_files(directory)?,
+        None => generate_input(scenario, seed),
     };
+    let expected = job.expected(&scenario.job_params(), &job_input, mode);
     let kinds = table_kinds(expected.as_ref());
     // The launcher's own client first: building its runtime takes a while (200 ms here), and
     // that is not the cluster's time.
@@ -243,18 +261,7 @@ fn run_mode(
     let origin = now();
     let started = Instant::now();
     let processes = Arc::new(Mutex::new(Processes::new(&cluster_file, work, scenario_path, seed, input)?));
-    // The durable store first: the JobMaster's first act is to read what it keeps there, and
-    // finding it down it would wait out a retry (200 ms) before taking any registration.
-    let durable = cluster.roles().into_iter().find(|(_, address)| *address == cluster.durable_store);
-    if let Some((node, address)) = &durable {
-        processes.lock().expect("processes lock").start(node)?;
-        wait_until_listening(node, *address)?;
-    }
-    for (node, _) in cluster.roles() {
-        if durable.as_ref().is_none_or(|(first, _)| *first != node) {
-            processes.lock().expect("processes lock").start(&node)?;
-        }
-    }
+    runtime.block_on(start_cluster(&cluster, &processes))?;
     let spec = scenario.job_spec(mode);
     let (outcome, committed, kills, job_ended) =
         runtime.block_on(drive(&cluster, spec, scenario, kills, Arc::clone(&processes), &client_tracer, &kinds));
@@ -264,6 +271,7 @@ fn run_mode(
     let peak_memory = processes.lock().expect("processes lock").peak_memory();
     processes.lock().expect("processes lock").stop_all();
     let trace = merge(&work.join("trace"), origin)?;
+    let (expected, late) = with_late_data(scenario, &job_input, &trace, &committed, expected);
     let report = RunReport {
         scenario: scenario.name.clone(),
         source: Arc::new(scenario.clone()),
@@ -273,8 +281,7 @@ fn run_mode(
         committed,
         expected,
         schedule: Vec::new(),
-        // The built-in jobs real mode runs have no late-data side output.
-        without_late: None,
+        late,
         recovery: recovery_metrics(&trace),
         makespan: wall_time,
         wall_time,
@@ -289,16 +296,23 @@ fn run_mode(
     Ok(ModeRun { report, failures, kills, work: work.to_path_buf(), peak_memory })
 }
 
-/// Waits until `node` accepts connections at `address` (for at most 10 s).
-fn wait_until_listening(node: &str, address: std::net::SocketAddr) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect_timeout(&address, Duration::from_millis(100)).is_err() {
-        if Instant::now() > deadline {
-            return Err(format!("{node} did not listen on {address} within 10 s: see its log"));
+/// How long a role may take to become ready (the log and the files hold the whole input first).
+const READY_WITHIN: Duration = Duration::from_secs(120);
+
+/// Starts every role and returns once each is ready (answers the readiness probe), so that the
+/// job never meets a service that is not up yet. The durable store first: the JobMaster's first
+/// act is to read what it keeps there, and finding it down it would wait out a retry (200 ms).
+async fn start_cluster(cluster: &ClusterFile, processes: &Arc<Mutex<Processes>>) -> Result<(), String> {
+    let gone = |node: &str| processes.lock().expect("processes lock").exited(node);
+    let (durable, rest): (Vec<_>, Vec<_>) =
+        cluster.roles().into_iter().partition(|(_, address)| *address == cluster.durable_store);
+    for (node, _) in durable.iter().chain(&rest) {
+        processes.lock().expect("processes lock").start(node)?;
+        if durable.iter().any(|(first, _)| first == node) {
+            wait_until_all_ready(&durable, READY_WITHIN, gone).await?;
         }
-        std::thread::sleep(Duration::from_millis(2));
     }
-    Ok(())
+    wait_until_all_ready(&rest, READY_WITHIN, gone).await
 }
 
 /// A directory's files, as a job that reads files sees them (for its reference): in name order,
@@ -328,13 +342,13 @@ async fn drive(
 ) -> (RunOutcome, CommittedView, Vec<String>, Instant) {
     let (submitted, on_submitted) = tokio::sync::oneshot::channel();
     let job_id = spec.job_id.clone();
-    let client = tokio::spawn(submit_and_wait(
-        cluster.job_master,
-        spec,
-        scenario.cluster.task_managers,
-        scenario.time_limit,
-        submitted,
-    ));
+    let (master, task_managers, limit) = (cluster.job_master, scenario.cluster.task_managers, scenario.time_limit);
+    // The job's end is when the client saw it end, whatever kills are still to come.
+    let mut client = tokio::spawn(async move {
+        let outcome = submit_and_wait(master, spec, task_managers, limit, submitted).await;
+        (outcome, Instant::now())
+    });
+    let mut ended = None;
     let mut done = Vec::new();
     if on_submitted.await.is_ok() {
         tracer.record(TraceEvent::SubmissionAcknowledged { job_id: job_id.clone() });
@@ -342,10 +356,14 @@ async fn drive(
         let mut kills = kills.to_vec();
         kills.sort_by_key(|kill| kill.after);
         for (index, kill) in kills.iter().enumerate() {
-            if let Some(wait) = kill.after.checked_sub(submitted_at.elapsed()) {
-                tokio::time::sleep(wait).await;
+            if ended.is_none() {
+                let wait = kill.after.saturating_sub(submitted_at.elapsed());
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    joined = &mut client => ended = Some(joined),
+                }
             }
-            if !job_running(cluster, &job_id).await {
+            if ended.is_some() || !job_running(cluster, &job_id).await {
                 done.push(format!("never fired: kill {kill}: the job was no longer running"));
                 continue;
             }
@@ -361,8 +379,12 @@ async fn drive(
             }
         }
     }
-    let mut outcome = client.await.unwrap_or_else(|error| RunOutcome::Panicked(error.to_string()));
-    let job_ended = Instant::now();
+    let joined = match ended {
+        Some(joined) => joined,
+        None => client.await,
+    };
+    let (mut outcome, job_ended) =
+        joined.unwrap_or_else(|error| (RunOutcome::Panicked(error.to_string()), Instant::now()));
     let committed = match read_committed(cluster, kinds).await {
         Ok(committed) => committed,
         Err(error) => {
@@ -530,6 +552,15 @@ impl Processes {
             Some(kilobytes * 1024)
         };
         self.children.iter().filter_map(|(node, child)| Some((node.clone(), peak(child.id())?))).collect()
+    }
+
+    /// Why `node`'s process ended, if it did.
+    fn exited(&mut self, node: &str) -> Option<String> {
+        let child = self.children.get_mut(node)?;
+        match child.try_wait() {
+            Ok(Some(status)) => Some(status.to_string()),
+            Ok(None) | Err(_) => None,
+        }
     }
 
     fn stop_all(&mut self) {

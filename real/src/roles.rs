@@ -125,7 +125,11 @@ pub fn run(role: &Role, cluster: &ClusterFile, dirs: &Dirs) -> Result<(), String
         .map_err(|error| format!("{node}: cannot start its runtime: {error}"))?;
     let timing = real_timing();
     let durable = cluster.durable_store;
-    let durable_storage: StorageFactory = Arc::new(move || Arc::new(RemoteStorage::new(durable)) as Arc<dyn Storage>);
+    let reconnect = cluster.reconnect();
+    let durable_storage: StorageFactory =
+        Arc::new(move || Arc::new(RemoteStorage::new(durable).with_reconnect(reconnect)) as Arc<dyn Storage>);
+    // `serve` says when its role is ready (answers the readiness probe).
+    runtime.spawn(crate::ready::announce_when_ready(node.clone(), own));
     match role {
         Role::JobMaster => runtime.block_on(run_job_master(JobMasterConfig {
             address: cluster.job_master,
@@ -222,6 +226,7 @@ async fn serve_storage(address: SocketAddr, storage: Arc<dyn Storage>, tracer: T
         let (storage, tracer) = (Arc::clone(&storage), Arc::clone(&tracer));
         async move { apply_traced(&*storage, call.operation, &tracer).await }
     });
+    sluice_engine::rpc::serve_health(&endpoint, "durable-store");
     std::future::pending::<()>().await;
 }
 
@@ -231,6 +236,7 @@ async fn run_txn_store(address: SocketAddr, state: TxnStoreState, tracer: Tracer
     let state = Arc::new(Mutex::new(state));
     serve_transactions(&endpoint, Arc::clone(&state), tracer);
     serve_reads(&endpoint, state);
+    sluice_engine::rpc::serve_health(&endpoint, sluice_engine::connectors::TXN_STORE_SYSTEM);
     std::future::pending::<()>().await;
 }
 

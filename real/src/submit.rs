@@ -1,7 +1,7 @@
 //! `sluice-real submit`: runs a scenario's job on a cluster started by hand (`sluice-real serve`
-//! on each machine, one cluster file), as a client: it waits for the TaskManagers, submits the
-//! job in one mode, waits for its end, reads what the transactional store committed, and checks
-//! it against the reference. The check needs a store that held nothing before the job (its
+//! on each machine, one cluster file), as a client: it waits until every role is ready (answers
+//! the readiness probe) and the TaskManagers registered, submits the job in one mode, waits for
+//! its end, reads what the transactional store committed, and checks it against the reference. The check needs a store that held nothing before the job (its
 //! tables are the job's output); on a store already holding tables it says so and only runs
 //! the job.
 
@@ -17,7 +17,11 @@ use sluice_sim::words::counted;
 
 use crate::cluster::ClusterFile;
 use crate::local::read_committed;
+use crate::ready::wait_until_all_ready;
 use sluice_sim::external::durable_store::table_kinds;
+
+/// How long it waits for the cluster's roles to be ready.
+const READY_WITHIN: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Runs the job once in `mode` (the scenario's only mode by default); the exit status.
 pub fn run_submit(
@@ -42,6 +46,8 @@ pub fn run_submit(
     let kinds = table_kinds(expected.as_ref());
     let started = Instant::now();
     let (before, outcome, committed) = runtime.block_on(async {
+        // A cluster started by hand may still be starting: submit only once every role is ready.
+        wait_until_all_ready(&cluster.roles(), READY_WITHIN, |_| None).await?;
         let before = read_committed(&cluster, &kinds).await?;
         let (submitted, _) = tokio::sync::oneshot::channel();
         let spec = scenario.job_spec(mode);

@@ -314,7 +314,7 @@ pub async fn read_in_pieces(
 
 fn storage_of(task: &TaskInfo) -> Result<RemoteStorage, OperatorError> {
     let address: SocketAddr = task.external.address(DURABLE_STORE_SYSTEM)?;
-    Ok(RemoteStorage::new(address))
+    Ok(RemoteStorage::new(address).with_reconnect(task.external.reconnect()))
 }
 
 fn failed(what: &str, path: &str, error: StorageError) -> OperatorError {

@@ -11,17 +11,18 @@
 //! position, checkpointed, is each split's next line start and the next split to read; a reader
 //! restored from it reads exactly the lines after it. A reader reads 1 MiB at a time and,
 //! when it hands out a batch, starts reading the next one's bytes (on a task of its own), so
-//! that the chain is not idle while they travel; what it has read ahead is never part of its
-//! position.
+//! that the chain is not idle while they travel; a batch smaller than what was read (a source
+//! with a small fetch size) leaves the rest for the split's next batches, which need no read
+//! until it runs out (at most 4 MiB kept over all splits). What it has read ahead or kept is
+//! never part of its position.
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
 use super::csv::{Column, ColumnType, CsvRecord, parse_record};
-use super::{call_with_retries, decode_position, encode_position};
+use super::{ServiceClient, decode_position, encode_position};
 use crate::api::registry::{InputFormat, InputSpec};
 use crate::api::{BoxFuture, OperatorError, Source, SourceReader, TaskInfo};
-use crate::rpc::RpcClient;
 use crate::rt::task::{JoinHandle, spawn};
 use crate::storage::StorageError;
 use crate::storage::remote::{StorageAnswer, StorageCall, StorageOperation};
@@ -32,6 +33,8 @@ pub const FILES_SYSTEM: &str = "files";
 pub const SPLIT_BYTES: u64 = 4 << 20;
 /// Bytes read per request.
 const CHUNK_BYTES: u64 = 1 << 20;
+/// The most bytes a reader keeps read but not yet handed out, over all its splits.
+const MAX_BUFFERED_BYTES: usize = 4 << 20;
 /// The longest line a reader accepts: a file with a longer one is not a text file.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
@@ -166,14 +169,55 @@ type Split = (String, u64, u64, bool);
 type Position = (Vec<Split>, u64);
 
 struct ReaderState {
-    client: RpcClient,
-    files: std::net::SocketAddr,
+    files: ServiceClient,
     splits: Vec<Split>,
     next_split: usize,
     /// The files' lengths, as far as known (the files do not change while they are read).
     lengths: BTreeMap<String, u64>,
     /// The read of the next batch's bytes, started when the last batch was handed out.
     ahead: Option<ReadAhead>,
+    /// Per split (file, split end): the bytes read from its next line start on that the batches
+    /// handed out so far did not take (a batch of a few lines takes a few of a chunk's lines;
+    /// the next batch of that split starts with the rest instead of reading them again).
+    buffered: BTreeMap<(String, u64), Buffered>,
+}
+
+/// Bytes of a file read but not handed out yet, from `offset` on.
+struct Buffered {
+    offset: u64,
+    bytes: Vec<u8>,
+}
+
+impl ReaderState {
+    /// What split `(path, end)` has read from `offset` on, taken out of the buffer.
+    fn take_buffered(&mut self, path: &str, end: u64, offset: u64) -> Vec<u8> {
+        match self.buffered.remove(&(path.to_string(), end)) {
+            Some(buffered) if buffered.offset == offset => buffered.bytes,
+            _ => Vec::new(),
+        }
+    }
+
+    /// Keeps what split `(path, end)` read from `offset` on for its next batch (within the
+    /// reader's budget: other splits' bytes go first, in split order).
+    fn keep_buffered(&mut self, path: &str, end: u64, offset: u64, bytes: &[u8]) {
+        let key = (path.to_string(), end);
+        self.buffered.remove(&key);
+        if bytes.is_empty() || offset >= end {
+            return;
+        }
+        let mut total: usize = self.buffered.values().map(|buffered| buffered.bytes.len()).sum::<usize>() + bytes.len();
+        while total > MAX_BUFFERED_BYTES {
+            let Some((_, evicted)) = self.buffered.pop_first() else { break };
+            total -= evicted.bytes.len();
+        }
+        self.buffered.insert(key, Buffered { offset, bytes: bytes.to_vec() });
+    }
+
+    /// The bytes split `(path, end)` holds from `offset` on, if any.
+    fn buffered_at(&self, path: &str, end: u64, offset: u64) -> Option<&[u8]> {
+        let buffered = self.buffered.get(&(path.to_string(), end))?;
+        (buffered.offset == offset).then_some(buffered.bytes.as_slice())
+    }
 }
 
 /// A read started before it is needed, so that the chain works on one batch while the next
@@ -195,15 +239,9 @@ impl Drop for ReaderState {
 }
 
 /// Bytes `[offset, offset + length)` of `path`.
-async fn read_bytes(
-    client: &RpcClient,
-    files: std::net::SocketAddr,
-    path: String,
-    offset: u64,
-    length: u64,
-) -> Result<Vec<u8>, OperatorError> {
+async fn read_bytes(files: &ServiceClient, path: String, offset: u64, length: u64) -> Result<Vec<u8>, OperatorError> {
     let operation = StorageOperation::Read { path, offset, length };
-    let answer = call_with_retries(client, files, StorageCall { operation }, FILES_SYSTEM).await?;
+    let answer = files.call(StorageCall { operation }).await?;
     match answer.map_err(|error: StorageError| OperatorError::new(format!("{FILES_SYSTEM}: {error}")))? {
         StorageAnswer::Bytes(bytes) => Ok(bytes),
         _ => Err(OperatorError::new("files: a read answered out of turn")),
@@ -270,20 +308,19 @@ impl LineReader {
 
     async fn call(&self, operation: StorageOperation) -> Result<StorageAnswer, OperatorError> {
         let state = self.state.as_ref().expect("opened");
-        let answer = call_with_retries(&state.client, state.files, StorageCall { operation }, FILES_SYSTEM).await?;
+        let answer = state.files.call(StorageCall { operation }).await?;
         answer.map_err(|error: StorageError| OperatorError::new(format!("{FILES_SYSTEM}: {error}")))
     }
 
     async fn open(&mut self) -> Result<(), OperatorError> {
-        let client = RpcClient::bind_ephemeral().await.map_err(|error| OperatorError::new(error.to_string()))?;
-        let files = self.task.external.address(FILES_SYSTEM)?;
+        let files = ServiceClient::connect(&self.task, FILES_SYSTEM).await?;
         self.state = Some(ReaderState {
-            client,
             files,
             splits: Vec::new(),
             next_split: 0,
             lengths: BTreeMap::new(),
             ahead: None,
+            buffered: BTreeMap::new(),
         });
         if let Some((splits, next_split)) = self.restored.take() {
             let state = self.state.as_mut().expect("set above");
@@ -323,7 +360,7 @@ impl LineReader {
             }
             ahead.read.abort();
         }
-        read_bytes(&state.client, state.files, path.to_string(), offset, length).await
+        read_bytes(&state.files, path.to_string(), offset, length).await
     }
 
     async fn file_length(&mut self, path: &str) -> Result<u64, OperatorError> {
@@ -339,21 +376,27 @@ impl LineReader {
     }
 
     /// Starts reading what the next batch reads first: the next split's next chunk (from the
-    /// byte before its position if that is not known to start a line), if its length is known.
+    /// byte before its position if that is not known to start a line), after what the split
+    /// holds read already, if its length is known and what it holds is not a whole line.
     fn read_ahead(&mut self) {
         let state = self.state.as_mut().expect("opened");
         if state.splits.is_empty() {
             return;
         }
-        let (path, _, next, aligned) = &state.splits[state.next_split % state.splits.len()];
+        let (path, end, next, aligned) = &state.splits[state.next_split % state.splits.len()];
         let Some(length) = state.lengths.get(path) else { return };
-        let offset = if *aligned { *next } else { next - 1 };
+        let start = if *aligned { *next } else { next - 1 };
+        let held = state.buffered_at(path, *end, start).unwrap_or_default();
+        if held.contains(&b'\n') {
+            return;
+        }
+        let offset = start + held.len() as u64;
         let want = CHUNK_BYTES.min(length.saturating_sub(offset));
         if want == 0 {
             return;
         }
-        let (client, files, file) = (state.client.clone(), state.files, path.clone());
-        let read = spawn(async move { read_bytes(&client, files, file, offset, want).await });
+        let (files, file) = (state.files.clone(), path.clone());
+        let read = spawn(async move { read_bytes(&files, file, offset, want).await });
         state.ahead = Some(ReadAhead { path: path.clone(), offset, length: want, read });
     }
 
@@ -366,12 +409,24 @@ impl LineReader {
         max_lines: usize,
     ) -> Result<(Vec<String>, u64), OperatorError> {
         let length = self.file_length(path).await?;
-        let mut bytes = Vec::new();
+        let mut bytes = self.state.as_mut().expect("opened").take_buffered(path, end, offset);
+        // What the split read before serves a whole batch (or the rest of the split) alone.
+        if let Some(found) = Some(&bytes)
+            .filter(|bytes| !bytes.is_empty())
+            .and_then(|bytes| lines_in(bytes, offset, end, length, max_lines))
+            .filter(|(lines, after)| lines.len() == max_lines || *after >= end)
+        {
+            let rest = bytes.get((found.1 - offset) as usize..).unwrap_or_default();
+            self.state.as_mut().expect("opened").keep_buffered(path, end, found.1, rest);
+            return Ok(found);
+        }
         loop {
             let at = offset + bytes.len() as u64;
             let want = CHUNK_BYTES.min(length.saturating_sub(at));
             bytes.extend(self.read(path, at, want).await?);
             if let Some(found) = lines_in(&bytes, offset, end, length, max_lines) {
+                let rest = bytes.get((found.1 - offset) as usize..).unwrap_or_default();
+                self.state.as_mut().expect("opened").keep_buffered(path, end, found.1, rest);
                 return Ok(found);
             }
             if bytes.len() > MAX_LINE_BYTES {

@@ -10,9 +10,8 @@ use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 
-use super::{LOG_SYSTEM, call_with_retries, decode_position, encode_position};
+use super::{LOG_SYSTEM, ServiceClient, decode_position, encode_position};
 use crate::api::{BoxFuture, OperatorError, Record, Source, SourceReader, TaskInfo};
-use crate::rpc::RpcClient;
 use crate::rpc_request;
 
 /// Asks for the partitions of a topic and their end offsets.
@@ -92,8 +91,7 @@ impl<T: Record> Source<T> for LogSource<T> {
 }
 
 struct ReaderState {
-    client: RpcClient,
-    log: std::net::SocketAddr,
+    log: ServiceClient,
     /// (partition, next offset, end offset) of every assigned partition not yet exhausted.
     splits: Vec<(u32, u64, u64)>,
     next_split: usize,
@@ -115,15 +113,12 @@ struct LogReader<T> {
 
 impl<T: Record> LogReader<T> {
     async fn open(&mut self) -> Result<(), OperatorError> {
-        let client = RpcClient::bind_ephemeral().await.map_err(|error| OperatorError::new(error.to_string()))?;
-        let log = self.task.external.address(LOG_SYSTEM)?;
+        let log = ServiceClient::connect(&self.task, LOG_SYSTEM).await?;
         if let Some((splits, next_split)) = self.restored.take() {
-            self.state = Some(ReaderState { client, log, splits, next_split: next_split as usize });
+            self.state = Some(ReaderState { log, splits, next_split: next_split as usize });
             return Ok(());
         }
-        let description = call_with_retries(&client, log, DescribeTopic { topic: self.topic.clone() }, LOG_SYSTEM)
-            .await?
-            .map_err(OperatorError::new)?;
+        let description = log.call(DescribeTopic { topic: self.topic.clone() }).await?.map_err(OperatorError::new)?;
         let splits = description
             .end_offsets
             .iter()
@@ -132,7 +127,7 @@ impl<T: Record> LogReader<T> {
             .filter(|(_, end)| **end > 0)
             .map(|(partition, end)| (partition as u32, 0, *end))
             .collect();
-        self.state = Some(ReaderState { client, log, splits, next_split: 0 });
+        self.state = Some(ReaderState { log, splits, next_split: 0 });
         Ok(())
     }
 
@@ -149,8 +144,7 @@ impl<T: Record> LogReader<T> {
         let remaining = u32::try_from(end - offset).unwrap_or(u32::MAX);
         let request =
             FetchRecords { topic: self.topic.clone(), partition, offset, max_records: self.fetch_size.min(remaining) };
-        let fetched =
-            call_with_retries(&state.client, state.log, request, LOG_SYSTEM).await?.map_err(OperatorError::new)?;
+        let fetched = state.log.call(request).await?.map_err(OperatorError::new)?;
         if fetched.records.is_empty() {
             return Err(OperatorError::new(format!(
                 "log returned no records for `{}` partition {partition} at offset {offset} before its end {end}",

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use crate::graph::OperatorError;
 use crate::record::Record;
-use crate::rpc::{Request, RpcClient, RpcError};
+use crate::rpc::{Reconnect, Request, RpcClient, RpcError};
 
 /// The name under which the log's address is registered in `ExternalSystems`.
 pub const LOG_SYSTEM: &str = "log";
@@ -41,7 +41,6 @@ pub const CALL_TIMEOUT: Duration = Duration::from_millis(500);
 /// How many times a connector retries an idempotent call before failing its task.
 pub const CALL_ATTEMPTS: u32 = 10;
 
-/// Calls an external system, retrying on timeouts: only for idempotent requests.
 /// A bounded reader's checkpointed position: the current one once it opened, else the one it
 /// was restored from (nothing was read since), `None` for a reader that starts from the start.
 pub(crate) fn encode_position<P: crate::api::Record>(current: Option<P>, restored: &Option<P>) -> Vec<u8> {
@@ -53,22 +52,46 @@ pub(crate) fn decode_position<P: crate::api::Record>(state: &[u8], what: &str) -
     Option::<P>::from_bytes(state).map_err(|error| OperatorError::new(format!("{what} state: {error}")))
 }
 
-pub(crate) async fn call_with_retries<R: Request + Clone>(
-    client: &RpcClient,
-    peer: SocketAddr,
-    request: R,
-    system: &str,
-) -> Result<R::Response, OperatorError> {
-    let mut last_error = None;
-    for _ in 0..CALL_ATTEMPTS {
-        match client.call(peer, request.clone(), CALL_TIMEOUT).await {
-            Ok(response) => return Ok(response),
-            Err(error @ RpcError::Timeout { .. }) => last_error = Some(error),
-            Err(error) => return Err(OperatorError::new(format!("{system}: {error}"))),
-        }
+/// A connector's client of one external system: where it is, and how to ride out its being
+/// slow, starting or restarting.
+#[derive(Clone)]
+pub(crate) struct ServiceClient {
+    client: RpcClient,
+    address: SocketAddr,
+    /// The system's name in [`crate::graph::ExternalSystems`], for errors.
+    system: &'static str,
+    reconnect: Reconnect,
+}
+
+impl ServiceClient {
+    /// A client of the external system `system` the task was told of.
+    pub(crate) async fn connect(
+        task: &crate::graph::operator::TaskInfo,
+        system: &'static str,
+    ) -> Result<ServiceClient, OperatorError> {
+        let address = task.external.address(system)?;
+        let client = RpcClient::bind_ephemeral().await.map_err(|error| OperatorError::new(error.to_string()))?;
+        Ok(ServiceClient { client, address, system, reconnect: task.external.reconnect() })
     }
-    Err(OperatorError::new(format!(
-        "{system} unreachable after {CALL_ATTEMPTS} attempts: {}",
-        last_error.expect("at least one attempt")
-    )))
+
+    /// Calls the system, for idempotent requests only: a timeout is tried again, up to
+    /// [`CALL_ATTEMPTS`] in a row, and a refused or dropped connection is ridden out as
+    /// [`Reconnect`] says; anything else fails the task.
+    pub(crate) async fn call<R: Request + Clone>(&self, request: R) -> Result<R::Response, OperatorError> {
+        let mut last_error = None;
+        for _ in 0..CALL_ATTEMPTS {
+            let outcome =
+                self.client.call_reconnecting(self.address, request.clone(), CALL_TIMEOUT, self.reconnect).await;
+            match outcome {
+                Ok(response) => return Ok(response),
+                Err(error @ RpcError::Timeout { .. }) => last_error = Some(error),
+                Err(error) => return Err(OperatorError::new(format!("{}: {error}", self.system))),
+            }
+        }
+        Err(OperatorError::new(format!(
+            "{} unreachable after {CALL_ATTEMPTS} attempts: {}",
+            self.system,
+            last_error.expect("at least one attempt")
+        )))
+    }
 }

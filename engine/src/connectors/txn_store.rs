@@ -16,15 +16,13 @@
 //! and committed transactions are never rolled back.
 
 use std::fmt;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::packed_rows::PackedRows;
-use super::{TXN_STORE_SYSTEM, call_with_retries};
+use super::{ServiceClient, TXN_STORE_SYSTEM};
 use crate::api::{BoxFuture, Committer, DecodeError, OperatorError, Record, Sink, SinkWriter, TaskInfo};
-use crate::rpc::RpcClient;
 use crate::rpc_request;
 
 /// One row written to a table.
@@ -274,13 +272,11 @@ impl<T: Record> Sink<T> for TxnStoreSink<T> {
 }
 
 struct Connection {
-    client: RpcClient,
-    store: SocketAddr,
+    store: ServiceClient,
 }
 
 async fn connect(task: &TaskInfo) -> Result<Connection, OperatorError> {
-    let client = RpcClient::bind_ephemeral().await.map_err(|error| OperatorError::new(error.to_string()))?;
-    Ok(Connection { client, store: task.external.address(TXN_STORE_SYSTEM)? })
+    Ok(Connection { store: ServiceClient::connect(task, TXN_STORE_SYSTEM).await? })
 }
 
 fn refused(request: &str, txn_id: &str, error: TxnError) -> OperatorError {
@@ -308,7 +304,7 @@ impl Connection {
     {
         let mut last = None;
         for _ in 0..STORE_ATTEMPTS {
-            match call_with_retries(&self.client, self.store, request.clone(), TXN_STORE_SYSTEM).await? {
+            match self.store.call(request.clone()).await? {
                 Ok(answer) => return Ok(answer),
                 Err(error) if error.is_retriable() => {
                     last = Some(error);

@@ -50,9 +50,23 @@ impl fmt::Display for ExecutionMode {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExternalSystems {
     addresses: BTreeMap<String, SocketAddr>,
+    /// How their clients ride out a refused or dropped connection.
+    #[serde(default)]
+    reconnect: crate::rpc::Reconnect,
 }
 
 impl ExternalSystems {
+    /// Their clients ride out a refused or dropped connection as `reconnect` says.
+    pub fn with_reconnect(mut self, reconnect: crate::rpc::Reconnect) -> ExternalSystems {
+        self.reconnect = reconnect;
+        self
+    }
+
+    /// How their clients ride out a refused or dropped connection.
+    pub fn reconnect(&self) -> crate::rpc::Reconnect {
+        self.reconnect
+    }
+
     /// Registers the address of the system called `name`.
     pub fn with(mut self, name: &str, address: SocketAddr) -> ExternalSystems {
         self.addresses.insert(name.to_string(), address);

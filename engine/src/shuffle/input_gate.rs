@@ -375,6 +375,9 @@ async fn read_channel(
                     return Err(ShuffleError::ProducerUnreachable { partition, location });
                 }
             }
+            // Nothing listens where the partition lived: its TaskManager died or restarted, and
+            // a restarted TaskManager starts without the partitions of the one before.
+            Err(RpcError::Connection(_)) => return Err(ShuffleError::PartitionNotFound { partition, location }),
             Err(RpcError::Io(detail)) => return Err(ShuffleError::Corrupt { partition, detail }),
         }
     }

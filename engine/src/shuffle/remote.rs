@@ -234,6 +234,7 @@ pub async fn run_shuffle_service(config: ShuffleServiceConfig) {
             this.lock().iter().filter(|(_, held)| held.finished).map(|(id, _)| *id).collect();
         async move { held }
     });
+    crate::rpc::serve_health(&endpoint, "shuffle-service");
     std::future::pending::<()>().await;
 }
 

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Storage, StorageError};
 use crate::future::BoxFuture;
-use crate::rpc::{RpcClient, RpcError};
+use crate::rpc::{Reconnect, RpcClient, RpcError};
 use crate::rpc_request;
 
 /// One storage operation.
@@ -99,12 +99,19 @@ const CALL_ATTEMPTS: u32 = 4;
 pub struct RemoteStorage {
     address: SocketAddr,
     client: tokio::sync::OnceCell<RpcClient>,
+    reconnect: Reconnect,
 }
 
 impl RemoteStorage {
-    /// A client of the storage node at `address`.
+    /// A client of the storage node at `address`, riding out a refused or dropped connection
+    /// for [`Reconnect::DEFAULT_TIMEOUT`].
     pub fn new(address: SocketAddr) -> RemoteStorage {
-        RemoteStorage { address, client: tokio::sync::OnceCell::new() }
+        RemoteStorage { address, client: tokio::sync::OnceCell::new(), reconnect: Reconnect::default() }
+    }
+
+    /// The same client, riding out a refused or dropped connection as `reconnect` says.
+    pub fn with_reconnect(self, reconnect: Reconnect) -> RemoteStorage {
+        RemoteStorage { reconnect, ..self }
     }
 
     async fn call(&self, operation: StorageOperation) -> Result<StorageAnswer, StorageError> {
@@ -115,7 +122,8 @@ impl RemoteStorage {
             .map_err(|error| StorageError::Unavailable(error.to_string()))?;
         let mut last = String::new();
         for _ in 0..CALL_ATTEMPTS {
-            match client.call(self.address, StorageCall { operation: operation.clone() }, CALL_TIMEOUT).await {
+            let call = StorageCall { operation: operation.clone() };
+            match client.call_reconnecting(self.address, call, CALL_TIMEOUT, self.reconnect).await {
                 Ok(Err(StorageError::Unavailable(detail))) => {
                     last = detail;
                     crate::rt::time::sleep(CALL_TIMEOUT).await;

@@ -87,6 +87,7 @@ pub async fn run_durable_store(address: SocketAddr, state: DurableStoreState, tr
             apply_traced(&state.disk, call.operation, &tracer).await
         }
     });
+    sluice_engine::rpc::serve_health(&endpoint, "durable-store");
     std::future::pending::<()>().await;
 }
 

@@ -40,5 +40,6 @@ pub async fn run_file_server(address: SocketAddr, files: Arc<dyn Storage>) {
             }
         }
     });
+    sluice_engine::rpc::serve_health(&endpoint, sluice_engine::connectors::FILES_SYSTEM);
     std::future::pending::<()>().await;
 }

@@ -27,6 +27,7 @@ pub async fn run_log_server(address: SocketAddr, input: Arc<ExternalInput>) {
         let answer = fetch(&topics, &request);
         async move { answer }
     });
+    sluice_engine::rpc::serve_health(&endpoint, sluice_engine::connectors::LOG_SYSTEM);
     std::future::pending::<()>().await;
 }
 

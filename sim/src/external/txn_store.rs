@@ -518,6 +518,7 @@ pub async fn run_txn_store(address: SocketAddr, state: Arc<Mutex<TxnStoreState>>
         .await
         .unwrap_or_else(|error| panic!("internal: txn-store cannot bind {address}: {error}"));
     serve_transactions(&endpoint, state, tracer);
+    sluice_engine::rpc::serve_health(&endpoint, sluice_engine::connectors::TXN_STORE_SYSTEM);
     std::future::pending::<()>().await;
 }
 

@@ -330,6 +330,7 @@ pub async fn run_job_master(config: JobMasterConfig) {
     let (events, mut receiver) = mpsc::unbounded_channel();
     let registry = Registry::default();
     serve_events(&endpoint, &events, &registry);
+    let health = endpoint.clone();
     let mut job_master = JobMaster {
         started: Instant::now(),
         ha: (config.storage)(),
@@ -342,6 +343,8 @@ pub async fn run_job_master(config: JobMasterConfig) {
         job: None,
     };
     job_master.recover().await;
+    // Ready once it knows what its predecessor left: submissions and registrations find it so.
+    crate::rpc::serve_health(&health, "jm");
     let mut next = None;
     loop {
         let event = match next.take() {

@@ -169,6 +169,7 @@ pub async fn run_task_manager(config: TaskManagerConfig) {
         let partitions = partitions.clone();
         async move { partitions.release(&request.partitions).await }
     });
+    crate::rpc::serve_health(&endpoint, &task_manager.config.name);
     task_manager.register_and_heartbeat(instance).await;
 }
 
