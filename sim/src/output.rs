@@ -4,7 +4,9 @@
 //! A run's committed tables are written to `DIR/seed-<seed>/<mode>/`: `<table>.csv` holds the
 //! table's final rows (an upsert table's latest value per key, sorted by key; an append table's
 //! rows, sorted), and an upsert table in streaming mode also gets `<table>.updates.csv`, every
-//! committed update in commit order. Each file starts with a `key,value` header.
+//! committed update in commit order. Each file starts with a `key,value` header. Every table the
+//! run owes ([`owed_tables`]) gets its files, with only the header if nothing was committed to it,
+//! so that both modes write the same files.
 //!
 //! [`diff`] compares the final tables of two such directories, or of any directories of CSV files
 //! with a header line (another engine's output, say): per table, the rows as a multiset, with
@@ -20,7 +22,9 @@ use sluice_engine::connectors::csv::parse_records;
 use sluice_engine::connectors::file_sink::write_csv_row;
 use sluice_engine::graph::ExecutionMode;
 
+use crate::external::durable_store::table_kinds;
 use crate::external::txn_store::{CommittedView, TableView};
+use crate::runner::RunReport;
 use crate::words::counted;
 
 /// The largest table file `diff` reads.
@@ -55,11 +59,35 @@ fn final_rows(view: &TableView) -> Vec<(&str, &str)> {
     }
 }
 
-/// Writes a run's committed tables to `directory` (see the module doc); returns the files.
-pub fn write_tables(directory: &Path, committed: &CommittedView, mode: ExecutionMode) -> std::io::Result<Vec<PathBuf>> {
+/// The tables a run owes whether or not it committed a row to them, with their kinds: those its
+/// job's reference names, and its late-data table. The store holds only the tables a transaction
+/// was committed to, which differs by mode: a streaming sink that checkpoints begins no
+/// transaction for a checkpoint it wrote nothing in, while a batch sink commits once at the end of
+/// its input, rows or none.
+pub fn owed_tables(report: &RunReport) -> BTreeMap<String, SinkKind> {
+    let mut owed = table_kinds(report.expected.as_ref());
+    if let Some(late) = report.source.job().late {
+        owed.entry(late.table.to_string()).or_insert(SinkKind::Append);
+    }
+    owed
+}
+
+/// Writes a run's committed tables to `directory`, and those of `owed` it committed nothing to
+/// (see the module doc); returns the files.
+pub fn write_tables(
+    directory: &Path,
+    committed: &CommittedView,
+    owed: &BTreeMap<String, SinkKind>,
+    mode: ExecutionMode,
+) -> std::io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(directory)?;
+    let empty: CommittedView = owed
+        .iter()
+        .filter(|(table, _)| !committed.contains_key(*table))
+        .map(|(table, kind)| (table.clone(), TableView::new(*kind)))
+        .collect();
     let mut written = Vec::new();
-    for (table, view) in committed {
+    for (table, view) in committed.iter().chain(&empty) {
         let path = directory.join(format!("{table}.csv"));
         std::fs::write(&path, csv_of(final_rows(view).into_iter()))?;
         written.push(path);
@@ -192,11 +220,11 @@ mod tests {
             ("events".to_string(), table(SinkKind::Append, &[("y", "\"q\""), ("x", "1,2")])),
         ]);
         let (left, right) = (scratch.path().join("s"), scratch.path().join("b"));
-        let written = write_tables(&left, &streaming, ExecutionMode::Streaming).unwrap();
+        let written = write_tables(&left, &streaming, &BTreeMap::new(), ExecutionMode::Streaming).unwrap();
         assert_eq!(written.len(), 3, "{written:?}");
         assert_eq!(std::fs::read_to_string(left.join("counts.updates.csv")).unwrap(), "key,value\na,1\nb,1\na,2\n");
         assert_eq!(std::fs::read_to_string(left.join("counts.csv")).unwrap(), "key,value\na,2\nb,1\n");
-        write_tables(&right, &batch, ExecutionMode::Batch).unwrap();
+        write_tables(&right, &batch, &BTreeMap::new(), ExecutionMode::Batch).unwrap();
         let same = diff(&left, &right).unwrap();
         assert!(same.agree, "{same:?}");
         assert_eq!(same.lines, ["table `counts`: agree (2 rows)", "table `events`: agree (2 rows)"]);
@@ -218,5 +246,29 @@ mod tests {
         assert!(diff(&left, &scratch.path().join("none")).unwrap_err().contains("none"));
         std::fs::write(right.join("bad.csv"), "key,value\n\"open\n").unwrap();
         assert!(diff(&left, &right).unwrap_err().contains("bad.csv"));
+    }
+
+    #[test]
+    fn an_owed_table_nothing_was_committed_to_gets_its_files_in_either_mode() {
+        let scratch = tempfile::tempdir().unwrap();
+        let committed = CommittedView::from([("counts".to_string(), table(SinkKind::Upsert, &[("a", "1")]))]);
+        let owed = BTreeMap::from([
+            ("counts".to_string(), SinkKind::Upsert),
+            ("late".to_string(), SinkKind::Append),
+            ("totals".to_string(), SinkKind::Upsert),
+        ]);
+        let (streaming, batch) = (scratch.path().join("s"), scratch.path().join("b"));
+        let files = |paths: Vec<PathBuf>| -> Vec<String> {
+            let mut names: Vec<String> =
+                paths.iter().map(|path| path.file_name().unwrap().to_string_lossy().into_owned()).collect();
+            names.sort();
+            names
+        };
+        let written = files(write_tables(&streaming, &committed, &owed, ExecutionMode::Streaming).unwrap());
+        assert_eq!(written, ["counts.csv", "counts.updates.csv", "late.csv", "totals.csv", "totals.updates.csv"]);
+        assert_eq!(std::fs::read_to_string(streaming.join("late.csv")).unwrap(), "key,value\n");
+        assert_eq!(std::fs::read_to_string(streaming.join("totals.updates.csv")).unwrap(), "key,value\n");
+        let written = files(write_tables(&batch, &committed, &owed, ExecutionMode::Batch).unwrap());
+        assert_eq!(written, ["counts.csv", "late.csv", "totals.csv"]);
     }
 }

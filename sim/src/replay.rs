@@ -17,19 +17,58 @@ use sluice_engine::trace::TraceEvent;
 use crate::scenario::{ReplayInfo, Scenario};
 use crate::seed::SeedResult;
 
-/// `cargo run --release -p <package> -- <subcommand> <path>`: the command that runs a replay file
-/// (or a scenario) again with this process's jobs. The package is `sluice-sim`'s for the
-/// built-in jobs, or the user's crate whose binary calls `cli::main_with` (named by cargo's
-/// `CARGO_PKG_NAME` when cargo started the process, else by the binary's own name).
+/// The command that runs a replay file (or a scenario) again with this process's jobs: this
+/// binary, however it was started ([`invocation`]), then `<subcommand> <path>`.
 pub fn command(subcommand: &str, path: impl std::fmt::Display) -> String {
-    let from_cargo = std::env::var("CARGO_PKG_NAME").ok().filter(|package| !package.starts_with("sluice"));
-    let binary = || {
-        let executable = std::env::current_exe().ok()?;
-        let name = executable.file_stem()?.to_str()?.to_string();
-        (name != "sluice" && !name.contains('-')).then_some(name)
-    };
-    let package = from_cargo.or_else(binary).unwrap_or_else(|| "sluice-sim".to_string());
-    format!("cargo run --release -p {package} -- {subcommand} {path}")
+    format!("{} {subcommand} {path}", invocation())
+}
+
+/// Sluice's own packages: their binaries and tests run the built-in jobs, which `sluice-sim`'s
+/// `sluice` command knows.
+const OWN_PACKAGES: [&str; 7] =
+    ["sluice-sim", "sluice-engine", "sluice-catalog", "sluice-properties", "sluice-benches", "sluice-real", "sluice"];
+
+/// How to start this binary again, with the jobs it knows. Under cargo (`cargo run`, `cargo
+/// test`: `CARGO_PKG_NAME` is set), `cargo run --release -p <package> --` — `sluice-sim` for
+/// Sluice's own packages, else the user's package whose binary calls `cli::main_with`, with
+/// `--bin` when the binary is not named after its package. Started directly, the path it was
+/// started by (`./target/release/mine`), since no package name is known then.
+pub fn invocation() -> String {
+    let package = std::env::var("CARGO_PKG_NAME").ok().filter(|package| !package.is_empty());
+    let started_as = std::env::args_os().next().map(|name| name.to_string_lossy().into_owned());
+    invocation_of(package.as_deref(), started_as.as_deref())
+}
+
+/// [`invocation`] from the package cargo named (if any) and the path the process was started by.
+fn invocation_of(package: Option<&str>, started_as: Option<&str>) -> String {
+    let stem = started_as.and_then(|path| std::path::Path::new(path).file_stem()).and_then(|stem| stem.to_str());
+    match package {
+        Some(package) if OWN_PACKAGES.contains(&package) => "cargo run --release -p sluice-sim --".to_string(),
+        Some(package) => {
+            // A test harness (`name-<16 hex digits>`) is not the binary to run again.
+            let binary =
+                stem.filter(|stem| *stem != package.replace('-', "_") && *stem != package && !is_test_harness(stem));
+            match binary {
+                Some(binary) => format!("cargo run --release -p {package} --bin {binary} --"),
+                None => format!("cargo run --release -p {package} --"),
+            }
+        }
+        None => match started_as {
+            Some(path) if !path.is_empty() => shell_word(path),
+            _ => "cargo run --release -p sluice-sim --".to_string(),
+        },
+    }
+}
+
+/// Whether a file stem is cargo's name for a test harness: `name-` and 16 hex digits.
+fn is_test_harness(stem: &str) -> bool {
+    stem.rsplit_once('-').is_some_and(|(_, hash)| hash.len() == 16 && hash.bytes().all(|byte| byte.is_ascii_hexdigit()))
+}
+
+/// A path as a shell word: quoted when it holds anything but plain characters.
+fn shell_word(text: &str) -> String {
+    let plain = text.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"/._-+=:,@".contains(&byte));
+    if plain { text.to_string() } else { format!("'{}'", text.replace('\'', "'\\''")) }
 }
 
 /// The git revision this binary was built from (`+changes` if the tree was modified).
@@ -160,4 +199,36 @@ pub fn write_failure(directory: &Path, scenario: &Scenario, result: &SeedResult)
     );
     std::fs::write(&path, header + &replay.to_yaml())?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::invocation_of;
+
+    #[test]
+    fn the_replay_command_is_the_command_of_the_binary_that_ran() {
+        let sluice = "cargo run --release -p sluice-sim --";
+        assert_eq!(invocation_of(Some("sluice-sim"), Some("target/release/sluice")), sluice);
+        assert_eq!(invocation_of(Some("sluice-sim"), Some("target/debug/deps/it-0123456789abcdef")), sluice);
+        assert_eq!(
+            invocation_of(Some("clickstream"), Some("target/debug/clickstream")),
+            "cargo run --release -p clickstream --"
+        );
+        assert_eq!(
+            invocation_of(Some("clickstream"), Some("/w/target/debug/deps/simulation-0123456789abcdef")),
+            "cargo run --release -p clickstream --",
+            "a user's test names the user's package"
+        );
+        assert_eq!(
+            invocation_of(Some("my-windows"), Some("target/release/sliding")),
+            "cargo run --release -p my-windows --bin sliding --"
+        );
+        assert_eq!(
+            invocation_of(Some("my-windows"), Some("target/release/my_windows")),
+            "cargo run --release -p my-windows --"
+        );
+        assert_eq!(invocation_of(None, Some("./target/release/sliding")), "./target/release/sliding");
+        assert_eq!(invocation_of(None, Some("/tmp/my dir/sluice")), "'/tmp/my dir/sluice'");
+        assert_eq!(invocation_of(None, None), sluice);
+    }
 }

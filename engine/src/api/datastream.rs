@@ -40,6 +40,10 @@ pub struct DataStream<T> {
     /// The side outputs of the operator this stream is the output of, by tag: the node that
     /// emits each (a window's late data).
     side_outputs: Vec<(&'static str, StreamNodeId)>,
+    /// The node `name` and `set_parallelism` change when it is not the one this stream is the
+    /// output of: a window with a late side output, whose results come out of a chained splitter
+    /// ([`WindowedStream::side_output_late_data`]). The user named and sized the window.
+    operator: Option<StreamNodeId>,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -69,6 +73,7 @@ impl<T> Clone for DataStream<T> {
             config: self.config,
             upstreams: self.upstreams.clone(),
             side_outputs: self.side_outputs.clone(),
+            operator: self.operator,
             _type: PhantomData,
         }
     }
@@ -137,7 +142,7 @@ impl<T: Record> DataStream<T> {
     /// The output of `node`.
     fn of_node(graph: Rc<RefCell<StreamGraph>>, config: JobConfig, node: StreamNodeId) -> DataStream<T> {
         let upstreams = vec![Upstream { node, partitioner: None }];
-        DataStream { graph, config, upstreams, side_outputs: Vec::new(), _type: PhantomData }
+        DataStream { graph, config, upstreams, side_outputs: Vec::new(), operator: None, _type: PhantomData }
     }
 
     fn then<U: Record>(&self, new: NewNode) -> DataStream<U> {
@@ -322,21 +327,24 @@ impl<T: Record> DataStream<T> {
         DataStreamSink { graph: stream.graph, node: stream.upstreams[0].node }
     }
 
-    /// Changes the node that produces this stream; a union has no node of its own.
+    /// Changes the node that produces this stream (the window, past its splitter: see
+    /// `operator`); a union has no node of its own.
     fn set(self, what: &str, change: impl FnOnce(&mut StreamNode)) -> DataStream<T> {
         match self.upstreams.as_slice() {
-            [upstream] => change(self.graph.borrow_mut().node_mut(upstream.node)),
+            [upstream] => change(self.graph.borrow_mut().node_mut(self.operator.unwrap_or(upstream.node))),
             _ => self.graph.borrow_mut().add_error(format!("a union is not an operator: cannot set its {what}")),
         }
         self
     }
 
-    /// Names the node that produces this stream.
+    /// Names the node that produces this stream, as plans show it. A window with a late side
+    /// output is named itself, not the operator that splits its results from its late data.
     pub fn name(self, name: &str) -> DataStream<T> {
         self.set("name", |node| node.name = name.to_string())
     }
 
-    /// Sets the parallelism of the node that produces this stream.
+    /// Sets the parallelism of the node that produces this stream (of a window with a late side
+    /// output: of the window, which its splitters follow).
     pub fn set_parallelism(self, parallelism: u32) -> DataStream<T> {
         self.set("parallelism", |node| {
             node.parallelism = parallelism;
@@ -538,10 +546,18 @@ impl<T: Record, K: Key> WindowedStream<T, K> {
         let split_finish: FinishFunction<K, A, (Option<O>, Option<T>)> =
             Arc::new(move |key: &K, window, accumulator| (Some(finish(key, window, accumulator)), None));
         let late: LateFunction<T, (Option<O>, Option<T>)> = Arc::new(|element: T| (None, Some(element)));
+        // The program names and sizes the window through the results; the splitters run as many
+        // subtasks as it, so that they stay chained to it.
         let both = self.window_node(name, add, split_finish, Some(late));
-        let mut results = both.flat_map(|(result, _): (Option<O>, Option<T>)| result).name("Window results");
-        let late_data = both.flat_map(|(_, element): (Option<O>, Option<T>)| element).name("Late data");
+        let inherit = |node: &mut StreamNode| node.inherits_parallelism = true;
+        let mut results = both
+            .flat_map(|(result, _): (Option<O>, Option<T>)| result)
+            .name("Window results")
+            .set("parallelism", inherit);
+        let late_data =
+            both.flat_map(|(_, element): (Option<O>, Option<T>)| element).name("Late data").set("parallelism", inherit);
         results.side_outputs.push((tag, late_data.upstreams[0].node));
+        results.operator = Some(both.upstreams[0].node);
         results
     }
 

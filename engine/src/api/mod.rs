@@ -253,6 +253,29 @@ mod tests {
     }
 
     #[test]
+    fn a_window_with_a_late_side_output_is_named_and_sized_through_its_results() {
+        let late = OutputTag::<(u64, i64)>::new("late");
+        let graph = plan(ExecutionMode::Streaming, |env| {
+            let counts = env
+                .from_source(LogSource::<(u64, i64)>::new("points"))
+                .assign_timestamps_and_watermarks(10, |point: &(u64, i64)| point.1)
+                .key_by(|point: &(u64, i64)| point.0)
+                .window(TumblingEventTimeWindows::of(100, 0).unwrap())
+                .side_output_late_data(&late)
+                .aggregate(|| 0u64, |count, _| count + 1, |key: &u64, _, count| (*key, count))
+                .name("Counts")
+                .set_parallelism(3);
+            counts.sink_to(TxnStoreSink::append("counts", |row: &(u64, u64)| (row.0.to_string(), row.1.to_string())));
+            counts
+                .side_output(&late)
+                .sink_to(TxnStoreSink::append("late", |point: &(u64, i64)| (point.0.to_string(), point.1.to_string())));
+        });
+        let window = graph.vertices.iter().find(|vertex| vertex.name.starts_with("Counts")).expect("the window");
+        assert_eq!(window.name, "Counts -> Window results -> Late data", "the splitters stay chained to it");
+        assert_eq!(window.parallelism, 3);
+    }
+
+    #[test]
     fn broadcast_and_key_by_make_all_to_all_edges_typed_by_mode() {
         let graph = plan(ExecutionMode::Streaming, |env| {
             let numbers = env.from_source(LogSource::<u64>::new("numbers"));

@@ -25,6 +25,10 @@ fn both_modes_commit_the_same_tables_and_diff_says_so() {
     assert!(text.contains("table `clicks_per_window`: agree (125 rows)"), "{text}");
     assert!(text.contains("table `clicks_per_page`: agree (8 rows)"), "{text}");
     assert!(out.path().join("seed-1/streaming/clicks_per_page.updates.csv").is_file(), "the streaming update log");
+    for mode in ["streaming", "batch"] {
+        let late = std::fs::read_to_string(out.path().join(format!("seed-1/{mode}/late_clicks.csv")));
+        assert_eq!(late.ok().as_deref(), Some("key,value\n"), "{mode}: no click was late, an empty table");
+    }
 }
 
 #[test]
@@ -38,4 +42,11 @@ fn with_late_clicks_diff_shows_what_streaming_sent_to_the_side_output() {
     );
     assert!(text.contains("table `clicks_per_page`: agree"), "the page counts see every click: {text}");
     assert!(text.contains("table `clicks_per_window`: differ"), "the windows lack the late clicks: {text}");
+}
+
+#[test]
+fn plan_help_lists_this_binarys_job_and_not_the_built_in_ones() {
+    let (status, text) = clickstream(&["plan", "--help"]);
+    assert_eq!(status, 0, "{text}");
+    assert!(text.contains("The job: clickstream") && !text.contains("wordcount"), "{text}");
 }

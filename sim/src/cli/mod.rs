@@ -22,7 +22,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use sluice_engine::graph::ExecutionMode;
 
 use crate::scenario::{JobCatalog, Scenario, parse_seeds};
@@ -70,7 +70,7 @@ enum Command {
     /// Draw a JSON lines trace (`sluice run --trace`) as an SVG Gantt chart, or as text.
     #[command(after_help = EXIT_STATUS)]
     Timeline(timeline::TimelineArgs),
-    /// Print a catalog job's plan: StreamGraph, JobGraph, pipelined regions, slots needed.
+    /// Print a job's plan: StreamGraph, JobGraph, pipelined regions, slots needed.
     #[command(after_help = EXIT_STATUS)]
     Plan(plan::PlanArgs),
     /// Compare exchange modes (or failover strategies) on a scenario's seeds.
@@ -131,11 +131,24 @@ struct SeedArgs {
     /// Memory limit of each process that runs simulations: `4GiB`, `512MiB` (64MiB to 64GiB).
     #[arg(long, value_name = "SIZE", default_value = "4GiB", value_parser = memory_arg)]
     memory_limit: u64,
+    /// Run at this default parallelism instead of the scenario's (1 to 256): the scenario is
+    /// checked again against its cluster and named `<name>-p<N>`, and its replay files record it
+    /// [default: the scenario's `parallelism`].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::scenario::MAX_PARALLELISM)))]
+    parallelism: Option<u32>,
 }
 
 impl SeedArgs {
+    /// The scenario file, at `--parallelism` if given; an error names the option with the file,
+    /// since the value it is about is not in the file.
     fn load(&self) -> Result<Scenario, i32> {
-        load(&self.file)
+        let scenario = load(&self.file)?;
+        let Some(parallelism) = self.parallelism else { return Ok(scenario) };
+        scenario.with_parallelism(parallelism).map_err(|error| {
+            let file = format!("{} with --parallelism {parallelism}", self.file.display());
+            eprintln!("sluice: {}", crate::scenario::ScenarioError { file, ..error });
+            status::USAGE
+        })
     }
 
     fn seeds(&self, scenario: &Scenario) -> Range<u64> {
@@ -231,9 +244,29 @@ pub fn main_with(arguments: Vec<String>, jobs: JobCatalog) -> i32 {
     main_process(arguments)
 }
 
+/// The command line, with `plan`'s job argument listing `jobs`: a user's binary ([`main_with`])
+/// knows other jobs than the built-in ones a doc comment could name.
+fn command_line(jobs: &JobCatalog) -> clap::Command {
+    let names: Vec<&str> = jobs.jobs().map(|job| job.name()).collect();
+    let listed = match names.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, others)) => format!("{} or {last}", others.join(", ")),
+        None => "none".to_string(),
+    };
+    Cli::command().mut_subcommand("plan", |plan| plan.mut_arg("job", |job| job.help(format!("The job: {listed}"))))
+}
+
+/// Parses a command line (with the program name) as `Cli::try_parse_from` does, against
+/// [`command_line`] with this process's jobs.
+fn parse(arguments: impl IntoIterator<Item = String>) -> Result<Cli, clap::Error> {
+    let mut command = command_line(&jobs());
+    let mut matches = command.try_get_matches_from_mut(arguments)?;
+    Cli::from_arg_matches_mut(&mut matches).map_err(|error| error.format(&mut command))
+}
+
 /// Runs the command line (without the program name); returns the exit status.
 pub fn main(arguments: Vec<String>) -> i32 {
-    let cli = match Cli::try_parse_from(std::iter::once("sluice".to_string()).chain(arguments)) {
+    let cli = match parse(std::iter::once("sluice".to_string()).chain(arguments)) {
         Ok(cli) => cli,
         Err(error) => {
             // clap echoes the values it refused: escape what a terminal would act on.
@@ -264,11 +297,25 @@ pub fn main(arguments: Vec<String>) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn the_command_line_is_well_formed() {
         Cli::command().debug_assert();
+        command_line(&JobCatalog::built_in()).debug_assert();
+    }
+
+    #[test]
+    fn plan_help_lists_the_jobs_the_command_was_given() {
+        let help = |jobs: &JobCatalog| {
+            let mut command = command_line(jobs);
+            command.build();
+            command.find_subcommand_mut("plan").expect("a `plan` subcommand").render_help().to_string()
+        };
+        let built_in = help(&JobCatalog::built_in());
+        assert!(built_in.contains("The job: wordcount, ") && built_in.contains(" or generated"), "{built_in}");
+        let wordcount = sluice_catalog::jobs().first().expect("a built-in job");
+        let one = help(&JobCatalog::of([wordcount]).unwrap());
+        assert!(one.contains("The job: wordcount\n") && !one.contains("tpcds"), "{one}");
     }
 
     #[test]

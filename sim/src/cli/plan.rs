@@ -1,4 +1,4 @@
-//! `sluice plan`: a catalog job's plan, as text (StreamGraph, JobGraph, pipelined regions and
+//! `sluice plan`: a job's plan, as text (StreamGraph, JobGraph, pipelined regions and
 //! the slots they need) or as a Graphviz digraph of the JobGraph.
 
 use std::collections::BTreeMap;
@@ -28,7 +28,7 @@ pub(super) enum PlanFormat {
 
 #[derive(Debug, Args)]
 pub(super) struct PlanArgs {
-    /// A catalog job: wordcount, wordcount-files, tpcds, windowed or alerts.
+    /// The job: one this binary knows (`sluice plan --help` lists them).
     job: String,
     /// The mode to plan.
     #[arg(long, value_enum, default_value = "batch")]

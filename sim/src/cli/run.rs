@@ -203,7 +203,8 @@ fn write_outputs(root: &Path, result: &SeedResult) -> bool {
     let mut written = true;
     for (report, _) in &result.runs {
         let directory = crate::output::run_directory(root, report.seed, report.mode);
-        match crate::output::write_tables(&directory, &report.committed, report.mode) {
+        let owed = crate::output::owed_tables(report);
+        match crate::output::write_tables(&directory, &report.committed, &owed, report.mode) {
             Ok(files) => println!(
                 "    {}: {} written to {}",
                 report.mode,

@@ -439,6 +439,21 @@ impl Scenario {
         Ok(scenario)
     }
 
+    /// The scenario at another default parallelism (`--parallelism` of `sluice run`, `sweep`
+    /// and `compare`), validated again as a file is: a higher parallelism may no longer fit the
+    /// cluster, a lower one may leave a fault's subtask out of the job. It is named
+    /// `<name>-p<N>`, so that its reports and replay files are told from the file's own, and a
+    /// replay file of it holds the parallelism it ran at. Errors name no file or line: the value
+    /// is not in the file. The file's own parallelism changes nothing, the name included.
+    pub fn with_parallelism(&self, parallelism: u32) -> Result<Scenario, ScenarioError> {
+        if parallelism == self.parallelism {
+            return Ok(self.clone());
+        }
+        let scenario = Scenario { name: format!("{}-p{parallelism}", self.name), parallelism, ..self.clone() };
+        validate::validate(&scenario, scenario.job(), "")?;
+        Ok(scenario)
+    }
+
     /// The job the scenario runs.
     pub fn job(&self) -> &'static SimJob {
         self.jobs.find(&self.job).expect("validated when the scenario was loaded")

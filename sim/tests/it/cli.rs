@@ -50,6 +50,20 @@ fn usage_errors_exit_with_two() {
 }
 
 #[test]
+fn run_takes_a_parallelism_that_must_fit_the_cluster() {
+    let (status, stdout, stderr) =
+        sluice(&["run", "scenarios/wordcount.yaml", "--seed", "1", "--mode", "batch", "--parallelism", "1"]);
+    assert_eq!(status, 0, "{stdout}{stderr}");
+    let header = "scenario `wordcount-p1`: job wordcount, 3 TaskManagers × 2 slots, parallelism 1";
+    assert!(stdout.contains(header), "{stdout}");
+    let (status, _, stderr) = sluice(&["run", "scenarios/wordcount.yaml", "--parallelism", "7"]);
+    assert_eq!(status, 2);
+    assert!(stderr.contains("scenarios/wordcount.yaml with --parallelism 7: field `parallelism`: "), "{stderr}");
+    assert!(stderr.contains("needs 7 slots at once, but the cluster has 6"), "{stderr}");
+    assert!(sluice(&["run", "scenarios/wordcount.yaml", "--parallelism", "0"]).2.contains("1..=256"));
+}
+
+#[test]
 fn plan_prints_the_plan_as_text_and_as_dot() {
     let (status, stdout, stderr) = sluice(&["plan", "tpcds", "--exchange-mode", "pointwise-edges-pipelined"]);
     assert_eq!(status, 0, "{stdout}{stderr}");

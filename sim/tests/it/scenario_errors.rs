@@ -76,3 +76,16 @@ fn garbage_is_an_error_not_a_panic() {
         assert!(error.to_string().starts_with("garbage.yaml"), "{error}");
     }
 }
+
+#[test]
+fn a_parallelism_override_is_checked_like_the_file_and_renames_the_scenario() {
+    let scenario = Scenario::parse("good.yaml", GOOD).unwrap();
+    assert_eq!(scenario.with_parallelism(2).unwrap(), scenario, "the file's own parallelism changes nothing");
+    let one = scenario.with_parallelism(1).unwrap();
+    assert_eq!((one.name.as_str(), one.parallelism), ("errors-p1", 1));
+    let again = Scenario::parse("again.yaml", &one.to_yaml()).unwrap();
+    assert_eq!(again, one, "a replay file of the overridden scenario holds its parallelism");
+    let error = scenario.with_parallelism(5).unwrap_err();
+    assert_eq!((error.line, error.field.as_deref()), (None, Some("parallelism")), "{error}");
+    assert!(error.message.contains("needs 5 slots at once, but the cluster has 4"), "{error}");
+}
