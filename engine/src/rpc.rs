@@ -179,9 +179,10 @@ impl RpcClient {
                         Some(pause) => crate::rt::time::sleep(pause).await,
                         None => {
                             return Err(RpcError::Connection(format!(
-                                "{detail} (still failing after {} and {})",
-                                crate::duration::format_duration(reconnect.timeout),
-                                crate::counted::counted(failures, "attempt")
+                                "{detail} (still failing after {} ms and {}; the bound is {})",
+                                started.elapsed().as_millis(),
+                                crate::counted::counted(failures, "attempt"),
+                                crate::duration::format_duration(reconnect.timeout)
                             )));
                         }
                     }
@@ -194,12 +195,14 @@ impl RpcClient {
 
 /// How a client of an external system (the log, the files, the stores) rides out a connection
 /// its peer refuses or drops, as Kafka's and JDBC clients do: it tries again after 50 ms, then
-/// after twice as long each time up to 1 s, for at most `timeout` in all (the cluster file's
-/// `reconnect_timeout`, 30 s unless set), and only then fails its task. A service that is
-/// starting or restarting is a pause, not a failure.
+/// after twice as long each time up to 1 s, for at most `timeout` from the request's first try
+/// (the cluster file's `reconnect_timeout`, 30 s unless set), and only then fails its task. A
+/// service that is starting or restarting is a pause, not a failure. The bound is per request:
+/// a request that also times out is tried again a few times by its client, each try with its
+/// own bound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Reconnect {
-    /// How long it keeps trying, from the first failure.
+    /// How long it keeps trying one request, from its first try.
     #[serde(with = "crate::duration::text")]
     pub timeout: Duration,
 }

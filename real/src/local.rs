@@ -39,7 +39,7 @@ use sluice_sim::runner::client::submit_and_wait;
 use sluice_sim::runner::{RunOutcome, RunReport, generate_input, with_late_data};
 use sluice_sim::scenario::Scenario;
 use sluice_sim::trace::trace_hash;
-use sluice_sim::words::{counted, size};
+use sluice_sim::words::{counted, shell_word, size};
 
 use crate::cluster::ClusterFile;
 use crate::ready::wait_until_all_ready;
@@ -193,7 +193,8 @@ pub fn run_local(options: &LocalOptions) -> Result<i32, String> {
 
 /// `sluice-real local …` with this run's scenario, seed, modes, kills and input.
 fn rerun_command(options: &LocalOptions, seed: u64) -> String {
-    let mut command = format!("cargo real local {} --seed {seed}", options.scenario.display());
+    let path = |path: &Path| shell_word(&path.display().to_string());
+    let mut command = format!("cargo real local {} --seed {seed}", path(&options.scenario));
     for mode in &options.modes {
         command.push_str(&format!(" --mode {mode}"));
     }
@@ -201,7 +202,7 @@ fn rerun_command(options: &LocalOptions, seed: u64) -> String {
         command.push_str(&format!(" --kill {kill}"));
     }
     if let Some(input) = &options.input {
-        command.push_str(&format!(" --input {}", input.display()));
+        command.push_str(&format!(" --input {}", path(input)));
     }
     command
 }

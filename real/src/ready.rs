@@ -38,7 +38,7 @@ pub async fn wait_until_ready(
             Err(_) => {}
         }
         if let Some(why) = gone() {
-            return Err(format!("{node} exited before it was ready ({why}): see its log"));
+            return Err(format!("a process exited while {node} was not ready yet ({why}): see its log"));
         }
         if Instant::now() >= deadline {
             return Err(format!("{node} at {address} was not ready within {}s: see its log", within.as_secs()));
@@ -55,9 +55,11 @@ pub async fn wait_until_all_ready(
     gone: impl Fn(&str) -> Option<String>,
 ) -> Result<(), String> {
     let deadline = Instant::now() + within;
+    // Any role that exits meanwhile ends the wait, named, whichever role is being waited for.
+    let any_gone = || roles.iter().find_map(|(node, _)| gone(node).map(|why| format!("{node}: {why}")));
     for (node, address) in roles {
         let left = deadline.saturating_duration_since(Instant::now());
-        wait_until_ready(node, *address, left, || gone(node)).await?;
+        wait_until_ready(node, *address, left, any_gone).await?;
     }
     Ok(())
 }

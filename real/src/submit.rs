@@ -1,9 +1,9 @@
 //! `sluice-real submit`: runs a scenario's job on a cluster started by hand (`sluice-real serve`
 //! on each machine, one cluster file), as a client: it waits until every role is ready (answers
 //! the readiness probe) and the TaskManagers registered, submits the job in one mode, waits for
-//! its end, reads what the transactional store committed, and checks it against the reference. The check needs a store that held nothing before the job (its
-//! tables are the job's output); on a store already holding tables it says so and only runs
-//! the job.
+//! its end, reads what the transactional store committed, and checks it against the reference.
+//! The check needs a store that held nothing before the job (its tables are the job's output); on
+//! a store already holding tables it says so and only runs the job.
 
 use std::path::Path;
 use std::time::Instant;

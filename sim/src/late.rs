@@ -35,6 +35,9 @@ struct Traced {
 
 /// How a restart under a new attempt treated the work done before it.
 enum Restart {
+    /// Announced, but nothing of it ran yet (a JobMaster that dies during the restart delay, or
+    /// while it reconciles): it undoes nothing; the next one decides.
+    Pending,
     /// Every subtask started again from checkpoint `restored` (0: from nothing).
     All { restored: u64 },
     /// These subtasks started again from nothing; the others went on.
@@ -72,19 +75,22 @@ pub fn effective_late_elements(trace: &[TraceRecord]) -> Vec<LateElement> {
                 traced.push(Traced { attempt: *attempt, subtask: (*vertex, *subtask), checkpoint: *checkpoint, late });
             }
             TraceEvent::JobRestarting { attempt, .. } | TraceEvent::JobRecovered { attempt, .. } => {
-                restarts.insert(*attempt, Restart::All { restored: 0 });
+                restarts.insert(*attempt, Restart::Pending);
+            }
+            // Its first region deployed without restoring a checkpoint: it started from nothing.
+            TraceEvent::RegionScheduled { attempt, .. } => {
+                if let Some(restart @ Restart::Pending) = restarts.get_mut(attempt) {
+                    *restart = Restart::All { restored: 0 };
+                }
             }
             TraceEvent::CheckpointRestored { attempt, checkpoint } => {
                 restarts.insert(*attempt, Restart::All { restored: *checkpoint });
             }
             TraceEvent::RegionsRestarting { attempt, subtasks, .. } => {
-                restarts.insert(
-                    *attempt,
-                    Restart::Regions(subtasks.iter().filter_map(|text| parse_subtask(text)).collect()),
-                );
+                restarts.insert(*attempt, Restart::Regions(subtasks.iter().map(|text| subtask(text)).collect()));
             }
             TraceEvent::FinishedWorkReconciled { attempt, kept, .. } => {
-                restarts.insert(*attempt, Restart::Kept(kept.iter().filter_map(|text| parse_subtask(text)).collect()));
+                restarts.insert(*attempt, Restart::Kept(kept.iter().map(|text| subtask(text)).collect()));
             }
             _ => {}
         }
@@ -92,9 +98,15 @@ pub fn effective_late_elements(trace: &[TraceRecord]) -> Vec<LateElement> {
     traced.into_iter().filter(|traced| kept_through(traced, &restarts)).map(|traced| traced.late).collect()
 }
 
+/// A subtask as the JobMaster's events name it (`v1[0]`).
+fn subtask(text: &str) -> (u32, u32) {
+    parse_subtask(text).unwrap_or_else(|| panic!("internal: the trace names a subtask `{text}` that does not parse"))
+}
+
 /// Whether every restart after its attempt kept the work that traced it.
 fn kept_through(traced: &Traced, restarts: &BTreeMap<u32, Restart>) -> bool {
     restarts.range(traced.attempt + 1..).all(|(_, restart)| match restart {
+        Restart::Pending => true,
         Restart::All { restored } => traced.checkpoint < *restored,
         Restart::Regions(subtasks) => !subtasks.contains(&traced.subtask),
         Restart::Kept(subtasks) => subtasks.contains(&traced.subtask),
@@ -112,7 +124,9 @@ pub fn late_elements_obey_the_watermark(trace: &[TraceRecord]) -> Result<(), Str
             continue;
         };
         let who = format!("v{vertex}[{subtask}] at {:.3}s", record.time.as_secs_f64());
-        if missed.is_empty() {
+        // An element in no window at all (windows that slide by more than their size) is late as
+        // Flink counts it once the watermark passed its time.
+        if missed.is_empty() && (!joined.is_empty() || timestamp > watermark) {
             return Err(format!("{who} traced element {element} at {timestamp} as late for no window"));
         }
         if let Some((start, end)) = missed.iter().find(|(_, end)| end - 1 > *watermark) {
@@ -183,13 +197,39 @@ mod tests {
         assert_eq!(timestamps(&run), [1_500, 1_600, 1_800], "1 700 came after checkpoint 4's snapshot");
     }
 
+    fn scheduled(attempt: u32) -> TraceEvent {
+        TraceEvent::RegionScheduled { attempt, region: 0, slots: vec![] }
+    }
+
+    fn restarting(attempt: u32) -> TraceEvent {
+        TraceEvent::JobRestarting { attempt, delay_ms: 0, cause: String::new(), regions: 1, subtasks: 1 }
+    }
+
+    #[test]
+    fn a_restart_that_never_ran_undoes_nothing_the_next_one_keeps() {
+        // A restart's JobMaster died during its delay; the next one restored checkpoint 3,
+        // which holds what came before it.
+        let run = trace(vec![
+            late(0, 0, 1_500, 2),
+            restarting(1),
+            TraceEvent::JobRecovered { job_id: "j".into(), attempt: 2 },
+            TraceEvent::CheckpointRestored { attempt: 2, checkpoint: 3 },
+            scheduled(2),
+        ]);
+        assert_eq!(timestamps(&run), [1_500]);
+        // A JobMaster died while it reconciled; the next one kept the subtask's finished run.
+        let reconciling = trace(vec![
+            late(0, 0, 1_500, 0),
+            TraceEvent::JobRecovered { job_id: "j".into(), attempt: 1 },
+            TraceEvent::JobRecovered { job_id: "j".into(), attempt: 2 },
+            TraceEvent::FinishedWorkReconciled { attempt: 2, kept: vec!["v2[0]".into()], rerun: vec![], lost: vec![] },
+        ]);
+        assert_eq!(timestamps(&reconciling), [1_500]);
+    }
+
     #[test]
     fn a_restart_from_nothing_a_region_restart_and_a_reconciliation_throw_work_away() {
-        let from_nothing = trace(vec![
-            late(0, 0, 1_500, 0),
-            TraceEvent::JobRestarting { attempt: 1, delay_ms: 0, cause: String::new(), regions: 1, subtasks: 1 },
-            late(1, 0, 1_600, 0),
-        ]);
+        let from_nothing = trace(vec![late(0, 0, 1_500, 0), restarting(1), scheduled(1), late(1, 0, 1_600, 0)]);
         assert_eq!(timestamps(&from_nothing), [1_600]);
         let regions = trace(vec![
             late(0, 0, 1_500, 0),

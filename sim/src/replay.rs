@@ -54,7 +54,7 @@ fn invocation_of(package: Option<&str>, started_as: Option<&str>) -> String {
             }
         }
         None => match started_as {
-            Some(path) if !path.is_empty() => shell_word(path),
+            Some(path) if !path.is_empty() => crate::words::shell_word(path),
             _ => "cargo run --release -p sluice-sim --".to_string(),
         },
     }
@@ -63,12 +63,6 @@ fn invocation_of(package: Option<&str>, started_as: Option<&str>) -> String {
 /// Whether a file stem is cargo's name for a test harness: `name-` and 16 hex digits.
 fn is_test_harness(stem: &str) -> bool {
     stem.rsplit_once('-').is_some_and(|(_, hash)| hash.len() == 16 && hash.bytes().all(|byte| byte.is_ascii_hexdigit()))
-}
-
-/// A path as a shell word: quoted when it holds anything but plain characters.
-fn shell_word(text: &str) -> String {
-    let plain = text.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"/._-+=:,@".contains(&byte));
-    if plain { text.to_string() } else { format!("'{}'", text.replace('\'', "'\\''")) }
 }
 
 /// The git revision this binary was built from (`+changes` if the tree was modified).

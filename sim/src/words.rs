@@ -39,6 +39,12 @@ pub fn printable(text: &str) -> String {
     out
 }
 
+/// A path as a shell word: quoted when it holds anything but plain characters.
+pub fn shell_word(text: &str) -> String {
+    let plain = text.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"/._-+=:,@".contains(&byte));
+    if plain { text.to_string() } else { format!("'{}'", text.replace('\'', "'\\''")) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -137,13 +137,11 @@ struct WindowOperator<T, K, A, O> {
     /// Elements dropped because every window they belong to had fired, since the job began
     /// (checkpointed).
     late: u64,
-    /// Late elements not yet handed to the task to trace.
+    /// Late elements not yet handed to the task to trace (the task takes them after each batch,
+    /// so at most a batch's worth: the harness needs every one).
     drops: Vec<LateDrop>,
     _output: PhantomData<fn(T) -> O>,
 }
-
-/// The most late drops a window operator keeps for its task between two batches.
-const MAX_PENDING_DROPS: usize = 4_096;
 
 impl<T: Record, K: Key, A: Record, O: Record> StreamOperator for WindowOperator<T, K, A, O> {
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
@@ -156,7 +154,13 @@ impl<T: Record, K: Key, A: Record, O: Record> StreamOperator for WindowOperator<
             .assign(timestamp)
             .into_iter()
             .partition(|window| window.is_complete(self.watermark));
-        if !missed.is_empty() && self.drops.len() < MAX_PENDING_DROPS {
+        // In no window at all (windows that slide by more than their size), an element is late
+        // as Flink counts it once the watermark passed its time (`isElementLate`), else skipped.
+        let nowhere = missed.is_empty() && open.is_empty();
+        if nowhere && timestamp > self.watermark.0 {
+            return Ok(());
+        }
+        if !missed.is_empty() || nowhere {
             // In window order, whatever order the assigner lists them in.
             let spans = |windows: &[TimeWindow]| {
                 let mut spans: Vec<(i64, i64)> = windows.iter().map(|window| (window.start, window.end)).collect();
@@ -429,6 +433,20 @@ mod tests {
         operator.process_watermark(Watermark::MAX, &mut output).unwrap();
         let counts: Vec<(i64, u64)> = output.out.iter().map(|((_, start, count), _)| (*start, *count)).collect();
         assert_eq!(counts, [(0, 1), (1_000, 2)], "1 500 counted in [1000, 3000) only, 900 in none");
+    }
+
+    #[test]
+    fn an_element_in_no_window_is_skipped_until_the_watermark_passes_it_and_late_after() {
+        // Windows of 1 s every 2 s: [0, 1000), [2000, 3000)…; 1 500 is in none.
+        let gaps = Arc::new(SlidingEventTimeWindows::of(1_000, 2_000, 0).unwrap());
+        let mut operator = window_operator(counting(gaps), ExecutionMode::Streaming);
+        let mut output = Collected::default();
+        feed(operator.as_mut(), &mut output, "k", 1_500);
+        assert_eq!((operator.dropped_late(), operator.take_late_drops()), (0, vec![]), "skipped, as Flink does");
+        operator.process_watermark(Watermark(1_600), &mut output).unwrap();
+        feed(operator.as_mut(), &mut output, "k", 1_500);
+        assert_eq!(operator.dropped_late(), 1, "late once the watermark passed its time (isElementLate)");
+        assert_eq!(operator.take_late_drops(), [late_drop("k", 1_500, 1_600, &[], &[])]);
     }
 
     #[test]

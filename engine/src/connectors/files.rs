@@ -400,16 +400,18 @@ impl LineReader {
         state.ahead = Some(ReadAhead { path: path.clone(), offset, length: want, read });
     }
 
-    /// Bytes from `offset` up to and including the first line end (or the file's end).
+    /// At most `max_lines` lines that start in `[offset, end)` of `path`, and where the next
+    /// starts: from what the split (`path`, ending at `split_end`) kept of its last read if that
+    /// holds a whole batch, else with one read more; what the batch does not take stays kept.
     async fn read_lines_from(
         &mut self,
-        path: &str,
+        (path, split_end): (&str, u64),
         offset: u64,
         end: u64,
         max_lines: usize,
     ) -> Result<(Vec<String>, u64), OperatorError> {
         let length = self.file_length(path).await?;
-        let mut bytes = self.state.as_mut().expect("opened").take_buffered(path, end, offset);
+        let mut bytes = self.state.as_mut().expect("opened").take_buffered(path, split_end, offset);
         // What the split read before serves a whole batch (or the rest of the split) alone.
         if let Some(found) = Some(&bytes)
             .filter(|bytes| !bytes.is_empty())
@@ -417,7 +419,7 @@ impl LineReader {
             .filter(|(lines, after)| lines.len() == max_lines || *after >= end)
         {
             let rest = bytes.get((found.1 - offset) as usize..).unwrap_or_default();
-            self.state.as_mut().expect("opened").keep_buffered(path, end, found.1, rest);
+            self.state.as_mut().expect("opened").keep_buffered(path, split_end, found.1, rest);
             return Ok(found);
         }
         loop {
@@ -426,7 +428,7 @@ impl LineReader {
             bytes.extend(self.read(path, at, want).await?);
             if let Some(found) = lines_in(&bytes, offset, end, length, max_lines) {
                 let rest = bytes.get((found.1 - offset) as usize..).unwrap_or_default();
-                self.state.as_mut().expect("opened").keep_buffered(path, end, found.1, rest);
+                self.state.as_mut().expect("opened").keep_buffered(path, split_end, found.1, rest);
                 return Ok(found);
             }
             if bytes.len() > MAX_LINE_BYTES {
@@ -451,11 +453,11 @@ impl LineReader {
         if !aligned {
             // The split starts inside a line or at a line's start: the line that holds byte
             // `next - 1` belongs to the split before.
-            let (_, after) = self.read_lines_from(&path, next - 1, next, usize::MAX).await?;
+            let (_, after) = self.read_lines_from((&path, end), next - 1, next, usize::MAX).await?;
             next = after;
         }
         let (mut lines, after) = if next < end {
-            self.read_lines_from(&path, next, end, self.fetch_lines).await?
+            self.read_lines_from((&path, end), next, end, self.fetch_lines).await?
         } else {
             (Vec::new(), next)
         };
