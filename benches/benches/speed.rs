@@ -38,7 +38,7 @@ fn scenario(file: &str) -> Scenario {
 }
 
 /// Runs and judges one seed in `mode`.
-fn judged_run(scenario: &Scenario, mode: ExecutionMode, seed: u64) -> sluice_sim::runner::RunReport {
+fn judged_run(scenario: &Scenario, mode: ExecutionMode, seed: u64) -> sluice_sim::report::RunReport {
     let report = run(scenario, mode, seed);
     assert_eq!(judge(&report, scenario), Verdict::Pass, "the benchmarked seed passes");
     report

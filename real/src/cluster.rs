@@ -32,7 +32,7 @@ use sluice_engine::duration::format_duration;
 use sluice_engine::graph::ExternalSystems;
 use sluice_engine::rpc::Reconnect;
 use sluice_engine::runtime::jobmaster::SHUFFLE_SERVICE;
-use sluice_sim::scenario::limits::{MAX_SLOTS, MAX_TASK_MANAGERS};
+use sluice_harness::scenario::limits::{MAX_SLOTS, MAX_TASK_MANAGERS};
 
 /// The longest `reconnect_timeout`.
 const MAX_RECONNECT_TIMEOUT: Duration = Duration::from_secs(3600);

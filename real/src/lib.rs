@@ -17,7 +17,7 @@
 //!
 //! It must never change what the engine does: no engine type learns here whether it is real.
 //! It reads the wall clock and spawns processes, as the harness does; the checks it runs are the
-//! simulation's (`sluice_sim::check`), on the same scenario files.
+//! simulation's (`sluice_harness::check`), on the same scenario files.
 
 pub mod cli;
 pub mod cluster;

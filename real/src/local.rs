@@ -3,7 +3,7 @@
 //!
 //! For each mode: a fresh work directory (`cluster.yaml`, `data/<node>/`, `trace/<node>.jsonl`,
 //! `logs/<node>.log`), every role started as a child process (`sluice-real serve <node>`), the
-//! client of the simulation (`sluice_sim::runner::client`) submitting the job once every
+//! client of the simulation (`sluice_harness::client`) submitting the job once every
 //! TaskManager registered, and, from the acknowledged submission on, the `--kill` faults: SIGKILL
 //! to a process at a wall-clock time, then the process started again on the same address and
 //! disk. When the job ends the committed tables are read from the store, every process is
@@ -31,15 +31,15 @@ use sluice_engine::runtime::messages::{JobStatus, RequestJobStatus};
 use sluice_engine::storage::ImmediateStorage;
 use sluice_engine::storage::remote::RemoteStorage;
 use sluice_engine::trace::{TraceEvent, Tracer};
-use sluice_sim::check::{CheckFailure, check_run, modes_agree};
-use sluice_sim::external::durable_store::{file_tables, table_kinds};
-use sluice_sim::external::txn_store::{CommittedPage, CommittedView, ReadCommitted, table_from_log};
-use sluice_sim::recovery::recovery_metrics;
-use sluice_sim::runner::client::submit_and_wait;
-use sluice_sim::runner::{RunOutcome, RunReport, generate_input, with_late_data};
-use sluice_sim::scenario::Scenario;
-use sluice_sim::trace::trace_hash;
-use sluice_sim::words::{counted, shell_word, size};
+use sluice_harness::check::{CheckFailure, check_run, modes_agree};
+use sluice_harness::client::submit_and_wait;
+use sluice_harness::recovery::recovery_metrics;
+use sluice_harness::report::{RunOutcome, RunReport, generate_input, with_late_data};
+use sluice_harness::scenario::Scenario;
+use sluice_harness::trace::trace_hash;
+use sluice_harness::words::{counted, shell_word, size};
+use sluice_services::durable_store::{file_tables, table_kinds};
+use sluice_services::txn_store::{CommittedPage, CommittedView, ReadCommitted, table_from_log};
 
 use crate::cluster::ClusterFile;
 use crate::ready::wait_until_all_ready;

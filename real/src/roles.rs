@@ -1,5 +1,5 @@
 //! The processes of a real cluster, one per role: each binds its address from the cluster file
-//! and runs the same code as its simulated node (`sluice_sim::cluster`), with a directory on the
+//! and runs the same code as its simulated node (`sluice_harness::cluster`), with a directory on the
 //! real disk ([`FileStorage`]) where the simulation has a simulated one, and a trace file.
 //!
 //! | role | runs | its disk |
@@ -25,12 +25,12 @@ use sluice_engine::shuffle::remote::{ShuffleServiceConfig, run_shuffle_service};
 use sluice_engine::storage::remote::{RemoteStorage, StorageCall};
 use sluice_engine::storage::{Storage, StorageFactory};
 use sluice_engine::trace::TracerHandle;
-use sluice_sim::external::durable_store::apply_traced;
-use sluice_sim::external::files::{load as load_files, run_file_server};
-use sluice_sim::external::log::run_log_server;
-use sluice_sim::external::txn_store::{TxnStoreState, serve_reads, serve_transactions};
-use sluice_sim::runner::{ClusterTiming, generate_input};
-use sluice_sim::scenario::Scenario;
+use sluice_harness::report::{ClusterTiming, generate_input};
+use sluice_harness::scenario::Scenario;
+use sluice_services::durable_store::apply_traced;
+use sluice_services::files::{load as load_files, run_file_server};
+use sluice_services::log::run_log_server;
+use sluice_services::txn_store::{TxnStoreState, serve_reads, serve_transactions};
 
 use crate::cluster::ClusterFile;
 use crate::disk::FileStorage;

@@ -9,16 +9,16 @@ use std::path::Path;
 use std::time::Instant;
 
 use sluice_engine::graph::ExecutionMode;
-use sluice_sim::check::exactly_once;
-use sluice_sim::runner::client::submit_and_wait;
-use sluice_sim::runner::{RunOutcome, generate_input};
-use sluice_sim::scenario::Scenario;
-use sluice_sim::words::counted;
+use sluice_harness::check::exactly_once;
+use sluice_harness::client::submit_and_wait;
+use sluice_harness::report::{RunOutcome, generate_input};
+use sluice_harness::scenario::Scenario;
+use sluice_harness::words::counted;
 
 use crate::cluster::ClusterFile;
 use crate::local::read_committed;
 use crate::ready::wait_until_all_ready;
-use sluice_sim::external::durable_store::table_kinds;
+use sluice_services::durable_store::table_kinds;
 
 /// How long it waits for the cluster's roles to be ready.
 const READY_WITHIN: std::time::Duration = std::time::Duration::from_secs(120);

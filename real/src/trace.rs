@@ -1,7 +1,7 @@
 //! A real process's trace: the same events as in simulation, one JSON line each in a file per
 //! process (`trace/<node>.jsonl`), stamped with the wall clock so that the files of one machine
 //! merge into one trace in the order things happened. The merged trace is what the simulation's
-//! checks read (`sluice_sim::check`), and what `sluice timeline` draws.
+//! checks read (`sluice_harness::check`), and what `sluice timeline` draws.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use sluice_engine::trace::{TraceEvent, Tracer};
-use sluice_sim::trace::{TraceRecord, from_json_lines, to_json_lines};
+use sluice_harness::trace::{TraceRecord, from_json_lines, to_json_lines};
 
 /// Writes one process's events to its trace file; each line is written whole and at once, so a
 /// `kill -9` loses at most the event being recorded.

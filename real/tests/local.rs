@@ -94,7 +94,7 @@ fn assert_passes_in_both_modes(status: i32, output: &str) {
     assert!(output.contains("streaming == batch: agree"), "{output}");
 }
 
-/// The restarts a mode's line reports: the simulation's figure (`sluice_sim::recovery`: new
+/// The restarts a mode's line reports: the simulation's figure (`sluice_harness::recovery`: new
 /// attempts in the JobMaster's trace), read from the merged trace of the processes.
 fn restarts(output: &str, mode: &str) -> u64 {
     let block = mode_block(output, mode);

@@ -28,14 +28,14 @@ use sluice_engine::shuffle::remote::{ShuffleServiceConfig, run_shuffle_service};
 use sluice_engine::storage::remote::RemoteStorage;
 use sluice_engine::storage::{MemoryStorage, Storage, StorageFactory};
 
-use crate::cost::NodeCosts;
-use crate::external::durable_store::{DurableStoreState, run_durable_store};
-use crate::external::files::run_file_server;
-use crate::external::log::run_log_server;
-use crate::external::txn_store::{TxnStoreState, run_txn_store};
-pub use crate::runner::ClusterTiming;
-use crate::scenario::Scenario;
-use crate::trace::TraceLog;
+use sluice_harness::cost::NodeCosts;
+pub use sluice_harness::report::ClusterTiming;
+use sluice_harness::scenario::Scenario;
+use sluice_harness::trace::TraceLog;
+use sluice_services::durable_store::{DurableStoreState, run_durable_store};
+use sluice_services::files::run_file_server;
+use sluice_services::log::run_log_server;
+use sluice_services::txn_store::{TxnStoreState, run_txn_store};
 
 /// The JobMaster's address.
 pub const JOB_MASTER_ADDRESS: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), 6123);
@@ -86,7 +86,7 @@ impl Cluster {
         let mut disks = BTreeMap::new();
         // The files node exists only for jobs that read files, so that no other run gains a node
         // (a node changes the simulation's draws, and so every trace).
-        if let Some(files) = crate::external::files::load(&input) {
+        if let Some(files) = sluice_services::files::load(&input) {
             external = external.with(FILES_SYSTEM, FILES_ADDRESS);
             let disk: Arc<dyn Storage> = Arc::new(files.clone());
             let node = handle

@@ -1,59 +1,27 @@
-//! Test-only crashes of the harness itself: what a sweep must survive.
-//!
-//! A scenario's `harness_crash: { seed: 3, how: abort }` makes the harness (never the engine)
-//! crash when it runs seed 3, in one of the ways a process can die: a panic outside any
-//! simulation, an abort, a stack overflow, a hang, or allocating until the memory limit stops
-//! it. Tests use it to show that `sluice sweep` reports such a seed as crashed, with its replay
-//! file, and finishes the others. It has no other use.
+//! Carries out a scenario's `harness_crash` ([`sluice_harness::harness_crash`]): the harness (never
+//! the engine) crashes when it runs the chosen seed, in one of the ways a process can die. Tests
+//! use it to show that `sluice sweep` reports such a seed as crashed and finishes the others.
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use sluice_harness::harness_crash::{CrashKind, HarnessCrash};
 
-/// Which seed crashes, and how.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HarnessCrash {
-    /// The seed that crashes.
-    pub seed: u64,
-    /// How.
-    pub how: CrashKind,
-}
-
-/// How the harness crashes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CrashKind {
-    /// Panics in the thread that runs the seed (not inside a simulation).
-    Panic,
-    /// Aborts the process.
-    Abort,
-    /// Recurses until the thread's stack overflows.
-    StackOverflow,
-    /// Never returns.
-    Hang,
-    /// Allocates until an allocation fails; only under a memory limit (`sluice` sets one).
-    ExhaustMemory,
-}
-
-impl HarnessCrash {
-    /// Crashes if `seed` is the one; returns otherwise.
-    pub fn strike(&self, seed: u64) {
-        if seed != self.seed {
-            return;
+/// Crashes the process if `seed` is `crash`'s; returns otherwise.
+pub fn strike(crash: &HarnessCrash, seed: u64) {
+    if seed != crash.seed {
+        return;
+    }
+    eprintln!("the scenario's harness_crash makes seed {seed} crash the harness: {:?}", crash.how);
+    match crash.how {
+        CrashKind::Panic => panic!("harness_crash: seed {seed} panics the harness"),
+        CrashKind::Abort => std::process::abort(),
+        CrashKind::StackOverflow => {
+            std::hint::black_box(recurse(0));
         }
-        eprintln!("the scenario's harness_crash makes seed {seed} crash the harness: {:?}", self.how);
-        match self.how {
-            CrashKind::Panic => panic!("harness_crash: seed {seed} panics the harness"),
-            CrashKind::Abort => std::process::abort(),
-            CrashKind::StackOverflow => {
-                std::hint::black_box(recurse(0));
-            }
-            CrashKind::Hang => loop {
-                std::thread::sleep(Duration::from_secs(1));
-            },
-            CrashKind::ExhaustMemory => exhaust_memory(),
-        }
+        CrashKind::Hang => loop {
+            std::thread::sleep(Duration::from_secs(1));
+        },
+        CrashKind::ExhaustMemory => exhaust_memory(),
     }
 }
 

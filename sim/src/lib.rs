@@ -1,49 +1,44 @@
-//! The Sluice simulation harness: builds a simulated cluster from a YAML scenario, runs a job in
-//! streaming and batch mode for many seeds, injects faults, and checks the committed output
-//! against the job's reference implementation.
+//! The Sluice simulation: builds a simulated cluster from a YAML scenario, runs a job in
+//! streaming and batch mode for many seeds, injects faults, and judges each run with the
+//! harness (`sluice-harness`), against the job's reference implementation.
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`scenario`] | the YAML format; errors that name file, line and field |
-//! | [`cluster`] | the madsim nodes: JobMaster, TaskManagers with disks, log, transactional store |
-//! | [`external`] | the simulated external systems (log server, transactional store server) |
+//! | [`cluster`] | the madsim nodes: JobMaster, TaskManagers with disks, and the services (`sluice-services`) |
+//! | [`inject`] | carries a scenario's fault schedule out at its simulated times |
+//! | [`runner`] | one seed in one mode, in a fresh thread with its own madsim runtime |
+//! | [`seed`] | one seed in every mode, judged: the verdict, determinism, expected-unrecoverable |
 //! | [`harness_crash`] | test-only crashes of the harness itself, that sweeps must survive |
-//! | [`faults`] | injects a scenario's faults at their simulated times |
-//! | [`runner`] | one seed in one mode, in a fresh thread: the [`runner::RunReport`] |
-//! | [`check`] | exactly-once, streaming == batch, determinism |
-//! | [`late`] | late data from the trace: the elements left out of fired windows that shaped the output |
 //! | [`simulation`] | the test API for a user's own job: `Simulation::of(&JOB)…run().assert_passed()` |
-//! | [`output`] | committed tables written as CSV (`run --output`), and two outputs compared (`diff`) |
 //! | [`compare`] | what a run cost (makespan, slot-time, disk bytes, peak slots), per exchange mode |
 //! | [`sweep`] | many seeds in isolated worker processes; records, summaries, shards, JUnit |
-//! | [`trace`] | the event trace and its hash |
-//! | [`coverage`] | the engine's coverage marks a run reached, against the faults active; the sweep's table |
-//! | [`words`] | counts in the singular when they are one; user text made safe for a terminal |
+//! | [`replay`] | replay files of failed seeds, and the command that replays one |
+//! | [`shrink`] | a failing seed's fault schedule made minimal |
 //! | [`cli`] | the `sluice` command |
 //!
-//! `sim` depends on the engine, never the reverse. It may read the wall clock (to report how
-//! long a simulation took) and spawn OS threads (one per simulation); the engine may do neither.
+//! The harness's modules are re-exported under their names ([`scenario`], [`check`],
+//! [`report`]…), so that a user's crate that tests its own job needs only this one.
+//!
+//! **Architecture invariant:** `sim` owns nothing that ships and judges nothing itself: the
+//! engine, the services and the checks are the crates below it, which `sluice-real` runs as
+//! processes. It may read the wall clock (to report how long a simulation took) and spawn OS
+//! threads (one per simulation); the crates below may do neither. Its modules exist only in a
+//! simulation build (`--cfg madsim`).
 
-pub mod check;
 #[cfg(madsim)]
 pub mod cli;
 #[cfg(madsim)]
 pub mod cluster;
 #[cfg(madsim)]
 pub mod compare;
-pub mod cost;
-pub mod coverage;
-pub mod external;
-pub mod failover_sets;
-pub mod faults;
+#[cfg(madsim)]
 pub mod harness_crash;
-pub mod late;
-pub mod output;
-pub mod recovery;
+#[cfg(madsim)]
+pub mod inject;
 #[cfg(madsim)]
 pub mod replay;
+#[cfg(madsim)]
 pub mod runner;
-pub mod scenario;
 #[cfg(madsim)]
 pub mod seed;
 #[cfg(madsim)]
@@ -52,15 +47,15 @@ pub mod shrink;
 pub mod simulation;
 #[cfg(madsim)]
 pub mod sweep;
-pub mod timeline;
-pub mod trace;
-pub mod words;
 
-pub use scenario::{JobCatalog, Scenario};
 #[cfg(madsim)]
 pub use simulation::{Oracle, Simulation, SimulationReport};
 /// What a job brings to be simulated: re-exported so that a user's crate needs only this one.
 pub use sluice_catalog::{ExpectedOutput, ExpectedTable, ExternalInput, LateData, LateElements, SimJob, Updates};
+pub use sluice_harness::{
+    JobCatalog, Scenario, check, client, cost, coverage, failover_sets, faults, late, output, recovery, report,
+    scenario, timeline, trace, words,
+};
 
 /// Fails when the crate was built without `--cfg madsim`, e.g. because a `RUSTFLAGS` variable
 /// replaced `.cargo/config.toml`'s flags: the simulation would silently not be a simulation.

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::trace::TraceEvent;
 
-use crate::scenario::{ReplayInfo, Scenario};
 use crate::seed::SeedResult;
+use sluice_harness::scenario::{ReplayInfo, Scenario};
 
 /// The command that runs a replay file (or a scenario) again with this process's jobs: this
 /// binary, however it was started ([`invocation`]), then `<subcommand> <path>`.
@@ -54,7 +54,7 @@ fn invocation_of(package: Option<&str>, started_as: Option<&str>) -> String {
             }
         }
         None => match started_as {
-            Some(path) if !path.is_empty() => crate::words::shell_word(path),
+            Some(path) if !path.is_empty() => sluice_harness::words::shell_word(path),
             _ => "cargo run --release -p sluice-sim --".to_string(),
         },
     }

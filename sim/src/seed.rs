@@ -4,11 +4,12 @@
 use sluice_engine::connectors::SinkKind;
 use sluice_engine::graph::ExecutionMode;
 
-use crate::check::{CheckFailure, Verdict, deterministic, judge, modes_agree, outputs_agree};
-use crate::external::txn_store::CommittedView;
-use crate::runner::{RunReport, run_on};
-use crate::scenario::Scenario;
-use crate::words::counted;
+use crate::runner::run_on;
+use sluice_harness::check::{CheckFailure, Verdict, deterministic, judge, modes_agree, outputs_agree};
+use sluice_harness::report::RunReport;
+use sluice_harness::scenario::Scenario;
+use sluice_harness::words::counted;
+use sluice_services::txn_store::CommittedView;
 
 /// Whether to run a seed twice and compare traces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,12 +75,12 @@ impl SeedResult {
 /// Runs and judges one seed in each of `modes`.
 pub fn run_seed(scenario: &Scenario, seed: u64, modes: &[ExecutionMode], determinism: DeterminismCheck) -> SeedResult {
     if let Some(crash) = &scenario.harness_crash {
-        crash.strike(seed);
+        crate::harness_crash::strike(crash, seed);
     }
     let mut runs = Vec::new();
     let mut determinism_failures = Vec::new();
     // Generated once: every mode of a seed reads the same input.
-    let input = std::sync::Arc::new(crate::runner::generate_input(scenario, seed));
+    let input = std::sync::Arc::new(sluice_harness::report::generate_input(scenario, seed));
     for mode in modes {
         let report = run_on(scenario, *mode, seed, std::sync::Arc::clone(&input));
         if determinism == DeterminismCheck::On

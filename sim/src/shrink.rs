@@ -16,9 +16,9 @@ use std::time::Duration;
 use sluice_catalog::ParamValue;
 use sluice_engine::graph::ExecutionMode;
 
-use crate::faults::{Fault, FaultKind, Trigger};
-use crate::scenario::Scenario;
 use crate::seed::{DeterminismCheck, SeedResult, run_seed};
+use sluice_harness::faults::{Fault, FaultKind, Trigger};
+use sluice_harness::scenario::Scenario;
 
 /// What shrinking produced.
 #[derive(Clone, Debug)]
@@ -77,7 +77,7 @@ impl Shrinker<'_> {
                     if candidate.len() < faults.len() && self.fails(&Self::with_faults(base, candidate.clone())) {
                         (self.progress)(&format!(
                             "{} still fail",
-                            crate::words::counted(candidate.len() as u64, "fault")
+                            sluice_harness::words::counted(candidate.len() as u64, "fault")
                         ));
                         faults = candidate;
                         granularity = (granularity - 1).max(2);
@@ -329,7 +329,7 @@ mod tests {
         assert_eq!(halve(ms(3)), Some(ms(1)));
         assert_eq!(halve(ms(1)), None);
         let slow = Fault {
-            trigger: crate::faults::Trigger::At(ms(5)),
+            trigger: sluice_harness::faults::Trigger::At(ms(5)),
             kind: FaultKind::Slow { node: "tm-0".to_string(), factor: 2, duration: ms(1) },
         };
         assert!(simplifications(&slow, None).iter().all(|fault| match &fault.kind {

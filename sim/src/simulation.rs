@@ -35,11 +35,11 @@ use sluice_engine::checkpoint::CheckpointConfig;
 use sluice_engine::connectors::SinkKind;
 use sluice_engine::graph::{ExchangeMode, ExecutionMode};
 
-use crate::check::{CheckFailure, same_final_output};
-use crate::faults::{Fault, RandomFaults};
-use crate::runner::RunReport;
-use crate::scenario::{FileFormat, InputFile, JobCatalog, Scenario};
 use crate::seed::{DeterminismCheck, SeedOutcome, SeedResult, run_seed};
+use sluice_harness::check::{CheckFailure, same_final_output};
+use sluice_harness::faults::{Fault, RandomFaults};
+use sluice_harness::report::RunReport;
+use sluice_harness::scenario::{FileFormat, InputFile, JobCatalog, Scenario};
 
 /// A check beyond each run's own, for jobs with or without a reference implementation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -314,8 +314,8 @@ fn variant_agrees(oracle: Oracle, variant: &Scenario, seed: u64, main: &SeedResu
         let check = oracle_name(oracle);
         if let Some(failure) = other_verdict.failures().first() {
             failures.push(CheckFailure { check, detail: format!("{} failed: {failure}", setting(variant)) });
-        } else if other_report.outcome == crate::runner::RunOutcome::Finished
-            && report.outcome == crate::runner::RunOutcome::Finished
+        } else if other_report.outcome == sluice_harness::report::RunOutcome::Finished
+            && report.outcome == sluice_harness::report::RunOutcome::Finished
             && let Err(failure) = same_final_output(check, ("this run", report), (&setting(variant), other_report))
         {
             failures.push(failure);

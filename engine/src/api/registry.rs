@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{JobConfig, StreamEnv};
-use crate::connectors::csv::Column;
 use crate::duration::{format_duration, parse_duration};
 use crate::graph::JobGraph;
 
@@ -342,6 +341,36 @@ impl JobRegistry {
     /// Every registered job, by name.
     pub fn jobs(&self) -> impl Iterator<Item = &JobDefinition> {
         self.jobs.values()
+    }
+}
+
+/// The type of a CSV column (its check of a field is the CSV connector's,
+/// `connectors::csv`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColumnType {
+    /// Any text.
+    Text,
+    /// A signed whole number (`i64`); event times are milliseconds.
+    Int,
+    /// A non-negative whole number (`u64`).
+    UInt,
+    /// `true` or `false`.
+    Bool,
+}
+
+/// A named, typed column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Column {
+    /// Its name, as the header line writes it.
+    pub name: &'static str,
+    /// Its type.
+    pub kind: ColumnType,
+}
+
+impl Column {
+    /// A column of `kind`.
+    pub const fn new(name: &'static str, kind: ColumnType) -> Column {
+        Column { name, kind }
     }
 }
 

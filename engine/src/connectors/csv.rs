@@ -7,20 +7,8 @@
 //! must end on its line). A record becomes a typed tuple through [`CsvRecord`]: `String`, `i64`,
 //! `u64` and `bool` columns, event times as `i64` milliseconds.
 
+pub use crate::api::registry::{Column, ColumnType};
 use crate::record::Record;
-
-/// The type of a CSV column.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ColumnType {
-    /// Any text.
-    Text,
-    /// A signed whole number (`i64`); event times are milliseconds.
-    Int,
-    /// A non-negative whole number (`u64`).
-    UInt,
-    /// `true` or `false`.
-    Bool,
-}
 
 impl ColumnType {
     /// Checks one field's text.
@@ -31,22 +19,6 @@ impl ColumnType {
             ColumnType::UInt => u64::parse_field(field).map(drop),
             ColumnType::Bool => bool::parse_field(field).map(drop),
         }
-    }
-}
-
-/// A named, typed column.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Column {
-    /// Its name, as the header line writes it.
-    pub name: &'static str,
-    /// Its type.
-    pub kind: ColumnType,
-}
-
-impl Column {
-    /// A column of `kind`.
-    pub const fn new(name: &'static str, kind: ColumnType) -> Column {
-        Column { name, kind }
     }
 }
 

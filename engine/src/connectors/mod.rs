@@ -1,5 +1,5 @@
 //! Connectors to external systems: a replayable log ([`log`]) and a directory of text or CSV
-//! ([`csv`]) files ([`files`]) to read from, and a transactional store ([`txn_store`], its rows packed by [`packed_rows`]) and files in the durable
+//! ([`csv`]) files ([`files`]) to read from, and a transactional store ([`txn_store`], its [`row`]s packed by [`packed_rows`]) and files in the durable
 //! store ([`file_sink`]) to commit to.
 //!
 //! Each connector owns its wire protocol (the messages its external system answers), so that the
@@ -15,6 +15,7 @@ pub mod file_sink;
 pub mod files;
 pub mod log;
 pub mod packed_rows;
+pub mod row;
 pub mod txn_store;
 
 pub use csv::{Column, ColumnType, CsvRecord};
@@ -22,7 +23,8 @@ pub use file_sink::{CsvField, CsvRow, DURABLE_STORE_SYSTEM, FileSink, Shown};
 pub use files::{CsvSource, FILES_SYSTEM, FileSource};
 pub use log::LogSource;
 pub use packed_rows::{PackedRows, RowRef};
-pub use txn_store::{Row, SinkKind, TxnCommittable, TxnStoreSink};
+pub use row::Row;
+pub use txn_store::{SinkKind, TxnCommittable, TxnStoreSink};
 
 use std::net::SocketAddr;
 use std::time::Duration;

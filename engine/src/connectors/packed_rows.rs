@@ -12,7 +12,7 @@ use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::ser::{SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
 
-use super::txn_store::Row;
+use super::row::Row;
 
 /// A row borrowed from [`PackedRows`] (ordered as [`Row`] is: by key, then value).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -21,18 +21,10 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::packed_rows::PackedRows;
+pub use super::row::Row;
 use super::{ServiceClient, TXN_STORE_SYSTEM};
 use crate::api::{BoxFuture, Committer, DecodeError, OperatorError, Record, Sink, SinkWriter, TaskInfo};
 use crate::rpc_request;
-
-/// One row written to a table.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Row {
-    /// The row's key (for upsert tables, the primary key).
-    pub key: String,
-    /// The row's value.
-    pub value: String,
-}
 
 /// How a table applies committed rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,14 +15,15 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{SeedArgs, limit_memory};
-use crate::check::{CheckFailure, Verdict, check_run};
 use crate::compare::{RunMetrics, Summary, Variant, render_table, run_metrics, summarize};
 use crate::replay::write_failure;
-use crate::runner::{RunReport, run};
-use crate::scenario::Scenario;
+use crate::runner::run;
 use crate::seed::SeedResult;
 use crate::sweep::summary::status;
-use crate::words::counted;
+use sluice_harness::check::{CheckFailure, Verdict, check_run};
+use sluice_harness::report::RunReport;
+use sluice_harness::scenario::Scenario;
+use sluice_harness::words::counted;
 
 #[derive(Debug, Args)]
 pub(super) struct CompareArgs {
@@ -60,13 +61,16 @@ pub(super) fn command(arguments: &CompareArgs) -> i32 {
         arguments.jobs.map_or_else(|| std::thread::available_parallelism().map_or(1, |count| count.get()), usize::from);
     let variants = runnable_variants(&scenario, arguments.failover);
     if variants.is_empty() {
-        eprintln!("sluice compare: no variant of `{}` fits in its cluster", crate::words::printable(&scenario.name));
+        eprintln!(
+            "sluice compare: no variant of `{}` fits in its cluster",
+            sluice_harness::words::printable(&scenario.name)
+        );
         return status::USAGE;
     }
     limit_memory(options.memory_limit);
     println!(
         "compare `{}`: job {}, {} × {}, parallelism {}, seeds {}..{}, {}",
-        crate::words::printable(&scenario.name),
+        sluice_harness::words::printable(&scenario.name),
         scenario.job,
         counted(scenario.cluster.task_managers, "TaskManager"),
         counted(scenario.cluster.slots_per_task_manager, "slot"),

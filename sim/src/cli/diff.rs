@@ -1,12 +1,12 @@
 //! `sluice diff A B`: compares two directories of committed tables (`sluice run --output`, or
-//! another engine's CSV output), table by table; see `crate::output`.
+//! another engine's CSV output), table by table; see `sluice_harness::output`.
 
 use std::path::PathBuf;
 
 use clap::Args;
 
 use crate::sweep::summary::status;
-use crate::words::printable;
+use sluice_harness::words::printable;
 
 #[derive(Debug, Args)]
 pub(super) struct DiffArgs {
@@ -17,7 +17,7 @@ pub(super) struct DiffArgs {
 }
 
 pub(super) fn command(arguments: &DiffArgs) -> i32 {
-    match crate::output::diff(&arguments.first, &arguments.second) {
+    match sluice_harness::output::diff(&arguments.first, &arguments.second) {
         Ok(diff) => {
             for line in &diff.lines {
                 println!("{}", printable(line));

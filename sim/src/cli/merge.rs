@@ -18,10 +18,9 @@ use clap::Args;
 use super::Format;
 use super::sweep::render_summary;
 use crate::sweep::junit::{self, Case};
-use crate::sweep::record::JsonLine;
 use crate::sweep::shard::Shard;
-use crate::sweep::summary::{Summary, SweepSummary, status};
-use crate::words::{counted, printable};
+use crate::sweep::summary::{JsonLine, Summary, SweepSummary, status};
+use sluice_harness::words::{counted, printable};
 
 #[derive(Debug, Args)]
 pub(super) struct MergeArgs {
@@ -97,7 +96,7 @@ fn shard_of(path: &Path, file: &ShardFile) -> Result<Shard, String> {
         Some(text) => Shard::parse(text).map_err(|message| format!("{}: {message}", path.display()))?,
         None => Shard::whole(),
     };
-    let range = crate::scenario::parse_seeds(&file.summary.range)
+    let range = sluice_harness::scenario::parse_seeds(&file.summary.range)
         .map_err(|message| format!("{}: {message}", path.display()))?;
     if file.seeds.seeds != shard.len(range.clone()) {
         return Err(format!(

@@ -25,9 +25,9 @@ use std::time::Duration;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use sluice_engine::graph::ExecutionMode;
 
-use crate::scenario::{JobCatalog, Scenario, parse_seeds};
 use crate::sweep::summary::status;
-use crate::words::printable;
+use sluice_harness::scenario::{JobCatalog, Scenario, parse_seeds};
+use sluice_harness::words::printable;
 
 /// `0.1.0 (git 1a2b3c4d5e6f)`.
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("SLUICE_GIT_REVISION"), ")");
@@ -134,7 +134,7 @@ struct SeedArgs {
     /// Run at this default parallelism instead of the scenario's (1 to 256): the scenario is
     /// checked again against its cluster and named `<name>-p<N>`, and its replay files record it
     /// [default: the scenario's `parallelism`].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::scenario::MAX_PARALLELISM)))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(sluice_harness::scenario::MAX_PARALLELISM)))]
     parallelism: Option<u32>,
 }
 
@@ -146,7 +146,7 @@ impl SeedArgs {
         let Some(parallelism) = self.parallelism else { return Ok(scenario) };
         scenario.with_parallelism(parallelism).map_err(|error| {
             let file = format!("{} with --parallelism {parallelism}", self.file.display());
-            eprintln!("sluice: {}", crate::scenario::ScenarioError { file, ..error });
+            eprintln!("sluice: {}", sluice_harness::scenario::ScenarioError { file, ..error });
             status::USAGE
         })
     }

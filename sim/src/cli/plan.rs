@@ -12,9 +12,9 @@ use sluice_engine::scheduler::SchedulingStrategy;
 use clap::{Args, ValueEnum};
 
 use super::Mode;
-use crate::scenario::MAX_PARALLELISM;
 use crate::sweep::summary::status;
-use crate::words::printable;
+use sluice_harness::scenario::MAX_PARALLELISM;
+use sluice_harness::words::printable;
 
 /// How `sluice plan` prints the plan.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]

@@ -11,10 +11,10 @@ use clap::Args;
 use super::run::{Printing, print_seed, report_line};
 use super::{limit_memory, load};
 use crate::replay::GIT_REVISION;
-use crate::scenario::ReplayInfo;
 use crate::seed::{DeterminismCheck, run_seed};
 use crate::sweep::summary::status;
-use crate::words::printable;
+use sluice_harness::scenario::ReplayInfo;
+use sluice_harness::words::printable;
 
 #[derive(Debug, Args)]
 pub(super) struct ReplayArgs {

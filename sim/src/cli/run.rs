@@ -7,15 +7,15 @@ use clap::Args;
 use sluice_engine::cover::Mark;
 
 use super::{SeedArgs, limit_memory};
-use crate::check::Verdict;
-use crate::coverage::CoverageTable;
 use crate::replay::write_failure;
-use crate::runner::RunReport;
-use crate::scenario::Scenario;
 use crate::seed::{DeterminismCheck, SeedOutcome, SeedResult, run_seed};
 use crate::sweep::summary::status;
-use crate::trace::to_json_lines;
-use crate::words::{counted, printable};
+use sluice_harness::check::Verdict;
+use sluice_harness::coverage::CoverageTable;
+use sluice_harness::report::RunReport;
+use sluice_harness::scenario::Scenario;
+use sluice_harness::trace::to_json_lines;
+use sluice_harness::words::{counted, printable};
 
 #[derive(Debug, Args)]
 pub(super) struct RunArgs {
@@ -145,7 +145,7 @@ pub(super) fn print_seed(
 ) -> (bool, bool) {
     println!("seed {}", result.seed);
     if scenario.buggify {
-        let policy = crate::faults::buggify::SwarmPolicy::for_seed(result.seed);
+        let policy = sluice_harness::faults::buggify::SwarmPolicy::for_seed(result.seed);
         let points: Vec<&str> = policy.enabled().iter().map(|point| point.name()).collect();
         println!("  fault points enabled: {}", if points.is_empty() { "none".to_string() } else { points.join(", ") });
     }
@@ -202,9 +202,9 @@ pub(super) fn print_seed(
 fn write_outputs(root: &Path, result: &SeedResult) -> bool {
     let mut written = true;
     for (report, _) in &result.runs {
-        let directory = crate::output::run_directory(root, report.seed, report.mode);
-        let owed = crate::output::owed_tables(report);
-        match crate::output::write_tables(&directory, &report.committed, &owed, report.mode) {
+        let directory = sluice_harness::output::run_directory(root, report.seed, report.mode);
+        let owed = sluice_harness::output::owed_tables(report);
+        match sluice_harness::output::write_tables(&directory, &report.committed, &owed, report.mode) {
             Ok(files) => println!(
                 "    {}: {} written to {}",
                 report.mode,

@@ -8,7 +8,7 @@ use super::{limit_memory, load};
 use crate::replay::replay_scenario;
 use crate::shrink::shrink;
 use crate::sweep::summary::status;
-use crate::words::counted;
+use sluice_harness::words::counted;
 
 #[derive(Debug, Args)]
 pub(super) struct ShrinkArgs {

@@ -18,10 +18,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::{Format, OWNS_PROCESS, SeedArgs, limit_memory, wall_duration_arg};
 use crate::sweep::junit::{self, Case};
 use crate::sweep::pool::{SweepConfig, sweep};
-use crate::sweep::record::{JsonLine, resident_memory};
+use crate::sweep::record::resident_memory;
 use crate::sweep::shard::Shard;
+use crate::sweep::summary::JsonLine;
 use crate::sweep::summary::{Summary, SweepSummary, status};
-use crate::words::{counted, printable, size};
+use sluice_harness::words::{counted, printable, size};
 
 #[derive(Debug, Args)]
 pub(super) struct SweepArgs {

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::sweep::summary::status;
-use crate::timeline::try_build;
-use crate::trace::from_json_lines;
+use sluice_harness::timeline::try_build;
+use sluice_harness::trace::from_json_lines;
 
 #[derive(Debug, Args)]
 pub(super) struct TimelineArgs {

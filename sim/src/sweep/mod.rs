@@ -5,8 +5,8 @@
 //! |---|---|
 //! | [`pool`] | the supervisor: worker processes, one seed at a time each, the watchdog, crashes |
 //! | [`worker`] | the worker: `sluice __worker`, its JSON lines protocol |
-//! | [`record`] | [`record::SeedRecord`], what is kept of a seed; the JSON lines format |
-//! | [`summary`] | [`summary::Summary`], the counts, how they print, exit statuses |
+//! | [`record`] | [`record::SeedRecord`], what is kept of a seed |
+//! | [`summary`] | [`summary::Summary`], the counts, how they print, exit statuses; the JSON lines format |
 //! | [`shard`] | [`shard::Shard`], the K-th of N slices of a seed range |
 //! | [`junit`] | JUnit XML of a sweep's records |
 //!

@@ -23,7 +23,7 @@ use sluice_engine::graph::ExecutionMode;
 use super::record::SeedRecord;
 use super::worker::{WorkerRequest, WorkerSetup};
 use crate::replay::write_crash;
-use crate::scenario::Scenario;
+use sluice_harness::scenario::Scenario;
 
 /// How a sweep runs its seeds.
 #[derive(Clone, Debug)]
@@ -245,7 +245,7 @@ impl Worker {
         if crash.contains("memory allocation of") {
             crash.push_str(&format!(
                 " (the worker's memory limit is {}; see --memory-limit)",
-                crate::words::size(config.memory_limit)
+                sluice_harness::words::size(config.memory_limit)
             ));
         }
         crash
@@ -368,7 +368,7 @@ pub fn crash_message(stderr: &str) -> Option<String> {
         }
         _ => lines.last()?.to_string(),
     };
-    Some(crate::words::printable(&message))
+    Some(sluice_harness::words::printable(&message))
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! [`SeedRecord`]: what a sweep keeps of one seed, and the JSON lines a sweep writes.
+//! [`SeedRecord`]: what a sweep keeps of one seed, one line of its `--format json` output.
 //!
 //! A record is small (no trace, no committed rows), so a sweep of millions of seeds keeps
 //! constant memory, and it is everything a summary needs, so that the records of several shards
@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use sluice_engine::graph::ExecutionMode;
 
-use crate::check::Verdict;
-use crate::coverage::Coverage;
 use crate::seed::{SeedOutcome, SeedResult};
+use sluice_harness::check::Verdict;
+use sluice_harness::coverage::Coverage;
 
 /// A seed's outcome, as sweeps count it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -197,16 +197,6 @@ impl SeedRecord {
     pub fn simulated_us(&self) -> u64 {
         self.runs.iter().map(|run| run.makespan_us).sum()
     }
-}
-
-/// One line of a sweep's `--format json` output.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case")]
-pub enum JsonLine {
-    /// A seed.
-    Seed(SeedRecord),
-    /// The sweep's summary, last.
-    Summary(Box<super::summary::SweepSummary>),
 }
 
 /// This process's resident memory now and at its peak, in KiB, from `/proc/self/status`

@@ -1,4 +1,5 @@
-//! [`Summary`]: the counts of a sweep, folded from its [`SeedRecord`]s, and how they print.
+//! [`Summary`]: the counts of a sweep, folded from its [`SeedRecord`]s, and how they print; and
+//! [`JsonLine`], one line of a sweep's `--format json` output (a record per seed, then the summary).
 //!
 //! A summary is a pure fold of records: the same records in any order give the same counts,
 //! which is what lets `sluice merge` join the shards of a sweep into the summary of the whole.
@@ -12,9 +13,19 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::record::{Outcome, SeedRecord};
-use crate::coverage::CoverageTable;
-use crate::faults::model::KIND_NAMES;
-use crate::words::{counted, printable};
+use sluice_harness::coverage::CoverageTable;
+use sluice_harness::faults::model::KIND_NAMES;
+use sluice_harness::words::{counted, printable};
+
+/// One line of a sweep's `--format json` output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum JsonLine {
+    /// A seed.
+    Seed(SeedRecord),
+    /// The sweep's summary, last.
+    Summary(Box<SweepSummary>),
+}
 
 /// The exit status of a sweep, a merge or a run: 0 passed (expected-unrecoverable runs
 /// included), 1 a check failed, 2 a usage or input error, 3 a seed crashed.
@@ -325,7 +336,7 @@ mod tests {
     use sluice_engine::cover::Mark;
     use sluice_engine::graph::ExecutionMode;
 
-    use crate::coverage::MarkHits;
+    use sluice_harness::coverage::MarkHits;
 
     fn record(seed: u64, outcome: Outcome, faults: &[&str], check: Option<&str>) -> SeedRecord {
         let run = RunRecord {

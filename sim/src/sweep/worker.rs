@@ -16,8 +16,8 @@ use sluice_engine::graph::ExecutionMode;
 
 use super::record::{SeedRecord, resident_memory};
 use crate::replay::write_failure;
-use crate::scenario::{JobCatalog, Scenario};
 use crate::seed::{DeterminismCheck, SeedOutcome, run_seed};
+use sluice_harness::scenario::{JobCatalog, Scenario};
 
 /// What a worker runs: the first line it reads.
 #[derive(Clone, Debug, Serialize, Deserialize)]

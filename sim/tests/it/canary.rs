@@ -6,7 +6,8 @@ use sluice_engine::failover::RestartStrategy;
 use sluice_engine::graph::ExecutionMode;
 use sluice_sim::check::{Verdict, check_run, judge, modes_agree};
 use sluice_sim::faults::{Fault, FaultKind, Trigger};
-use sluice_sim::runner::{RunOutcome, run};
+use sluice_sim::report::RunOutcome;
+use sluice_sim::runner::run;
 use sluice_sim::seed::{DeterminismCheck, SeedOutcome, run_seed};
 
 use super::support::{load, seed_or};

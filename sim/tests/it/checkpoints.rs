@@ -10,7 +10,7 @@ use sluice_engine::connectors::txn_store::txn_checkpoint;
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::trace::TraceEvent;
 use sluice_sim::faults::{CheckpointTrigger, Fault, FaultKind, Trigger};
-use sluice_sim::runner::RunReport;
+use sluice_sim::report::RunReport;
 use sluice_sim::scenario::Scenario;
 use sluice_sim::trace::TraceRecord;
 

@@ -6,7 +6,8 @@
 use sluice_catalog as catalog;
 use sluice_engine::graph::{ExchangeMode, ExecutionMode};
 use sluice_sim::check::modes_agree;
-use sluice_sim::runner::{RunReport, run};
+use sluice_sim::report::RunReport;
+use sluice_sim::runner::run;
 use sluice_sim::scenario::Scenario;
 
 use super::support::{assert_passes, seed_or};

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use sluice_engine::connectors::txn_store::txn_checkpoint;
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::trace::TraceEvent;
-use sluice_sim::runner::RunReport;
+use sluice_sim::report::RunReport;
 use sluice_sim::scenario::Scenario;
 
 use super::support::{context, load, passing_runs};

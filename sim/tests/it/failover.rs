@@ -20,7 +20,8 @@ use sluice_engine::trace::{TraceEvent, parse_subtask};
 use sluice_sim::check::restarts_follow_the_failover_rules;
 use sluice_sim::compare::Variant;
 use sluice_sim::recovery::recovery_metrics;
-use sluice_sim::runner::{RunReport, run};
+use sluice_sim::report::RunReport;
+use sluice_sim::runner::run;
 
 use super::support::{context, load, passing_runs};
 
@@ -380,7 +381,7 @@ fn exponential_delay_spaces_restarts_with_seeded_jitter_and_failure_rate_gives_u
     };
     scenario.faults.push(second);
     let report = run(&scenario, ExecutionMode::Batch, super::support::seed_or(1));
-    let sluice_sim::runner::RunOutcome::JobFailed(reason) = &report.outcome else {
+    let sluice_sim::report::RunOutcome::JobFailed(reason) = &report.outcome else {
         panic!("the job must fail: {:?}", report.outcome);
     };
     assert!(

@@ -7,7 +7,7 @@
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::shuffle::ShuffleEnvironmentConfig;
 use sluice_engine::trace::TraceEvent;
-use sluice_sim::runner::RunReport;
+use sluice_sim::report::RunReport;
 use sluice_sim::scenario::Scenario;
 use sluice_sim::trace::TraceRecord;
 

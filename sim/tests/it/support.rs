@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use sluice_engine::graph::ExecutionMode;
 use sluice_sim::replay::write_failure;
-use sluice_sim::runner::RunReport;
+use sluice_sim::report::RunReport;
 use sluice_sim::scenario::Scenario;
 use sluice_sim::seed::{DeterminismCheck, SeedOutcome, run_seed};
 

@@ -26,7 +26,6 @@ use std::sync::Arc;
 use sluice_engine::graph::{ExecutionGraph, ExecutionVertexId, JobGraph, JobVertexId};
 use sluice_engine::trace::{TraceEvent, parse_subtask};
 
-use crate::check::CheckFailure;
 use crate::trace::TraceRecord;
 
 /// A partition as the model keys it: its data set, producer subtask and the producer's attempt.
@@ -53,12 +52,9 @@ struct Model {
 
 /// Checks every region restart of a run and returns how many it checked; `region_failover` is
 /// the failover strategy the job runs with (a job that checkpoints restarts all of its subtasks
-/// whatever its spec says).
-pub fn failover_sets(
-    trace: &[TraceRecord],
-    job_graph: Arc<JobGraph>,
-    region_failover: bool,
-) -> Result<usize, CheckFailure> {
+/// whatever its spec says). A restart that re-ran other subtasks than the rules say is an `Err`
+/// that says when, which, and what differs (the `failover-sets` check reports it).
+pub fn failover_sets(trace: &[TraceRecord], job_graph: Arc<JobGraph>, region_failover: bool) -> Result<usize, String> {
     let mut model = Model::new(job_graph);
     let mut checked = 0;
     for record in trace {
@@ -68,10 +64,7 @@ pub fn failover_sets(
             Step::Checked => checked += 1,
             Step::CannotFollow => return Ok(checked),
             Step::Wrong(detail) => {
-                return Err(CheckFailure {
-                    check: "failover-sets",
-                    detail: format!("at {:.3}s: {detail}", record.time.as_secs_f64()),
-                });
+                return Err(format!("at {:.3}s: {detail}", record.time.as_secs_f64()));
             }
         }
     }

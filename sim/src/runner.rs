@@ -1,6 +1,10 @@
 //! One simulated run: a fresh OS thread with its own madsim runtime, the cluster, the client
 //! that submits the job and waits for it, and the faults injected from the acknowledged
-//! submission on. Simulation builds only (it drives madsim's runtime).
+//! submission on. Simulation builds only (it drives madsim's runtime); what the run reports is the
+//! harness's [`RunReport`], as a real run's is.
+//!
+//! A fresh thread per run is what makes a seed replay: std's `HashMap` seeds are per thread, and
+//! madsim seeds them only for a thread that has not made one yet.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,17 +15,17 @@ use sluice_engine::connectors::SinkKind;
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::trace::TraceEvent;
 
-use super::client::submit_and_wait;
-use super::{RunOutcome, RunReport, generate_input, with_late_data};
 use crate::cluster::{CLIENT_IP, Cluster, JOB_MASTER_ADDRESS};
-use crate::coverage::Coverage;
-use crate::external::durable_store::{file_tables, table_kinds};
-use crate::external::txn_store::CommittedView;
-use crate::faults::buggify::SwarmPolicy;
-use crate::faults::{self, Fault};
-use crate::recovery::recovery_metrics;
-use crate::scenario::Scenario;
-use crate::trace::{TraceLog, TraceRecord, trace_hash};
+use sluice_harness::client::submit_and_wait;
+use sluice_harness::coverage::Coverage;
+use sluice_harness::faults::Fault;
+use sluice_harness::faults::buggify::SwarmPolicy;
+use sluice_harness::recovery::recovery_metrics;
+use sluice_harness::report::{RunOutcome, RunReport, generate_input, with_late_data};
+use sluice_harness::scenario::Scenario;
+use sluice_harness::trace::{TraceLog, TraceRecord, trace_hash};
+use sluice_services::durable_store::{file_tables, table_kinds};
+use sluice_services::txn_store::CommittedView;
 
 struct Simulated {
     outcome: RunOutcome,
@@ -71,7 +75,7 @@ pub fn run_on(scenario: &Scenario, mode: ExecutionMode, seed: u64, input: Arc<Ex
             outcome: RunOutcome::Panicked(message),
             committed: CommittedView::new(),
             // What happened up to the panic, for the replay to show.
-            trace: crate::trace::recorded(&records),
+            trace: sluice_harness::trace::recorded(&records),
             coverage: Coverage::new(),
             open_transactions: Vec::new(),
         }
@@ -108,7 +112,7 @@ fn simulate(
     (mode, seed): (ExecutionMode, u64),
     input: Arc<ExternalInput>,
     kinds: &BTreeMap<String, SinkKind>,
-    records: Arc<std::sync::Mutex<Vec<crate::trace::TraceRecord>>>,
+    records: Arc<std::sync::Mutex<Vec<sluice_harness::trace::TraceRecord>>>,
 ) -> Simulated {
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async move {
@@ -132,7 +136,7 @@ fn simulate(
         // nothing else in the run.
         if on_submitted.await.is_ok() {
             trace.record("client", TraceEvent::SubmissionAcknowledged { job_id: scenario.name.clone() });
-            faults::inject::inject(&cluster, schedule);
+            crate::inject::inject(&cluster, schedule);
         }
         let outcome = client_task.await.expect("internal: the client node is never killed");
         let (mut committed, open_transactions) = {

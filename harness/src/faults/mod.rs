@@ -6,18 +6,17 @@
 //!   are enabled, then draws the faults, each from its own stream.
 //! - [`buggify`]: the engine's own fault points ([`sluice_engine::buggify`]), enabled per seed
 //!   swarm-style for scenarios with `buggify: true`.
-//! - [`inject`]: carries a schedule out against a running cluster and records in the trace
-//!   what fired and when (the realized schedule), and when each fault healed.
+//!
+//! Carrying a schedule out against a running cluster is the simulation's (`sluice_sim::inject`),
+//! which records in the trace what fired and when (the realized schedule).
 //!
 //! Every fault is within the contract the engine claims to survive, provided the cluster can
 //! still hold the job and the restart strategy allows the restarts: crashes of processes
 //! (memory lost, synced disk kept), lost and delayed messages, partitions, slow nodes, and an
 //! external store that is unavailable or fails or loses commit replies. What the engine does
-//! not promise to survive is classified as expected-unrecoverable by [`crate::check`].
+//! not promise to survive is classified as expected-unrecoverable by the checks (`check.rs`).
 
 pub mod buggify;
-#[cfg(madsim)]
-pub mod inject;
 pub mod model;
 pub mod random;
 

@@ -22,10 +22,10 @@ use sluice_engine::connectors::csv::parse_records;
 use sluice_engine::connectors::file_sink::write_csv_row;
 use sluice_engine::graph::ExecutionMode;
 
-use crate::external::durable_store::table_kinds;
-use crate::external::txn_store::{CommittedView, TableView};
-use crate::runner::RunReport;
+use crate::report::RunReport;
 use crate::words::counted;
+use sluice_services::durable_store::table_kinds;
+use sluice_services::txn_store::{CommittedView, TableView};
 
 /// The largest table file `diff` reads.
 pub const MAX_TABLE_BYTES: u64 = 1 << 30;

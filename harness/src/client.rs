@@ -9,7 +9,7 @@ use sluice_engine::rpc::RpcClient;
 use sluice_engine::runtime::JobSpec;
 use sluice_engine::runtime::messages::{JobStatus, RequestClusterOverview, RequestJobStatus, SubmitJob};
 
-use super::RunOutcome;
+use crate::report::RunOutcome;
 
 /// Waits until every TaskManager registered (as one submits to a running session cluster),
 /// submits the job, and polls its status until it ends or the time limit passes.

@@ -15,9 +15,9 @@ use sluice_engine::trace::TraceEvent;
 
 use sluice_engine::connectors::txn_store::txn_checkpoint;
 
-use super::model::{CheckpointTrigger, Fault, FaultKind, TaskStateTrigger, Trigger};
 use crate::cluster::Cluster;
-use crate::trace::TraceRecord;
+use sluice_harness::faults::{CheckpointTrigger, Fault, FaultKind, TaskStateTrigger, Trigger};
+use sluice_harness::trace::TraceRecord;
 
 /// How long a slow node runs between pauses.
 const SLOW_SLICE: Duration = Duration::from_millis(5);

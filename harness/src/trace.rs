@@ -36,7 +36,7 @@ impl fmt::Display for TraceRecord {
 #[derive(Clone)]
 pub struct TraceLog {
     records: Arc<Mutex<Vec<TraceRecord>>>,
-    start: madsim::time::Instant,
+    start: sluice_engine::rt::time::Instant,
     appended: Arc<tokio::sync::Notify>,
     coverage: CoverageRecorder,
 }
@@ -63,7 +63,7 @@ impl TraceLog {
     pub fn start_into(records: Arc<Mutex<Vec<TraceRecord>>>) -> TraceLog {
         TraceLog {
             records,
-            start: madsim::time::Instant::now(),
+            start: sluice_engine::rt::time::Instant::now(),
             appended: Arc::default(),
             coverage: CoverageRecorder::default(),
         }
@@ -76,7 +76,7 @@ impl TraceLog {
 
     /// Records an event of `node`.
     pub fn record(&self, node: &str, event: TraceEvent) {
-        let time = madsim::time::Instant::now().duration_since(self.start);
+        let time = sluice_engine::rt::time::Instant::now().duration_since(self.start);
         match &event {
             TraceEvent::FaultInjected { index, kind, .. } => self.coverage.fault_injected(*index, kind),
             TraceEvent::FaultHealed { index, .. } => self.coverage.fault_healed(*index),
@@ -114,7 +114,7 @@ impl TraceLog {
 
     /// Simulated time since the run started.
     pub fn elapsed(&self) -> Duration {
-        madsim::time::Instant::now().duration_since(self.start)
+        sluice_engine::rt::time::Instant::now().duration_since(self.start)
     }
 
     /// The records so far.

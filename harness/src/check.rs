@@ -40,11 +40,11 @@ use sluice_engine::duration::format_duration;
 use sluice_engine::failover::FailoverStrategy;
 use sluice_engine::trace::TraceEvent;
 
-use crate::external::txn_store::{CommittedView, TableView};
 use crate::late::late_elements_obey_the_watermark;
-use crate::runner::{LateOutcome, RunOutcome, RunReport};
+use crate::report::{LateOutcome, RunOutcome, RunReport};
 use crate::scenario::Scenario;
 use crate::trace::{TraceRecord, first_difference};
+use sluice_services::txn_store::{CommittedView, TableView};
 
 /// A check that failed, with details.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -504,7 +504,7 @@ fn unrecoverable(report: &RunReport, scenario: &Scenario, healed: Duration) -> O
 /// seed: the witnesses of a run checked against per-key digests.
 fn full_reference(report: &RunReport) -> Option<ExpectedOutput> {
     let scenario = &report.source;
-    let input = crate::runner::generate_input(scenario, report.seed);
+    let input = crate::report::generate_input(scenario, report.seed);
     scenario.job().expected(&scenario.job_params(), &input, report.mode)
 }
 
@@ -547,6 +547,7 @@ pub fn restarts_follow_the_failover_rules(report: &RunReport) -> Result<usize, C
         detail: format!("internal: the job planned when it ran, and now does not: {error}"),
     })?;
     crate::failover_sets::failover_sets(&report.trace, std::sync::Arc::new(plan), region)
+        .map_err(|detail| CheckFailure { check: "failover-sets", detail })
 }
 
 /// A finished job leaves nothing open in the transactional store: every transaction any attempt
@@ -747,7 +748,7 @@ mod tests {
     use super::*;
     use sluice_catalog::ExpectedTable;
 
-    use crate::external::txn_store::TableView;
+    use sluice_services::txn_store::TableView;
 
     fn row(key: &str, value: &str) -> Row {
         Row { key: key.to_string(), value: value.to_string() }

@@ -1,10 +1,9 @@
-//! Runs one scenario for one seed in one mode, in a fresh OS thread with its own madsim runtime
-//! (`simulate.rs`, simulation builds only), and what such a run reports.
+//! What one run of a scenario reports, for one seed in one mode, whoever ran it (the simulation's
+//! `sluice_sim::runner` or a real cluster's `sluice_real::local`): how it ended, what it
+//! committed, its trace, and the late data that shaped it; and the job's input for a seed.
 //!
-//! A fresh thread per run is what makes a seed replay: std's `HashMap` seeds are per thread, and
-//! madsim seeds them only for a thread that has not made one yet. The job's input is generated
-//! from the seed (its own `workload` stream) before the simulation starts, so both modes of one
-//! seed read the same input.
+//! The job's input is generated from the seed (its own `workload` stream) before the run starts,
+//! so both modes of one seed read the same input.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -17,17 +16,11 @@ use sluice_engine::prng::Prng;
 use sluice_engine::trace::TraceEvent;
 
 use crate::coverage::Coverage;
-use crate::external::txn_store::CommittedView;
 use crate::faults::Fault;
 use crate::recovery::RecoveryMetrics;
 use crate::scenario::Scenario;
 use crate::trace::TraceRecord;
-
-pub mod client;
-#[cfg(madsim)]
-mod simulate;
-#[cfg(madsim)]
-pub use simulate::{run, run_on};
+use sluice_services::txn_store::CommittedView;
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
