@@ -417,79 +417,22 @@ impl fmt::Display for TraceEvent {
             TraceEvent::TaskRunning { attempt, vertex, subtask } => {
                 write!(f, "a{attempt} v{vertex}[{subtask}] running")
             }
-            TraceEvent::TaskFinished {
-                attempt,
-                vertex,
-                subtask,
-                records_in,
-                records_out,
-                disk_bytes_read,
-                disk_bytes_written,
-                backpressure_micros,
-                ..
-            } => {
-                write!(f, "a{attempt} v{vertex}[{subtask}] finished (in {records_in}, out {records_out}")?;
-                if *disk_bytes_read + *disk_bytes_written > 0 {
-                    write!(f, "; disk read {disk_bytes_read} B, written {disk_bytes_written} B")?;
-                }
-                if *backpressure_micros > 0 {
-                    write!(f, "; backpressured {} ms", backpressure_micros / 1000)?;
-                }
-                write!(f, ")")
-            }
+            TraceEvent::TaskFinished { .. } => fmt_task_finished(self, f),
             TraceEvent::TaskFailed { attempt, vertex, subtask, reason } => {
                 write!(f, "a{attempt} v{vertex}[{subtask}] failed: {reason}")
             }
             TraceEvent::JobRestarting { attempt, delay_ms, cause, .. } => {
                 write!(f, "restart as a{attempt} in {delay_ms} ms: {cause}")
             }
-            TraceEvent::RegionsRestarting { attempt, delay_ms, cause, regions, subtasks, finished, .. } => {
-                let plural = if *regions == 1 { "" } else { "s" };
-                write!(
-                    f,
-                    "restart {regions} region{plural} as a{attempt} in {delay_ms} ms ({}; {finished} had finished): {cause}",
-                    subtasks.join(" ")
-                )
-            }
-            TraceEvent::FinishedWorkReconciled { attempt, kept, rerun, .. } => {
-                write!(f, "a{attempt} keeps {} finished subtasks, re-runs {}", kept.len(), rerun.len())?;
-                if !rerun.is_empty() {
-                    write!(f, " ({})", rerun.join(" "))?;
-                }
-                Ok(())
-            }
+            TraceEvent::RegionsRestarting { .. } => fmt_regions_restarting(self, f),
+            TraceEvent::FinishedWorkReconciled { .. } => fmt_reconciled(self, f),
             TraceEvent::JobMasterLost { reason, tasks_cancelled } => {
                 write!(f, "lost the JobMaster ({reason}); cancelled {}", counted(*tasks_cancelled, "task"))
             }
             TraceEvent::PartitionsExpired { partitions } => {
                 write!(f, "no JobMaster came back: released {}", counted(*partitions, "partition"))
             }
-            TraceEvent::LateElement {
-                attempt,
-                vertex,
-                subtask,
-                operator,
-                element,
-                timestamp,
-                watermark,
-                missed,
-                joined,
-                ..
-            } => {
-                let spans = |windows: &[(i64, i64)]| {
-                    windows.iter().map(|(start, end)| format!("[{start}, {end})")).collect::<Vec<_>>().join(" ")
-                };
-                let late = if joined.is_empty() {
-                    format!("late for every window ({})", spans(missed))
-                } else {
-                    format!("left out of {} (fired), added to {}", spans(missed), spans(joined))
-                };
-                write!(
-                    f,
-                    "a{attempt} v{vertex}[{subtask}] operator {operator}: element {element} at {timestamp} {late} \
-                     (watermark {watermark})"
-                )
-            }
+            TraceEvent::LateElement { .. } => fmt_late_element(self, f),
             TraceEvent::LateElementsCounted { attempt, vertex, subtask, operator, dropped } => {
                 write!(f, "a{attempt} v{vertex}[{subtask}] operator {operator}: {} late", counted(*dropped, "element"))
             }
@@ -511,13 +454,7 @@ impl fmt::Display for TraceEvent {
             }
             TraceEvent::JobFailed { reason } => write!(f, "job failed: {reason}"),
             TraceEvent::TransactionPrepared { txn_id, epoch } => write!(f, "prepared {txn_id} (epoch {epoch})"),
-            TraceEvent::TransactionsAborted { prefix, epoch, transactions } => {
-                write!(
-                    f,
-                    "aborted {} of {prefix}* older than epoch {epoch}",
-                    counted(*transactions, "open transaction")
-                )
-            }
+            TraceEvent::TransactionsAborted { .. } => fmt_transactions_aborted(self, f),
             TraceEvent::TransactionCommitted { txn_id, epoch, rows } => {
                 write!(f, "committed {txn_id} (epoch {epoch}, {})", counted(*rows, "row"))
             }
@@ -529,6 +466,97 @@ impl fmt::Display for TraceEvent {
             TraceEvent::Harness { detail } => f.write_str(detail),
         }
     }
+}
+
+/// Formats a [`TraceEvent::TaskFinished`] (one arm of `Display`, apart for length).
+fn fmt_task_finished(event: &TraceEvent, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let TraceEvent::TaskFinished {
+        attempt,
+        vertex,
+        subtask,
+        records_in,
+        records_out,
+        disk_bytes_read,
+        disk_bytes_written,
+        backpressure_micros,
+        ..
+    } = event
+    else {
+        unreachable!("fmt_task_finished formats only a TaskFinished")
+    };
+    write!(f, "a{attempt} v{vertex}[{subtask}] finished (in {records_in}, out {records_out}")?;
+    if *disk_bytes_read + *disk_bytes_written > 0 {
+        write!(f, "; disk read {disk_bytes_read} B, written {disk_bytes_written} B")?;
+    }
+    if *backpressure_micros > 0 {
+        write!(f, "; backpressured {} ms", backpressure_micros / 1000)?;
+    }
+    write!(f, ")")
+}
+
+/// Formats a [`TraceEvent::RegionsRestarting`] (one arm of `Display`, apart for length).
+fn fmt_regions_restarting(event: &TraceEvent, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let TraceEvent::RegionsRestarting { attempt, delay_ms, cause, regions, subtasks, finished, .. } = event else {
+        unreachable!("fmt_regions_restarting formats only a RegionsRestarting")
+    };
+    let plural = if *regions == 1 { "" } else { "s" };
+    write!(
+        f,
+        "restart {regions} region{plural} as a{attempt} in {delay_ms} ms ({}; {finished} had finished): {cause}",
+        subtasks.join(" ")
+    )
+}
+
+/// Formats a [`TraceEvent::FinishedWorkReconciled`] (one arm of `Display`, apart for length).
+fn fmt_reconciled(event: &TraceEvent, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let TraceEvent::FinishedWorkReconciled { attempt, kept, rerun, .. } = event else {
+        unreachable!("fmt_reconciled formats only a FinishedWorkReconciled")
+    };
+    write!(f, "a{attempt} keeps {} finished subtasks, re-runs {}", kept.len(), rerun.len())?;
+    if !rerun.is_empty() {
+        write!(f, " ({})", rerun.join(" "))?;
+    }
+    Ok(())
+}
+
+/// Formats a [`TraceEvent::LateElement`] (one arm of `Display`, apart for length).
+fn fmt_late_element(event: &TraceEvent, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let TraceEvent::LateElement {
+        attempt,
+        vertex,
+        subtask,
+        operator,
+        element,
+        timestamp,
+        watermark,
+        missed,
+        joined,
+        ..
+    } = event
+    else {
+        unreachable!("fmt_late_element formats only a LateElement")
+    };
+    let spans = |windows: &[(i64, i64)]| {
+        windows.iter().map(|(start, end)| format!("[{start}, {end})")).collect::<Vec<_>>().join(" ")
+    };
+    let late = if joined.is_empty() {
+        format!("late for every window ({})", spans(missed))
+    } else {
+        format!("left out of {} (fired), added to {}", spans(missed), spans(joined))
+    };
+    write!(
+        f,
+        "a{attempt} v{vertex}[{subtask}] operator {operator}: element {element} at {timestamp} {late} \
+             (watermark {watermark})"
+    )
+}
+
+/// Formats a [`TraceEvent::TransactionsAborted`] (one arm of `Display`, apart for length).
+fn fmt_transactions_aborted(event: &TraceEvent, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let TraceEvent::TransactionsAborted { prefix, epoch, transactions } = event else {
+        unreachable!("fmt_transactions_aborted formats only a TransactionsAborted")
+    };
+    write!(f, "aborted {} of {prefix}* older than epoch {epoch}", counted(*transactions, "open transaction"))
 }
 
 /// Reads a subtask as events write it, `v1[0]`: (vertex, subtask).

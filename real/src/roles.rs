@@ -106,11 +106,6 @@ pub fn run(role: &Role, cluster: &ClusterFile, dirs: &Dirs) -> Result<(), String
         FileTracer::open(&dirs.trace.join(format!("{node}.jsonl")), &node)
             .map_err(|error| format!("{node}: cannot open its trace file: {error}"))?,
     );
-    let disk = |name: &str| -> Result<Arc<dyn Storage>, String> {
-        let root = dirs.data.join(name);
-        let storage = FileStorage::open(&root).map_err(|error| format!("{node}: disk {}: {error}", root.display()))?;
-        Ok(Arc::new(storage))
-    };
     // A task runs its operator chain without yielding for as long as a batch takes (a sort of
     // its whole input, in batch mode): with a thread per slot and two to spare, heartbeats and
     // RPC handlers always find a thread.
@@ -123,85 +118,117 @@ pub fn run(role: &Role, cluster: &ClusterFile, dirs: &Dirs) -> Result<(), String
         .enable_all()
         .build()
         .map_err(|error| format!("{node}: cannot start its runtime: {error}"))?;
-    let timing = real_timing();
-    let durable = cluster.durable_store;
-    let reconnect = cluster.reconnect();
+    let (durable, reconnect) = (cluster.durable_store, cluster.reconnect());
     let durable_storage: StorageFactory =
         Arc::new(move || Arc::new(RemoteStorage::new(durable).with_reconnect(reconnect)) as Arc<dyn Storage>);
     // `serve` says when its role is ready (answers the readiness probe).
     runtime.spawn(crate::ready::announce_when_ready(node.clone(), own));
-    match role {
-        Role::JobMaster => runtime.block_on(run_job_master(JobMasterConfig {
-            address: cluster.job_master,
+    let process = Process { node, cluster, dirs, tracer, durable_storage };
+    runtime.block_on(process.serve(role))
+}
+
+/// A role's process: what every role is started with.
+struct Process<'a> {
+    node: String,
+    cluster: &'a ClusterFile,
+    dirs: &'a Dirs,
+    tracer: TracerHandle,
+    durable_storage: StorageFactory,
+}
+
+impl Process<'_> {
+    /// Serves `role` until the process is killed.
+    async fn serve(self, role: &Role) -> Result<(), String> {
+        let (cluster, tracer) = (self.cluster, Arc::clone(&self.tracer));
+        match role {
+            Role::JobMaster => run_job_master(self.job_master_config()).await,
+            Role::TaskManager(index) => run_task_manager(self.task_manager_config(*index)?).await,
+            Role::DurableStore => serve_storage(cluster.durable_store, self.disk()?, tracer).await,
+            Role::TxnStore => {
+                let state =
+                    TxnStoreState::recover(self.file_storage()?).map_err(|error| format!("{}: {error}", self.node))?;
+                run_txn_store(cluster.txn_store, state, tracer).await
+            }
+            Role::Log { scenario, seed } => {
+                let input = Arc::new(generate_input(&load_scenario(scenario)?, *seed));
+                run_log_server(cluster.log, input).await
+            }
+            Role::Files { input, scenario, seed } => {
+                run_file_server(cluster.files, self.input_files(input.as_deref(), scenario, *seed)?).await
+            }
+            Role::ShuffleService => {
+                let storage = self.disk()?;
+                let config = ShuffleServiceConfig {
+                    address: cluster.shuffle_service,
+                    storage,
+                    resources: Arc::new(Resources::free()),
+                    tracer,
+                };
+                run_shuffle_service(config).await
+            }
+        }
+        Ok(())
+    }
+
+    /// The node's own disk: a directory under the data directory.
+    fn disk(&self) -> Result<Arc<dyn Storage>, String> {
+        Ok(self.file_storage()?)
+    }
+
+    fn file_storage(&self) -> Result<Arc<FileStorage>, String> {
+        let root = self.dirs.data.join(&self.node);
+        let storage =
+            FileStorage::open(&root).map_err(|error| format!("{}: disk {}: {error}", self.node, root.display()))?;
+        Ok(Arc::new(storage))
+    }
+
+    fn job_master_config(&self) -> JobMasterConfig {
+        let timing = real_timing();
+        JobMasterConfig {
+            address: self.cluster.job_master,
             heartbeat_timeout: timing.heartbeat_timeout,
             slot_request_timeout: timing.slot_request_timeout,
             worker_recovery_timeout: timing.worker_recovery_timeout,
-            external: cluster.external_systems(),
+            external: self.cluster.external_systems(),
             jobs: sluice_catalog::registry(),
-            storage: durable_storage,
-            tracer,
-        })),
-        Role::TaskManager(index) => {
-            let address = *cluster.task_managers.get(*index as usize).ok_or_else(|| {
-                format!("{node}: the cluster file lists {} TaskManagers", cluster.task_managers.len())
-            })?;
-            let config = TaskManagerConfig {
-                name: node.clone(),
-                address,
-                slots: cluster.slots_per_task_manager,
-                jobs: sluice_catalog::registry(),
-                job_master: cluster.job_master,
-                heartbeat_interval: timing.heartbeat_interval,
-                job_master_timeout: timing.heartbeat_timeout,
-                partition_grace: timing.partition_grace,
-                storage: disk(&node)?,
-                checkpoint_storage: durable_storage,
-                shuffle: sluice_engine::shuffle::ShuffleEnvironmentConfig::default(),
-                costs: Arc::new(ZeroCost),
-                cores: cluster.slots_per_task_manager,
-                tracer,
-            };
-            runtime.block_on(run_task_manager(config));
-        }
-        Role::DurableStore => {
-            let storage = disk(&node)?;
-            runtime.block_on(serve_storage(cluster.durable_store, storage, tracer));
-        }
-        Role::TxnStore => {
-            let storage = FileStorage::open(dirs.data.join(&node))
-                .map_err(|error| format!("{node}: disk {}: {error}", dirs.data.join(&node).display()))?;
-            let state = TxnStoreState::recover(Arc::new(storage)).map_err(|error| format!("{node}: {error}"))?;
-            runtime.block_on(run_txn_store(cluster.txn_store, state, tracer));
-        }
-        Role::Log { scenario, seed } => {
-            let scenario = load_scenario(scenario)?;
-            let input = Arc::new(generate_input(&scenario, *seed));
-            runtime.block_on(run_log_server(cluster.log, input));
-        }
-        Role::Files { input, scenario, seed } => {
-            let files: Arc<dyn Storage> = match input {
-                Some(directory) => Arc::new(
-                    FileStorage::read_only(directory)
-                        .map_err(|error| format!("{node}: input {}: {error}", directory.display()))?,
-                ),
-                None => {
-                    let scenario = load_scenario(scenario)?;
-                    Arc::new(load_files(&generate_input(&scenario, *seed)).unwrap_or_default())
-                }
-            };
-            runtime.block_on(run_file_server(cluster.files, files));
-        }
-        Role::ShuffleService => {
-            let config = ShuffleServiceConfig {
-                address: cluster.shuffle_service,
-                storage: disk(&node)?,
-                resources: Arc::new(Resources::free()),
-                tracer,
-            };
-            runtime.block_on(run_shuffle_service(config));
+            storage: Arc::clone(&self.durable_storage),
+            tracer: Arc::clone(&self.tracer),
         }
     }
-    Ok(())
+
+    fn task_manager_config(&self, index: u32) -> Result<TaskManagerConfig, String> {
+        let (cluster, timing) = (self.cluster, real_timing());
+        let address = *cluster.task_managers.get(index as usize).ok_or_else(|| {
+            format!("{}: the cluster file lists {} TaskManagers", self.node, cluster.task_managers.len())
+        })?;
+        Ok(TaskManagerConfig {
+            name: self.node.clone(),
+            address,
+            slots: cluster.slots_per_task_manager,
+            jobs: sluice_catalog::registry(),
+            job_master: cluster.job_master,
+            heartbeat_interval: timing.heartbeat_interval,
+            job_master_timeout: timing.heartbeat_timeout,
+            partition_grace: timing.partition_grace,
+            storage: self.disk()?,
+            checkpoint_storage: Arc::clone(&self.durable_storage),
+            shuffle: sluice_engine::shuffle::ShuffleEnvironmentConfig::default(),
+            costs: Arc::new(ZeroCost),
+            cores: cluster.slots_per_task_manager,
+            tracer: Arc::clone(&self.tracer),
+        })
+    }
+
+    /// What the files node serves: a directory, read-only, or the scenario's generated files.
+    fn input_files(&self, input: Option<&Path>, scenario: &Path, seed: u64) -> Result<Arc<dyn Storage>, String> {
+        Ok(match input {
+            Some(directory) => Arc::new(
+                FileStorage::read_only(directory)
+                    .map_err(|error| format!("{}: input {}: {error}", self.node, directory.display()))?,
+            ),
+            None => Arc::new(load_files(&generate_input(&load_scenario(scenario)?, seed)).unwrap_or_default()),
+        })
+    }
 }
 
 /// The simulation's timing, with a heartbeat timeout a loaded machine can keep: real processes

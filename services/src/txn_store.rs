@@ -499,6 +499,11 @@ impl TxnStoreState {
         if !transaction.prepared {
             return Err(TxnError::NotPrepared);
         }
+        assert!(
+            !transaction.committed && transaction.epoch == request.epoch,
+            "txn-store invariant: only an open transaction of the committing epoch commits ({})",
+            request.txn_id
+        );
         transaction.committed = true;
         let batches = std::mem::take(&mut transaction.staged);
         let (name, kind) = (transaction.table.clone(), transaction.kind);
@@ -507,6 +512,11 @@ impl TxnStoreState {
         for rows in batches.values() {
             table.append(rows);
         }
+        assert!(
+            !self.commit_order.contains(&request.txn_id),
+            "txn-store invariant: a transaction commits once ({})",
+            request.txn_id
+        );
         self.commit_order.push(request.txn_id);
         Ok((TxnOutcome::Done, count))
     }

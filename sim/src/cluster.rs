@@ -9,6 +9,7 @@
 //! `shuffle: remote` use it.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,6 +18,7 @@ use madsim::net::NetSim;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
 use sluice_catalog::ExternalInput;
+use sluice_engine::api::JobRegistry;
 use sluice_engine::connectors::{DURABLE_STORE_SYSTEM, FILES_SYSTEM, LOG_SYSTEM, TXN_STORE_SYSTEM};
 use sluice_engine::graph::ExternalSystems;
 use sluice_engine::resources::{CostModel, Resources};
@@ -70,140 +72,146 @@ pub struct Cluster {
     network: madsim::net::Config,
 }
 
-impl Cluster {
-    /// Starts every node; call inside the simulation.
-    pub fn start(scenario: &Scenario, input: Arc<ExternalInput>, trace: &TraceLog) -> Cluster {
-        let spec = &scenario.cluster;
-        let mut costs = BTreeMap::new();
-        let handle = Handle::current();
-        let timing = ClusterTiming::default();
-        let mut external = ExternalSystems::default()
+/// The nodes of a cluster being started, with their disks.
+struct Nodes {
+    handle: Handle,
+    ids: BTreeMap<String, NodeId>,
+    disks: BTreeMap<String, MemoryStorage>,
+}
+
+impl Nodes {
+    /// Creates the node `name` at `ip`, running `init` at every (re)start.
+    fn add<F: Future + 'static>(&mut self, name: &str, ip: IpAddr, init: impl Fn() -> F + Send + Sync + 'static) {
+        let node = self.handle.create_node().name(name).ip(ip).init(init).build();
+        let previous = self.ids.insert(name.to_string(), node.id());
+        assert!(previous.is_none(), "cluster invariant: one node per name, and `{name}` was started twice");
+    }
+
+    /// The files node, only for jobs that read files, so that no other run gains a node (a
+    /// node changes the simulation's draws, and so every trace); the external systems the
+    /// engine is told of.
+    fn start_files(&mut self, input: &ExternalInput) -> ExternalSystems {
+        let external = ExternalSystems::default()
             .with(LOG_SYSTEM, LOG_ADDRESS)
             .with(TXN_STORE_SYSTEM, TXN_STORE_ADDRESS)
             .with(SHUFFLE_SERVICE, SHUFFLE_SERVICE_ADDRESS)
             .with(DURABLE_STORE_SYSTEM, DURABLE_STORE_ADDRESS);
-        let mut nodes = BTreeMap::new();
-        let mut disks = BTreeMap::new();
-        // The files node exists only for jobs that read files, so that no other run gains a node
-        // (a node changes the simulation's draws, and so every trace).
-        if let Some(files) = sluice_services::files::load(&input) {
-            external = external.with(FILES_SYSTEM, FILES_ADDRESS);
-            let disk: Arc<dyn Storage> = Arc::new(files.clone());
-            let node = handle
-                .create_node()
-                .name(FILES_SYSTEM)
-                .ip(FILES_ADDRESS.ip())
-                .init(move || run_file_server(FILES_ADDRESS, Arc::clone(&disk)))
-                .build();
-            nodes.insert(FILES_SYSTEM.to_string(), node.id());
-            disks.insert(FILES_SYSTEM.to_string(), files);
-        }
+        let Some(files) = sluice_services::files::load(input) else { return external };
+        let disk: Arc<dyn Storage> = Arc::new(files.clone());
+        self.add(FILES_SYSTEM, FILES_ADDRESS.ip(), move || run_file_server(FILES_ADDRESS, Arc::clone(&disk)));
+        self.disks.insert(FILES_SYSTEM.to_string(), files);
+        external.with(FILES_SYSTEM, FILES_ADDRESS)
+    }
 
-        // The durable store: where the JobMaster keeps submitted jobs and their attempts, so
-        // that a restarted JobMaster resumes them.
+    /// The durable store: where the JobMaster keeps submitted jobs and their attempts, so that a
+    /// restarted JobMaster resumes them.
+    fn start_durable_store(&mut self, trace: &TraceLog) -> DurableStoreState {
         let durable_store = DurableStoreState::default();
-        disks.insert(DURABLE_STORE_NODE.to_string(), durable_store.disk.clone());
-        let state = durable_store.clone();
-        let durable_tracer = trace.tracer_for(DURABLE_STORE_NODE);
-        let node = handle
-            .create_node()
-            .name(DURABLE_STORE_NODE)
-            .ip(DURABLE_STORE_ADDRESS.ip())
-            .init(move || run_durable_store(DURABLE_STORE_ADDRESS, state.clone(), Arc::clone(&durable_tracer)))
-            .build();
-        nodes.insert(DURABLE_STORE_NODE.to_string(), node.id());
+        self.disks.insert(DURABLE_STORE_NODE.to_string(), durable_store.disk.clone());
+        let (state, tracer) = (durable_store.clone(), trace.tracer_for(DURABLE_STORE_NODE));
+        self.add(DURABLE_STORE_NODE, DURABLE_STORE_ADDRESS.ip(), move || {
+            run_durable_store(DURABLE_STORE_ADDRESS, state.clone(), Arc::clone(&tracer))
+        });
+        durable_store
+    }
 
-        let durable_storage: StorageFactory =
-            Arc::new(|| Arc::new(RemoteStorage::new(DURABLE_STORE_ADDRESS)) as Arc<dyn Storage>);
-        // The scenario's jobs (the built-in ones, or a user's), registered with the cluster.
-        let jobs = scenario.jobs.registry();
-        let jm_config = JobMasterConfig {
+    fn start_job_master(
+        &mut self,
+        external: ExternalSystems,
+        jobs: JobRegistry,
+        durable_storage: &StorageFactory,
+        trace: &TraceLog,
+    ) {
+        let timing = ClusterTiming::default();
+        let config = JobMasterConfig {
             address: JOB_MASTER_ADDRESS,
             heartbeat_timeout: timing.heartbeat_timeout,
             slot_request_timeout: timing.slot_request_timeout,
             worker_recovery_timeout: timing.worker_recovery_timeout,
             external,
-            jobs: jobs.clone(),
-            storage: Arc::clone(&durable_storage),
+            jobs,
+            storage: Arc::clone(durable_storage),
             tracer: trace.tracer_for("jm"),
         };
-        let jm = handle
-            .create_node()
-            .name("jm")
-            .ip(JOB_MASTER_ADDRESS.ip())
-            .init(move || run_job_master(jm_config.clone()))
-            .build();
-        nodes.insert("jm".to_string(), jm.id());
+        self.add("jm", JOB_MASTER_ADDRESS.ip(), move || run_job_master(config.clone()));
+    }
 
-        for index in 0..spec.task_managers {
-            let name = format!("tm-{index}");
-            let disk = MemoryStorage::new();
-            let address = task_manager_address(index);
-            let node_costs = NodeCosts::new(scenario.costs.clone());
-            costs.insert(name.clone(), node_costs.clone());
-            let config = TaskManagerConfig {
-                name: name.clone(),
-                address,
-                slots: spec.slots_per_task_manager,
-                jobs: jobs.clone(),
-                job_master: JOB_MASTER_ADDRESS,
-                heartbeat_interval: timing.heartbeat_interval,
-                job_master_timeout: timing.heartbeat_timeout,
-                partition_grace: timing.partition_grace,
-                storage: Arc::new(disk.clone()) as Arc<dyn Storage>,
-                checkpoint_storage: Arc::clone(&durable_storage),
-                shuffle: ShuffleEnvironmentConfig::default(),
-                costs: Arc::new(node_costs) as Arc<dyn CostModel>,
-                cores: scenario.cores(),
-                tracer: trace.tracer_for(&name),
-            };
-            let node = handle
-                .create_node()
-                .name(&name)
-                .ip(address.ip())
-                .init(move || run_task_manager(config.clone()))
-                .build();
-            nodes.insert(name.clone(), node.id());
-            disks.insert(name, disk);
-        }
+    /// TaskManager `index`, with a disk of its own; its name and costs.
+    fn start_task_manager(
+        &mut self,
+        scenario: &Scenario,
+        index: u32,
+        jobs: &JobRegistry,
+        durable_storage: &StorageFactory,
+        trace: &TraceLog,
+    ) -> (String, NodeCosts) {
+        let timing = ClusterTiming::default();
+        let name = format!("tm-{index}");
+        let disk = MemoryStorage::new();
+        let address = task_manager_address(index);
+        let node_costs = NodeCosts::new(scenario.costs.clone());
+        let config = TaskManagerConfig {
+            name: name.clone(),
+            address,
+            slots: scenario.cluster.slots_per_task_manager,
+            jobs: jobs.clone(),
+            job_master: JOB_MASTER_ADDRESS,
+            heartbeat_interval: timing.heartbeat_interval,
+            job_master_timeout: timing.heartbeat_timeout,
+            partition_grace: timing.partition_grace,
+            storage: Arc::new(disk.clone()) as Arc<dyn Storage>,
+            checkpoint_storage: Arc::clone(durable_storage),
+            shuffle: ShuffleEnvironmentConfig::default(),
+            costs: Arc::new(node_costs.clone()) as Arc<dyn CostModel>,
+            cores: scenario.cores(),
+            tracer: trace.tracer_for(&name),
+        };
+        self.add(&name, address.ip(), move || run_task_manager(config.clone()));
+        self.disks.insert(name.clone(), disk);
+        (name, node_costs)
+    }
 
+    /// The remote shuffle service, with a disk of its own; its costs.
+    fn start_shuffle_service(&mut self, scenario: &Scenario, trace: &TraceLog) -> NodeCosts {
         let service_costs = NodeCosts::new(scenario.costs.clone());
-        costs.insert(SHUFFLE_SERVICE_NODE.to_string(), service_costs.clone());
         let service_disk = MemoryStorage::new();
-        disks.insert(SHUFFLE_SERVICE_NODE.to_string(), service_disk.clone());
-        let service_config = ShuffleServiceConfig {
+        self.disks.insert(SHUFFLE_SERVICE_NODE.to_string(), service_disk.clone());
+        let config = ShuffleServiceConfig {
             address: SHUFFLE_SERVICE_ADDRESS,
             storage: Arc::new(service_disk) as Arc<dyn Storage>,
-            resources: Arc::new(Resources::new(Arc::new(service_costs), scenario.cores() as usize)),
+            resources: Arc::new(Resources::new(Arc::new(service_costs.clone()), scenario.cores() as usize)),
             tracer: trace.tracer_for(SHUFFLE_SERVICE_NODE),
         };
-        let service = handle
-            .create_node()
-            .name(SHUFFLE_SERVICE_NODE)
-            .ip(SHUFFLE_SERVICE_ADDRESS.ip())
-            .init(move || run_shuffle_service(service_config.clone()))
-            .build();
-        nodes.insert(SHUFFLE_SERVICE_NODE.to_string(), service.id());
+        self.add(SHUFFLE_SERVICE_NODE, SHUFFLE_SERVICE_ADDRESS.ip(), move || run_shuffle_service(config.clone()));
+        service_costs
+    }
+}
 
-        let log = handle
-            .create_node()
-            .name(LOG_SYSTEM)
-            .ip(LOG_ADDRESS.ip())
-            .init(move || run_log_server(LOG_ADDRESS, Arc::clone(&input)))
-            .build();
-        nodes.insert(LOG_SYSTEM.to_string(), log.id());
-
+impl Cluster {
+    /// Starts every node; call inside the simulation. Nodes are created in a fixed order (each
+    /// creation draws from the simulation's generator, so the order is part of every trace).
+    pub fn start(scenario: &Scenario, input: Arc<ExternalInput>, trace: &TraceLog) -> Cluster {
+        let mut nodes = Nodes { handle: Handle::current(), ids: BTreeMap::new(), disks: BTreeMap::new() };
+        let external = nodes.start_files(&input);
+        let durable_store = nodes.start_durable_store(trace);
+        let durable_storage: StorageFactory =
+            Arc::new(|| Arc::new(RemoteStorage::new(DURABLE_STORE_ADDRESS)) as Arc<dyn Storage>);
+        // The scenario's jobs (the built-in ones, or a user's), registered with the cluster.
+        let jobs = scenario.jobs.registry();
+        nodes.start_job_master(external, jobs.clone(), &durable_storage, trace);
+        let mut costs = BTreeMap::new();
+        for index in 0..scenario.cluster.task_managers {
+            let (name, node_costs) = nodes.start_task_manager(scenario, index, &jobs, &durable_storage, trace);
+            costs.insert(name, node_costs);
+        }
+        costs.insert(SHUFFLE_SERVICE_NODE.to_string(), nodes.start_shuffle_service(scenario, trace));
+        nodes.add(LOG_SYSTEM, LOG_ADDRESS.ip(), move || run_log_server(LOG_ADDRESS, Arc::clone(&input)));
         let store = Arc::new(Mutex::new(TxnStoreState::default()));
-        let shared = Arc::clone(&store);
-        let store_tracer = trace.tracer_for(TXN_STORE_SYSTEM);
-        let store_node = handle
-            .create_node()
-            .name(TXN_STORE_SYSTEM)
-            .ip(TXN_STORE_ADDRESS.ip())
-            .init(move || run_txn_store(TXN_STORE_ADDRESS, Arc::clone(&shared), Arc::clone(&store_tracer)))
-            .build();
-        nodes.insert(TXN_STORE_SYSTEM.to_string(), store_node.id());
-
+        let (shared, store_tracer) = (Arc::clone(&store), trace.tracer_for(TXN_STORE_SYSTEM));
+        nodes.add(TXN_STORE_SYSTEM, TXN_STORE_ADDRESS.ip(), move || {
+            run_txn_store(TXN_STORE_ADDRESS, Arc::clone(&shared), Arc::clone(&store_tracer))
+        });
+        let Nodes { handle, ids: nodes, disks } = nodes;
         let network = madsim::net::Config::default();
         Cluster { handle, nodes, disks, store, durable_store, costs, trace: trace.clone(), network }
     }

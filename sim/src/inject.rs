@@ -146,13 +146,31 @@ async fn apply(cluster: &Cluster, kind: &FaultKind) -> bool {
             cluster.store().lock().expect("store lock").faults.lost_commit_replies += count;
             return false;
         }
+        FaultKind::LosePartition { .. }
+        | FaultKind::CorruptPartition { .. }
+        | FaultKind::LoseDisk { .. }
+        | FaultKind::LoseNewestObjects { .. } => {
+            lose_data(cluster, kind);
+            return false;
+        }
+        FaultKind::DurableStoreUnavailable { duration } => {
+            cluster.durable_store().set_unavailable(true);
+            madsim::time::sleep(*duration).await;
+            cluster.durable_store().set_unavailable(false);
+        }
+    }
+    true
+}
+
+/// Applies a fault that loses or damages stored data, at once, noting what it hit.
+fn lose_data(cluster: &Cluster, kind: &FaultKind) {
+    match kind {
         FaultKind::LosePartition { node } => {
             let lost = cluster.lose_partition(node);
             note(
                 cluster,
                 lost.map_or_else(|| format!("{node} held no partition to lose"), |path| format!("lost {node}:{path}")),
             );
-            return false;
         }
         FaultKind::CorruptPartition { node } => {
             let corrupted = cluster.corrupt_partition(node);
@@ -163,16 +181,9 @@ async fn apply(cluster: &Cluster, kind: &FaultKind) -> bool {
                     |path| format!("corrupted {node}:{path}"),
                 ),
             );
-            return false;
         }
         FaultKind::LoseDisk { node } => {
             cluster.lose_disk(node);
-            return false;
-        }
-        FaultKind::DurableStoreUnavailable { duration } => {
-            cluster.durable_store().set_unavailable(true);
-            madsim::time::sleep(*duration).await;
-            cluster.durable_store().set_unavailable(false);
         }
         FaultKind::LoseNewestObjects { count } => {
             for _ in 0..*count {
@@ -185,8 +196,7 @@ async fn apply(cluster: &Cluster, kind: &FaultKind) -> bool {
                     ),
                 );
             }
-            return false;
         }
+        other => unreachable!("lose_data applies only data-loss faults, not {other:?}"),
     }
-    true
 }

@@ -176,92 +176,101 @@ fn halve(duration: Duration) -> Option<Duration> {
 fn simplifications(fault: &Fault, fired_at: Option<Duration>) -> Vec<Fault> {
     let mut simpler = Vec::new();
     let with_trigger = |trigger: Trigger| Fault { trigger, kind: fault.kind.clone() };
-    let with_kind = |kind: FaultKind| Fault { trigger: fault.trigger.clone(), kind };
     match &fault.trigger {
         Trigger::At(time) => simpler.extend(halve(*time).map(|earlier| with_trigger(Trigger::At(earlier)))),
         // An event trigger becomes a time trigger at the moment it fired.
         Trigger::Task { .. } | Trigger::RecordsCommitted(_) | Trigger::Checkpoint(_) | Trigger::Prepared(_) => simpler
             .extend(fired_at.map(|time| with_trigger(Trigger::At(Duration::from_millis(time.as_millis() as u64))))),
     }
-    match &fault.kind {
-        FaultKind::Kill { node, restart_after: Some(delay) } => simpler.extend(
-            halve(*delay).map(|sooner| with_kind(FaultKind::Kill { node: node.clone(), restart_after: Some(sooner) })),
-        ),
+    simpler.extend(simpler_kinds(&fault.kind).into_iter().map(|kind| Fault { trigger: fault.trigger.clone(), kind }));
+    simpler
+}
+
+/// Simpler kinds of fault than `kind`, most aggressive first: shorter, milder, or a loss in place
+/// of a corruption.
+fn simpler_kinds(kind: &FaultKind) -> Vec<FaultKind> {
+    match kind {
+        FaultKind::Kill { node, restart_after: Some(delay) } => halve(*delay)
+            .map(|sooner| FaultKind::Kill { node: node.clone(), restart_after: Some(sooner) })
+            .into_iter()
+            .collect(),
         FaultKind::Kill { restart_after: None, .. }
         | FaultKind::CommitFails { count: 1 }
         | FaultKind::CommitReplyLost { count: 1 }
-        | FaultKind::LoseNewestObjects { count: 1 } => {}
-        // A corruption is a loss the reader has to detect: losing the partition is simpler.
-        FaultKind::CorruptPartition { node } => {
-            simpler.push(with_kind(FaultKind::LosePartition { node: node.clone() }))
+        | FaultKind::LoseNewestObjects { count: 1 }
+        | FaultKind::LosePartition { .. } => Vec::new(),
+        // A corruption is a loss the reader has to detect, and losing a disk loses every
+        // partition on it: losing one partition is simpler than either.
+        FaultKind::CorruptPartition { node } | FaultKind::LoseDisk { node } => {
+            vec![FaultKind::LosePartition { node: node.clone() }]
         }
-        // Losing a disk loses every partition on it: losing one is simpler.
-        FaultKind::LoseDisk { node } => simpler.push(with_kind(FaultKind::LosePartition { node: node.clone() })),
-        FaultKind::LosePartition { .. } => {}
-        FaultKind::DurableStoreUnavailable { duration } => simpler.extend(
-            halve(*duration).map(|shorter| with_kind(FaultKind::DurableStoreUnavailable { duration: shorter })),
-        ),
-        FaultKind::LoseNewestObjects { count } => {
-            simpler.push(with_kind(FaultKind::LoseNewestObjects { count: count / 2 }))
+        FaultKind::DurableStoreUnavailable { duration } => halve(*duration)
+            .map(|shorter| FaultKind::DurableStoreUnavailable { duration: shorter })
+            .into_iter()
+            .collect(),
+        FaultKind::StoreUnavailable { duration } => {
+            halve(*duration).map(|shorter| FaultKind::StoreUnavailable { duration: shorter }).into_iter().collect()
         }
+        FaultKind::LoseNewestObjects { count } => vec![FaultKind::LoseNewestObjects { count: count / 2 }],
+        FaultKind::CommitFails { count } => vec![FaultKind::CommitFails { count: count / 2 }],
+        FaultKind::CommitReplyLost { count } => vec![FaultKind::CommitReplyLost { count: count / 2 }],
+        FaultKind::Partition { .. }
+        | FaultKind::PacketLoss { .. }
+        | FaultKind::Latency { .. }
+        | FaultKind::Slow { .. } => simpler_network_kinds(kind),
+    }
+}
+
+/// Simpler network and node faults: shorter, then over fewer nodes or milder.
+fn simpler_network_kinds(kind: &FaultKind) -> Vec<FaultKind> {
+    let mut simpler = Vec::new();
+    match kind {
         FaultKind::Partition { sides, one_way, duration } => {
-            simpler.extend(halve(*duration).map(|shorter| {
-                with_kind(FaultKind::Partition { sides: sides.clone(), one_way: *one_way, duration: shorter })
+            let one_way = *one_way;
+            simpler.extend(halve(*duration).map(|shorter| FaultKind::Partition {
+                sides: sides.clone(),
+                one_way,
+                duration: shorter,
             }));
             for side in 0..2 {
                 for drop in 0..sides[side].len() {
                     if sides[side].len() > 1 {
                         let mut fewer = sides.clone();
                         fewer[side].remove(drop);
-                        simpler.push(with_kind(FaultKind::Partition {
-                            sides: fewer,
-                            one_way: *one_way,
-                            duration: *duration,
-                        }));
+                        simpler.push(FaultKind::Partition { sides: fewer, one_way, duration: *duration });
                     }
                 }
             }
         }
         FaultKind::PacketLoss { percent, duration } => {
-            simpler.extend(
-                halve(*duration)
-                    .map(|shorter| with_kind(FaultKind::PacketLoss { percent: *percent, duration: shorter })),
-            );
+            simpler
+                .extend(halve(*duration).map(|shorter| FaultKind::PacketLoss { percent: *percent, duration: shorter }));
             if *percent > 1 {
-                simpler.push(with_kind(FaultKind::PacketLoss { percent: percent / 2, duration: *duration }));
+                simpler.push(FaultKind::PacketLoss { percent: percent / 2, duration: *duration });
             }
         }
         FaultKind::Latency { min, max, duration } => {
-            simpler.extend(
-                halve(*duration)
-                    .map(|shorter| with_kind(FaultKind::Latency { min: *min, max: *max, duration: shorter })),
-            );
+            simpler.extend(halve(*duration).map(|shorter| FaultKind::Latency {
+                min: *min,
+                max: *max,
+                duration: shorter,
+            }));
             let middle = *min + (*max - *min) / 2;
             if middle < *max {
-                simpler.push(with_kind(FaultKind::Latency { min: *min, max: middle, duration: *duration }));
+                simpler.push(FaultKind::Latency { min: *min, max: middle, duration: *duration });
             }
         }
         FaultKind::Slow { node, factor, duration } => {
-            simpler.extend(
-                halve(*duration).map(|shorter| {
-                    with_kind(FaultKind::Slow { node: node.clone(), factor: *factor, duration: shorter })
-                }),
-            );
+            simpler.extend(halve(*duration).map(|shorter| FaultKind::Slow {
+                node: node.clone(),
+                factor: *factor,
+                duration: shorter,
+            }));
             if *factor > 2 {
-                simpler.push(with_kind(FaultKind::Slow {
-                    node: node.clone(),
-                    factor: (factor / 2).max(2),
-                    duration: *duration,
-                }));
+                simpler.push(FaultKind::Slow { node: node.clone(), factor: (factor / 2).max(2), duration: *duration });
             }
         }
-        FaultKind::StoreUnavailable { duration } => {
-            simpler.extend(halve(*duration).map(|shorter| with_kind(FaultKind::StoreUnavailable { duration: shorter })))
-        }
-        FaultKind::CommitFails { count } => simpler.push(with_kind(FaultKind::CommitFails { count: count / 2 })),
-        FaultKind::CommitReplyLost { count } => {
-            simpler.push(with_kind(FaultKind::CommitReplyLost { count: count / 2 }))
-        }
+        other => unreachable!("simpler_network_kinds takes only network and node faults, not {other:?}"),
     }
     simpler
 }

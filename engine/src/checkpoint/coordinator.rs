@@ -249,12 +249,23 @@ impl CheckpointCoordinator {
                 return AckOutcome::Waiting;
             }
         }
+        assert_eq!(
+            handles.len(),
+            self.tasks.len(),
+            "checkpoint invariant: checkpoint {id} completes with a snapshot of every task of a{}",
+            self.attempt
+        );
         self.pending = None;
         self.last_activity = now;
         AckOutcome::Complete(CompletedCheckpoint { id, handles: handles.into_iter().collect(), is_final: false })
     }
 
     fn complete_final(&mut self, now: Duration) -> AckOutcome {
+        assert!(
+            !self.final_done && self.ended.len() == self.tasks.len(),
+            "checkpoint invariant: the final checkpoint completes once, after every task of a{} ended",
+            self.attempt
+        );
         self.final_done = true;
         let id = self.next_id;
         self.next_id += 1;

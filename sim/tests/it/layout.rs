@@ -221,3 +221,66 @@ fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     }
     found
 }
+
+/// The longest function the crates that ship or judge may hold: about 70 lines, with room for a
+/// match whose arms are one line each. A longer one is split, its pure decisions pulled out.
+const MAX_FUNCTION_LINES: usize = 80;
+
+#[test]
+fn no_function_in_the_crates_that_ship_or_judge_is_long() {
+    let mut long = Vec::new();
+    for name in CRATES {
+        let src = workspace().join(name).join("src");
+        let mut files = Vec::new();
+        super::tidy::rust_files(&src, &mut files);
+        for file in files {
+            let text = std::fs::read_to_string(&file).expect("a readable source");
+            let path = file.strip_prefix(workspace()).expect("in the workspace").display().to_string();
+            long.extend(
+                long_functions(&text)
+                    .into_iter()
+                    .map(|(line, name, length)| format!("{path}:{line} {name}: {length} lines")),
+            );
+        }
+    }
+    assert!(long.is_empty(), "functions over {MAX_FUNCTION_LINES} lines:\n{}", long.join("\n"));
+}
+
+#[test]
+fn the_length_check_measures_a_function_from_its_signature_to_its_closing_brace() {
+    let body: String = (0..MAX_FUNCTION_LINES - 2).map(|_| "    step();\n").collect();
+    let text = format!(
+        "fn short() {{\n{body}}}\n\npub async fn long() {{\n{body}    more();\n}}\n#[cfg(test)]\nmod tests {{\nfn t() {{\n{body}{body}}}\n}}\n"
+    );
+    assert_eq!(long_functions(&text), vec![(MAX_FUNCTION_LINES + 2, "long".to_string(), MAX_FUNCTION_LINES + 1)]);
+}
+
+/// The functions of `text` (before its unit tests) longer than [`MAX_FUNCTION_LINES`]: line,
+/// name, length. A function runs from its signature to the first line that closes it at its
+/// own indentation (rustfmt's layout).
+fn long_functions(text: &str) -> Vec<(usize, String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines
+        .iter()
+        .position(|line| line.starts_with("#[cfg(test)]") || line.starts_with("#[cfg(all(test"))
+        .unwrap_or(lines.len());
+    let mut long = Vec::new();
+    for (start, line) in lines[..end].iter().enumerate() {
+        let code = line.trim_start();
+        let indent = &line[..line.len() - code.len()];
+        let signature = ["pub ", "pub(crate) ", "pub(super) ", "async ", "const ", "unsafe "]
+            .iter()
+            .fold(code, |rest, prefix| rest.strip_prefix(prefix).unwrap_or(rest));
+        let Some(name) = signature.strip_prefix("fn ") else { continue };
+        if line.trim_end().ends_with(';') {
+            continue;
+        }
+        let name: String = name.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        let close = format!("{indent}}}");
+        let Some(length) = lines[start..].iter().position(|line| line.trim_end() == close) else { continue };
+        if length + 1 > MAX_FUNCTION_LINES {
+            long.push((start + 1, name, length + 1));
+        }
+    }
+    long
+}

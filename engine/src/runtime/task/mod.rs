@@ -36,7 +36,8 @@ use crate::checkpoint::{Alignment, BarrierAligner, CheckpointBarrier};
 use crate::graph::operator::{Batch, ErasedSourceReader};
 use crate::graph::partitioner::ChannelSelector;
 use crate::graph::{
-    ExecutionGraph, ExecutionMode, JobGraph, JobVertex, NodeBody, OperatorError, ResultPartitionType, TaskInfo,
+    ExecutionGraph, ExecutionMode, JobGraph, JobVertex, NodeBody, OperatorError, ResultPartitionType, StreamNodeId,
+    TaskInfo,
 };
 use crate::record::{Element, KeySelector, TypeInfo};
 use crate::resources::{CpuMeter, Resources};
@@ -107,11 +108,73 @@ fn build_chain(
     graph: &ExecutionGraph,
     outputs: &OutputFactory<'_>,
 ) -> Result<Built, TaskFailure> {
+    let vertex = graph.job_graph().vertex(descriptor.execution.vertex.vertex);
+    let position: BTreeMap<_, _> = vertex.chain.iter().enumerate().map(|(index, node)| (*node, index)).collect();
+    let (writers, mut writers_of) = record_writers(descriptor, graph, outputs, &position)?;
+    let stream_graph = &graph.job_graph().stream_graph;
+    let (mut nodes, mut source, mut committers) = (Vec::new(), None, Vec::new());
+    for (index, node_id) in vertex.chain.iter().enumerate() {
+        let node = stream_graph.node(*node_id);
+        let info = task_info(descriptor, vertex.max_parallelism, node.name.clone(), node_id.0);
+        let body = match &node.body {
+            NodeBody::Source(factory) => {
+                source = Some(factory(&info));
+                ChainBody::Source
+            }
+            NodeBody::Operator(factory) => ChainBody::Operator(Some(factory(&info))),
+            NodeBody::Sink(factory) => {
+                committers.push(SinkCommitter {
+                    node: index,
+                    operator_id: node_id.0,
+                    committer: (factory.committer)(&info),
+                });
+                ChainBody::Sink((factory.writer)(&info))
+            }
+        };
+        let children =
+            stream_graph.out_edges(*node_id).iter().filter_map(|(target, _)| position.get(target).copied()).collect();
+        let writers = writers_of.remove(&index).unwrap_or_default();
+        nodes.push(ChainNode {
+            operator_id: node_id.0,
+            body,
+            output_type: node.output_type.clone(),
+            children,
+            writers,
+        });
+    }
+    assert!(writers_of.is_empty(), "task chain invariant: every record writer belongs to a node of the chain");
+    Ok(Built { chain: OperatorChain::new(nodes, writers), source, committers })
+}
+
+/// What a chained operator is told of its task.
+fn task_info(descriptor: &TaskDeploymentDescriptor, max_parallelism: u32, name: String, operator_id: u32) -> TaskInfo {
+    let execution = descriptor.execution;
+    TaskInfo {
+        job_id: descriptor.spec.job_id.clone(),
+        name,
+        operator_id,
+        mode: descriptor.spec.mode,
+        subtask_index: execution.vertex.subtask,
+        parallelism: descriptor.parallelism,
+        max_parallelism,
+        attempt: execution.attempt,
+        checkpointing: descriptor.checkpointing,
+        restored_checkpoint: descriptor.restore.as_ref().map(|(id, _)| *id),
+        external: descriptor.external.clone(),
+    }
+}
+
+/// The writers of the partitions the task produces, checked against its plan, and which chain
+/// node (by position) feeds each.
+fn record_writers(
+    descriptor: &TaskDeploymentDescriptor,
+    graph: &ExecutionGraph,
+    outputs: &OutputFactory<'_>,
+    position: &BTreeMap<StreamNodeId, usize>,
+) -> Result<(Vec<RecordWriter>, BTreeMap<usize, Vec<usize>>), TaskFailure> {
     let execution = descriptor.execution;
     let job_graph = graph.job_graph();
     let vertex = job_graph.vertex(execution.vertex.vertex);
-    let stream_graph = &job_graph.stream_graph;
-    let position: BTreeMap<_, _> = vertex.chain.iter().enumerate().map(|(index, node)| (*node, index)).collect();
     let mut writers = Vec::new();
     let mut writers_of: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     let produced = graph.produced_partitions(execution.vertex);
@@ -140,7 +203,7 @@ fn build_chain(
         // checkpoints) keeps its committed output across a re-run of its producers, so they
         // must send it the same records again: choose by content, not by arrival order.
         let selector = if descriptor.checkpointing { selector } else { selector.choosing_by_content() };
-        let element_type = stream_graph.node(edge.source_node).output_type.clone();
+        let element_type = job_graph.stream_graph.node(edge.source_node).output_type.clone();
         writers_of.entry(position[&edge.source_node]).or_default().push(writers.len());
         writers.push(RecordWriter::new(
             selector,
@@ -149,49 +212,7 @@ fn build_chain(
             descriptor.spec.shuffle.buffer_size,
         ));
     }
-    let (mut nodes, mut source, mut committers) = (Vec::new(), None, Vec::new());
-    for (index, node_id) in vertex.chain.iter().enumerate() {
-        let node = stream_graph.node(*node_id);
-        let info = TaskInfo {
-            job_id: descriptor.spec.job_id.clone(),
-            name: node.name.clone(),
-            operator_id: node_id.0,
-            mode: descriptor.spec.mode,
-            subtask_index: execution.vertex.subtask,
-            parallelism: descriptor.parallelism,
-            max_parallelism: vertex.max_parallelism,
-            attempt: execution.attempt,
-            checkpointing: descriptor.checkpointing,
-            restored_checkpoint: descriptor.restore.as_ref().map(|(id, _)| *id),
-            external: descriptor.external.clone(),
-        };
-        let body = match &node.body {
-            NodeBody::Source(factory) => {
-                source = Some(factory(&info));
-                ChainBody::Source
-            }
-            NodeBody::Operator(factory) => ChainBody::Operator(Some(factory(&info))),
-            NodeBody::Sink(factory) => {
-                committers.push(SinkCommitter {
-                    node: index,
-                    operator_id: node_id.0,
-                    committer: (factory.committer)(&info),
-                });
-                ChainBody::Sink((factory.writer)(&info))
-            }
-        };
-        let children =
-            stream_graph.out_edges(*node_id).iter().filter_map(|(target, _)| position.get(target).copied()).collect();
-        let writers = writers_of.remove(&index).unwrap_or_default();
-        nodes.push(ChainNode {
-            operator_id: node_id.0,
-            body,
-            output_type: node.output_type.clone(),
-            children,
-            writers,
-        });
-    }
-    Ok(Built { chain: OperatorChain::new(nodes, writers), source, committers })
+    Ok((writers, writers_of))
 }
 
 /// Creates the writer of an output partition where its descriptor says it lives.

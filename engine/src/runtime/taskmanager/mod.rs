@@ -333,6 +333,26 @@ impl TaskManager {
             "internal: {execution} deployed with the attempt floor a{} above its own attempt",
             descriptor.attempt_floor
         );
+        self.admit(&descriptor).await?;
+        let graph = match self.plan_for(&descriptor) {
+            Ok(graph) => graph,
+            Err(message) => {
+                let this = Arc::clone(self);
+                crate::rt::task::spawn(async move {
+                    this.report(job_id, execution, TaskOutcome::Failed(TaskFailure::Deployment(message))).await;
+                });
+                return Ok(());
+            }
+        };
+        self.start(descriptor, graph);
+        Ok(())
+    }
+
+    /// Admits a deployment of `descriptor.execution`, or refuses it as older than the job's
+    /// newest restart or the subtask's newest attempt; cancels what the deployment supersedes.
+    async fn admit(&self, descriptor: &TaskDeploymentDescriptor) -> Result<(), String> {
+        let job_id = descriptor.spec.job_id.clone();
+        let execution = descriptor.execution;
         let (floor, newest) = {
             let tasks = self.tasks.lock().expect("tasks lock");
             (tasks.floor.get(&job_id).copied(), tasks.newest.get(&(job_id.clone(), execution.vertex)).copied())
@@ -362,16 +382,14 @@ impl TaskManager {
                 tasks.running.remove(&key).expect("listed above").handle.abort();
             }
         }
-        let graph = match self.plan_for(&descriptor) {
-            Ok(graph) => graph,
-            Err(message) => {
-                let this = Arc::clone(self);
-                crate::rt::task::spawn(async move {
-                    this.report(job_id, execution, TaskOutcome::Failed(TaskFailure::Deployment(message))).await;
-                });
-                return Ok(());
-            }
-        };
+        Ok(())
+    }
+
+    /// Runs the admitted task `descriptor` describes on `graph`, superseding any task of the same
+    /// execution still registered.
+    fn start(self: &Arc<Self>, descriptor: TaskDeploymentDescriptor, graph: Arc<ExecutionGraph>) {
+        let job_id = descriptor.spec.job_id.clone();
+        let execution = descriptor.execution;
         let (controls, control_receiver) = tokio::sync::mpsc::unbounded_channel();
         let environment = TaskEnvironment {
             descriptor,
@@ -405,7 +423,6 @@ impl TaskManager {
         if let Some(previous) = previous {
             previous.handle.abort();
         }
-        Ok(())
     }
 
     /// Tells the JobMaster how a task ended; retried, since a lost report would stall the job.
