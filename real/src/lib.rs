@@ -16,8 +16,9 @@
 //! | [`cli`] | the `sluice-real` command |
 //!
 //! It must never change what the engine does: no engine type learns here whether it is real.
-//! It reads the wall clock and spawns processes, as the harness does; the checks it runs are the
-//! simulation's (`sluice_harness::check`), on the same scenario files.
+//! It runs the services (`sluice_services`) as processes and is judged by the harness
+//! (`sluice_harness`: the same scenario files, reports and checks as the simulation's); it never
+//! depends on the simulation crate. It reads the wall clock and spawns processes.
 
 pub mod cli;
 pub mod cluster;

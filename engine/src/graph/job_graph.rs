@@ -209,50 +209,58 @@ fn may_decide_at_runtime(vertex: &JobVertex, edges: &[JobEdge], stream_graph: &S
         && vertex.outputs.iter().all(splittable)
 }
 
+/// The job vertices of a stream graph, each a chain of nodes (without edges yet), and the vertex
+/// of each node, by node id.
+fn chain(stream_graph: &StreamGraph) -> (Vec<JobVertex>, Vec<JobVertexId>) {
+    // Node ids follow program order, and the API only connects existing nodes to new ones, so id
+    // order is a topological order: a node's upstream has its vertex already.
+    let mut vertex_of: Vec<JobVertexId> = Vec::new();
+    let mut vertices: Vec<JobVertex> = Vec::new();
+    for node in stream_graph.nodes() {
+        assert_eq!(node.id.0 as usize, vertex_of.len(), "stream graph invariant: node ids follow program order");
+        let inputs = stream_graph.in_edges(node.id);
+        let chained_to = match inputs.as_slice() {
+            [(upstream, _)] if is_chainable(stream_graph, *upstream, node.id) => Some(vertex_of[upstream.0 as usize]),
+            _ => None,
+        };
+        let vertex_id = match chained_to {
+            Some(vertex_id) => {
+                let vertex = &mut vertices[vertex_id.0 as usize];
+                vertex.chain.push(node.id);
+                vertex.name = format!("{} -> {}", vertex.name, node.name);
+                vertex_id
+            }
+            None => {
+                let vertex_id = JobVertexId(vertices.len() as u32);
+                vertices.push(JobVertex {
+                    id: vertex_id,
+                    name: node.name.clone(),
+                    parallelism: node.parallelism,
+                    auto_parallelism: false,
+                    max_parallelism: node.max_parallelism,
+                    chain: vec![node.id],
+                    inputs: Vec::new(),
+                    outputs: Vec::new(),
+                });
+                vertex_id
+            }
+        };
+        vertex_of.push(vertex_id);
+    }
+    (vertices, vertex_of)
+}
+
 impl JobGraph {
     /// Chains a validated stream graph and types its edges with `exchange_mode`.
     pub fn from_stream_graph(stream_graph: StreamGraph, exchange_mode: ExchangeMode) -> Result<JobGraph, String> {
         stream_graph.validate()?;
         let exchange_mode = exchange_mode.effective(stream_graph.mode);
-        // Node ids follow program order, and the API only connects existing nodes to new ones,
-        // so id order is a topological order.
-        let mut vertex_of: Vec<Option<JobVertexId>> = vec![None; stream_graph.nodes().count()];
-        let mut vertices: Vec<JobVertex> = Vec::new();
-        for node in stream_graph.nodes() {
-            let inputs = stream_graph.in_edges(node.id);
-            let chained_to = match inputs.as_slice() {
-                [(upstream, _)] if is_chainable(&stream_graph, *upstream, node.id) => vertex_of[upstream.0 as usize],
-                _ => None,
-            };
-            let vertex_id = match chained_to {
-                Some(vertex_id) => {
-                    let vertex = &mut vertices[vertex_id.0 as usize];
-                    vertex.chain.push(node.id);
-                    vertex.name = format!("{} -> {}", vertex.name, node.name);
-                    vertex_id
-                }
-                None => {
-                    let vertex_id = JobVertexId(vertices.len() as u32);
-                    vertices.push(JobVertex {
-                        id: vertex_id,
-                        name: node.name.clone(),
-                        parallelism: node.parallelism,
-                        auto_parallelism: false,
-                        max_parallelism: node.max_parallelism,
-                        chain: vec![node.id],
-                        inputs: Vec::new(),
-                        outputs: Vec::new(),
-                    });
-                    vertex_id
-                }
-            };
-            vertex_of[node.id.0 as usize] = Some(vertex_id);
-        }
+        let (mut vertices, vertex_of) = chain(&stream_graph);
         let mut edges = Vec::new();
         for node in stream_graph.nodes() {
-            let source = vertex_of[node.id.0 as usize].expect("every node has a vertex");
+            let source = vertex_of[node.id.0 as usize];
             for (target_node, edge) in stream_graph.out_edges(node.id) {
-                let target = vertex_of[target_node.0 as usize].expect("every node has a vertex");
+                let target = vertex_of[target_node.0 as usize];
                 if source == target {
                     continue; // chained
                 }
