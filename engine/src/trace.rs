@@ -436,35 +436,56 @@ impl fmt::Display for TraceEvent {
             TraceEvent::LateElementsCounted { attempt, vertex, subtask, operator, dropped } => {
                 write!(f, "a{attempt} v{vertex}[{subtask}] operator {operator}: {} late", counted(*dropped, "element"))
             }
-            TraceEvent::CheckpointTriggered { attempt, checkpoint } => {
-                write!(f, "a{attempt} trigger checkpoint {checkpoint}")
-            }
-            TraceEvent::CheckpointCompleted { attempt, checkpoint, is_final } => {
-                let kind = if *is_final { "final checkpoint" } else { "checkpoint" };
-                write!(f, "a{attempt} {kind} {checkpoint} completed")
-            }
-            TraceEvent::CheckpointAborted { attempt, checkpoint, reason } => {
-                write!(f, "a{attempt} checkpoint {checkpoint} aborted: {reason}")
-            }
-            TraceEvent::CheckpointRestored { attempt, checkpoint } => {
-                write!(f, "a{attempt} restores checkpoint {checkpoint}")
-            }
-            TraceEvent::JobFinished { restarts } => {
-                write!(f, "job finished after {}", counted(*restarts, "restart"))
-            }
-            TraceEvent::JobFailed { reason } => write!(f, "job failed: {reason}"),
-            TraceEvent::TransactionPrepared { txn_id, epoch } => write!(f, "prepared {txn_id} (epoch {epoch})"),
-            TraceEvent::TransactionsAborted { .. } => fmt_transactions_aborted(self, f),
-            TraceEvent::TransactionCommitted { txn_id, epoch, rows } => {
-                write!(f, "committed {txn_id} (epoch {epoch}, {})", counted(*rows, "row"))
-            }
-            TraceEvent::ShuffleServiceStarted { partitions } => {
-                write!(f, "shuffle service started ({} on disk)", counted(*partitions, "partition"))
-            }
-            TraceEvent::FaultInjected { index, detail, .. } => write!(f, "fault #{index}: {detail}"),
-            TraceEvent::FaultHealed { index, detail, .. } => write!(f, "healed #{index}: {detail}"),
-            TraceEvent::Harness { detail } => f.write_str(detail),
+            TraceEvent::CheckpointTriggered { .. }
+            | TraceEvent::CheckpointCompleted { .. }
+            | TraceEvent::CheckpointAborted { .. }
+            | TraceEvent::CheckpointRestored { .. }
+            | TraceEvent::JobFinished { .. }
+            | TraceEvent::JobFailed { .. }
+            | TraceEvent::TransactionPrepared { .. }
+            | TraceEvent::TransactionsAborted { .. }
+            | TraceEvent::TransactionCommitted { .. }
+            | TraceEvent::ShuffleServiceStarted { .. }
+            | TraceEvent::FaultInjected { .. }
+            | TraceEvent::FaultHealed { .. }
+            | TraceEvent::Harness { .. } => fmt_checkpoints_and_output(self, f),
         }
+    }
+}
+
+/// Formats the events of checkpoints, the job's end, transactions, the shuffle service, faults
+/// and the harness (the second half of `Display`, apart for length).
+fn fmt_checkpoints_and_output(event: &TraceEvent, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match event {
+        TraceEvent::CheckpointTriggered { attempt, checkpoint } => {
+            write!(f, "a{attempt} trigger checkpoint {checkpoint}")
+        }
+        TraceEvent::CheckpointCompleted { attempt, checkpoint, is_final } => {
+            let kind = if *is_final { "final checkpoint" } else { "checkpoint" };
+            write!(f, "a{attempt} {kind} {checkpoint} completed")
+        }
+        TraceEvent::CheckpointAborted { attempt, checkpoint, reason } => {
+            write!(f, "a{attempt} checkpoint {checkpoint} aborted: {reason}")
+        }
+        TraceEvent::CheckpointRestored { attempt, checkpoint } => {
+            write!(f, "a{attempt} restores checkpoint {checkpoint}")
+        }
+        TraceEvent::JobFinished { restarts } => {
+            write!(f, "job finished after {}", counted(*restarts, "restart"))
+        }
+        TraceEvent::JobFailed { reason } => write!(f, "job failed: {reason}"),
+        TraceEvent::TransactionPrepared { txn_id, epoch } => write!(f, "prepared {txn_id} (epoch {epoch})"),
+        TraceEvent::TransactionsAborted { .. } => fmt_transactions_aborted(event, f),
+        TraceEvent::TransactionCommitted { txn_id, epoch, rows } => {
+            write!(f, "committed {txn_id} (epoch {epoch}, {})", counted(*rows, "row"))
+        }
+        TraceEvent::ShuffleServiceStarted { partitions } => {
+            write!(f, "shuffle service started ({} on disk)", counted(*partitions, "partition"))
+        }
+        TraceEvent::FaultInjected { index, detail, .. } => write!(f, "fault #{index}: {detail}"),
+        TraceEvent::FaultHealed { index, detail, .. } => write!(f, "healed #{index}: {detail}"),
+        TraceEvent::Harness { detail } => f.write_str(detail),
+        other => unreachable!("trace invariant: `Display` sends only these events here, not {}", other.kind()),
     }
 }
 

@@ -121,21 +121,7 @@ pub fn run_local(options: &LocalOptions) -> Result<i32, String> {
     let scenario = Scenario::load(&options.scenario).map_err(|error| error.to_string())?;
     let seed = options.seed.unwrap_or(scenario.seeds.start);
     let modes = if options.modes.is_empty() { scenario.modes.clone() } else { options.modes.clone() };
-    // A job reads files when its input holds files (wordcount-files, or a scenario's `input:`):
-    // the same test that decides whether a simulated cluster has a files node.
-    if options.input.is_some() && generate_input(&scenario, seed).files.is_empty() {
-        return Err(format!("--input: job `{}` does not read files", scenario.job));
-    }
-    for kill in &options.kills {
-        if let Some(index) = kill.node.strip_prefix("tm-").and_then(|index| index.parse::<u32>().ok())
-            && index >= scenario.cluster.task_managers
-        {
-            return Err(format!(
-                "--kill {kill}: the scenario has {}",
-                counted(scenario.cluster.task_managers, "TaskManager")
-            ));
-        }
-    }
+    check_options(options, &scenario, seed)?;
     // The launcher's own clients (submitting, reading the store) bind to loopback only.
     sluice_engine::rpc::set_client_ip(std::net::Ipv4Addr::LOCALHOST.into());
     let root = match &options.work_dir {
@@ -189,6 +175,27 @@ pub fn run_local(options: &LocalOptions) -> Result<i32, String> {
         println!("rerun: {}", rerun_command(options, seed));
     }
     Ok(i32::from(failed))
+}
+
+/// The options that do not fit the scenario: `--input` for a job that reads no files, a
+/// `--kill` of a TaskManager the scenario does not have.
+fn check_options(options: &LocalOptions, scenario: &Scenario, seed: u64) -> Result<(), String> {
+    // A job reads files when its input holds files (wordcount-files, or a scenario's `input:`):
+    // the same test that decides whether a simulated cluster has a files node.
+    if options.input.is_some() && generate_input(scenario, seed).files.is_empty() {
+        return Err(format!("--input: job `{}` does not read files", scenario.job));
+    }
+    for kill in &options.kills {
+        if let Some(index) = kill.node.strip_prefix("tm-").and_then(|index| index.parse::<u32>().ok())
+            && index >= scenario.cluster.task_managers
+        {
+            return Err(format!(
+                "--kill {kill}: the scenario has {}",
+                counted(scenario.cluster.task_managers, "TaskManager")
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `sluice-real local …` with this run's scenario, seed, modes, kills and input.

@@ -63,6 +63,11 @@ impl DurableStoreState {
             .filter_map(|path| self.disk.write_order(&path).map(|order| (order, path)))
             .max()?
             .1;
+        assert!(
+            !newest.starts_with(METADATA_PREFIX),
+            "durable-store invariant: the JobMaster's metadata is never lost (`{newest}`)"
+        );
+        assert!(!newest.starts_with(SINKS_PREFIX), "durable-store invariant: a sink's file is never lost (`{newest}`)");
         self.disk.lose(&newest);
         Some(newest)
     }

@@ -38,5 +38,12 @@ fn fetch(input: &ExternalInput, request: &FetchRecords) -> Result<FetchedRecords
         .ok_or_else(|| format!("topic `{}` has no partition {}", request.topic, request.partition))?;
     let start = usize::try_from(request.offset).unwrap_or(usize::MAX).min(partition.len());
     let end = start.saturating_add(request.max_records as usize).min(partition.len());
+    assert!(start <= end, "log invariant: a fetch of `{}` reads forward from offset {start}", request.topic);
+    assert!(
+        end - start <= request.max_records as usize,
+        "log invariant: a fetch of `{}` answers at most the {} records asked for",
+        request.topic,
+        request.max_records
+    );
     Ok(FetchedRecords { records: partition[start..end].to_vec() })
 }

@@ -167,6 +167,37 @@ fn fenced(current_epoch: u64) -> TxnError {
     TxnError::Fenced { current_epoch }
 }
 
+/// What a committed transaction holds: it was prepared, and its rows moved into its table.
+fn check_committed(txn_id: &str, transaction: &Transaction) {
+    assert!(transaction.prepared, "txn-store invariant: a committed transaction was prepared ({txn_id})");
+    assert!(
+        transaction.staged.is_empty(),
+        "txn-store invariant: a committed transaction's rows left its staging ({txn_id})"
+    );
+}
+
+/// What a commit relies on: an open transaction of the committing epoch, prepared with every
+/// batch from 0 on, of an epoch no abort of lingering transactions fenced off (`fence`).
+fn check_committing(request: &CommitTransaction, transaction: &Transaction, fence: Option<u64>) {
+    let txn_id = &request.txn_id;
+    assert!(!transaction.committed, "txn-store invariant: only an open transaction commits ({txn_id})");
+    assert_eq!(
+        transaction.epoch, request.epoch,
+        "txn-store invariant: a transaction commits in the epoch that owns it ({txn_id})"
+    );
+    assert!(transaction.prepared, "txn-store invariant: only a prepared transaction commits ({txn_id})");
+    assert!(
+        transaction.staged.keys().copied().eq(0..transaction.staged.len() as u64),
+        "txn-store invariant: a prepared transaction holds batches 0..{} ({txn_id})",
+        transaction.staged.len()
+    );
+    assert!(
+        fence.is_none_or(|fence| transaction.epoch >= fence),
+        "txn-store invariant: an open transaction's epoch {} is not fenced off (fence {fence:?}, {txn_id})",
+        transaction.epoch
+    );
+}
+
 impl TxnStoreState {
     /// A real store's state: its newest complete image, if it compacted, and what the journal
     /// after it holds, replayed; journaling from now on. An error (a damaged journal, an entry
@@ -192,6 +223,7 @@ impl TxnStoreState {
                 .map_err(|error| format!("journal entry {index} does not decode: {error}"))?;
             state.replay(entry).map_err(|error| format!("journal entry {index} does not apply again: {error}"))?;
         }
+        state.check_recovered();
         image::delete_other_generations(storage.as_ref(), generation)?;
         let bytes = bytes.len() as u64;
         state.journal = Some(Journal { storage, generation, bytes, image_bytes, compact_after: COMPACT_AFTER_BYTES });
@@ -223,16 +255,58 @@ impl TxnStoreState {
     }
 
     /// Applies a journaled request again: it must be accepted as it was the first time.
-    fn replay(&mut self, entry: Entry) -> Result<(), TxnError> {
-        match entry {
-            Entry::Begin(request) => self.begin(request).map(drop),
-            Entry::Stage(request) => self.stage(request).map(drop),
-            Entry::Prepare(request) => self.prepare(request).map(drop),
-            Entry::Commit(request) => self.commit_rows(request).map(drop),
+    fn replay(&mut self, entry: Entry) -> Result<(), String> {
+        let outcome = self.replay_outcome(entry).map_err(|error| error.to_string())?;
+        // Only requests answered `Done` are journaled, and applying one is a pure function of
+        // the state, which the journal before it rebuilt: the replay is done again. (A journal
+        // is data on a disk, so a replay that differs is refused, not a panic.)
+        match outcome {
+            None | Some((TxnOutcome::Done, _)) => Ok(()),
+            Some((outcome, txn_id)) => Err(format!("`{txn_id}` replays as {outcome:?}, not as it was journaled")),
+        }
+    }
+
+    /// Applies a journaled request again; its outcome and transaction (none for an abort).
+    fn replay_outcome(&mut self, entry: Entry) -> Result<Option<(TxnOutcome, String)>, TxnError> {
+        let (outcome, txn_id) = match entry {
+            Entry::Begin(request) => {
+                let txn_id = request.txn_id.clone();
+                (self.begin(request)?, txn_id)
+            }
+            Entry::Stage(request) => {
+                let txn_id = request.txn_id.clone();
+                (self.stage(request)?, txn_id)
+            }
+            Entry::Prepare(request) => {
+                let txn_id = request.txn_id.clone();
+                (self.prepare(request)?, txn_id)
+            }
+            Entry::Commit(request) => {
+                let txn_id = request.txn_id.clone();
+                (self.commit_rows(request)?.0, txn_id)
+            }
             Entry::Abort(request) => {
                 self.abort_lingering(request);
-                Ok(())
+                return Ok(None);
             }
+        };
+        Ok(Some((outcome, txn_id)))
+    }
+
+    /// What recovery rebuilt holds together: the committed transactions are exactly those in the
+    /// commit order (a committed transaction is never removed, and commits once).
+    fn check_recovered(&self) {
+        let committed = self.transactions.values().filter(|transaction| transaction.committed).count();
+        assert_eq!(
+            committed,
+            self.commit_order.len(),
+            "txn-store invariant: after recovery, every committed transaction is in the commit order once"
+        );
+        for txn_id in &self.commit_order {
+            assert!(
+                self.transactions.get(txn_id).is_some_and(|transaction| transaction.committed),
+                "txn-store invariant: after recovery, a transaction of the commit order is committed ({txn_id})"
+            );
         }
     }
 
@@ -257,6 +331,7 @@ impl TxnStoreState {
         accepted: bool,
         sync: bool,
     ) -> Result<A, TxnError> {
+        assert!(!accepted || answer.is_ok(), "txn-store invariant: only a request the store applied is journaled");
         let (Some(entry), Some(journal), true) = (entry, &mut self.journal, accepted) else { return answer };
         match journal.write(&entry, sync) {
             Ok(()) => {
@@ -368,7 +443,11 @@ impl TxnStoreState {
         // transaction the restored checkpoint holds, so what is left open belongs to no
         // completed checkpoint.
         for txn_id in &lingering {
-            self.transactions.remove(txn_id);
+            let aborted = self.transactions.remove(txn_id);
+            assert!(
+                aborted.is_some_and(|transaction| !transaction.committed),
+                "txn-store invariant: a committed transaction is never aborted ({txn_id})"
+            );
         }
         lingering.len() as u64
     }
@@ -400,6 +479,11 @@ impl TxnStoreState {
             Some(transaction) => {
                 if request.epoch > transaction.epoch {
                     // A newer attempt takes over: what older attempts staged is aborted.
+                    assert!(
+                        !transaction.committed,
+                        "txn-store invariant: a newer epoch never takes over a committed transaction ({})",
+                        request.txn_id
+                    );
                     transaction.epoch = request.epoch;
                     transaction.staged.clear();
                     transaction.prepared = false;
@@ -419,6 +503,7 @@ impl TxnStoreState {
         }
         let transaction = self.transactions.get_mut(txn_id).expect("present: checked above");
         if transaction.committed {
+            check_committed(txn_id, transaction);
             return Err(Ok(TxnOutcome::AlreadyCommitted));
         }
         if epoch < transaction.epoch {
@@ -492,6 +577,7 @@ impl TxnStoreState {
 
     /// Commits and says how many rows became visible.
     fn commit_rows(&mut self, request: CommitTransaction) -> Result<(TxnOutcome, u64), TxnError> {
+        let fence = self.fence_of(&request.txn_id);
         let transaction = match self.owned(&request.txn_id, request.epoch) {
             Ok(transaction) => transaction,
             Err(answer) => return answer.map(|outcome| (outcome, 0)),
@@ -499,19 +585,22 @@ impl TxnStoreState {
         if !transaction.prepared {
             return Err(TxnError::NotPrepared);
         }
-        assert!(
-            !transaction.committed && transaction.epoch == request.epoch,
-            "txn-store invariant: only an open transaction of the committing epoch commits ({})",
-            request.txn_id
-        );
+        check_committing(&request, transaction, fence);
         transaction.committed = true;
         let batches = std::mem::take(&mut transaction.staged);
         let (name, kind) = (transaction.table.clone(), transaction.kind);
         let table = self.tables.entry(name).or_insert_with(|| TableView::new(kind));
-        let count = batches.values().map(|rows| rows.len() as u64).sum();
+        let count: u64 = batches.values().map(|rows| rows.len() as u64).sum();
+        let before = table.log.len() as u64;
         for rows in batches.values() {
             table.append(rows);
         }
+        assert_eq!(
+            table.log.len() as u64 - before,
+            count,
+            "txn-store invariant: a commit makes exactly its staged rows visible ({})",
+            request.txn_id
+        );
         assert!(
             !self.commit_order.contains(&request.txn_id),
             "txn-store invariant: a transaction commits once ({})",

@@ -293,7 +293,6 @@ fn parse_node(text: &str) -> Result<Node, String> {
         false => Err(format!("`{kind}` takes {count} arguments, not {}", arguments.len())),
     };
     let value = |index: usize, what: &str| number::<u64>(arguments[index], what, 0..=MODULUS - 1);
-    let span = |index: usize, what: &str| number::<i64>(arguments[index], what, 1..=MAX_SPAN_MS);
     let op = match kind {
         "src" => {
             arity(1)?;
@@ -324,6 +323,19 @@ fn parse_node(text: &str) -> Result<Node, String> {
             Op::Union { inputs: arguments.iter().map(|text| input(text)).collect::<Result<_, _>>()? }
         }
         "union" => return Err("`union` takes at least 2 inputs".to_string()),
+        _ => parse_stateful(kind, &arguments)?,
+    };
+    Ok(Node { op, parallelism })
+}
+
+/// Parses the windowed, keyed and joining operators (the rest of [`parse_node`]).
+fn parse_stateful(kind: &str, arguments: &[&str]) -> Result<Op, String> {
+    let arity = |count: usize| match arguments.len() == count {
+        true => Ok(()),
+        false => Err(format!("`{kind}` takes {count} arguments, not {}", arguments.len())),
+    };
+    let span = |index: usize, what: &str| number::<i64>(arguments[index], what, 1..=MAX_SPAN_MS);
+    Ok(match kind {
         "tumble" => {
             arity(3)?;
             Op::Tumble {
@@ -355,8 +367,7 @@ fn parse_node(text: &str) -> Result<Node, String> {
             Op::Reduce { input: input(arguments[0])?, agg: agg(arguments[1], &[Agg::Sum, Agg::Max])? }
         }
         _ => return Err(format!("`{kind}` is no operator; the operators: {}", KINDS.join(", "))),
-    };
-    Ok(Node { op, parallelism })
+    })
 }
 
 impl Program {

@@ -55,8 +55,9 @@ impl BarrierAligner {
             Some((pending, received)) if *pending == id => {
                 assert!(received.insert(channel), "internal: channel {channel} delivered barrier {id} twice");
             }
-            Some(_) => {
+            Some((pending, _)) => {
                 // A newer checkpoint: the one being aligned cannot complete here.
+                assert!(*pending < id, "checkpoint invariant: only a newer barrier {id} cancels alignment {pending}");
                 crate::cover!(CheckpointCancelledByNewerBarrier);
                 steps.push(Alignment::UnblockAll);
                 self.pending = Some((id, BTreeSet::from([channel])));
@@ -67,6 +68,10 @@ impl BarrierAligner {
             None => self.pending = Some((id, BTreeSet::from([channel]))),
         }
         self.newest = Some(id);
+        assert!(
+            self.pending.as_ref().is_some_and(|(pending, _)| *pending == id),
+            "checkpoint invariant: barrier {id} on channel {channel} is the one being aligned"
+        );
         match self.aligned() {
             Some(aligned) => steps.push(aligned),
             None => steps.push(Alignment::Block(channel)),
@@ -76,7 +81,8 @@ impl BarrierAligner {
 
     /// `channel` delivered its last item.
     pub fn on_channel_end(&mut self, channel: usize) -> Vec<Alignment> {
-        self.open.remove(&channel);
+        let was_open = self.open.remove(&channel);
+        assert!(was_open, "checkpoint invariant: input channel {channel} ends once");
         self.aligned().into_iter().collect()
     }
 
@@ -87,6 +93,7 @@ impl BarrierAligner {
             return None;
         }
         let id = *id;
+        assert_eq!(self.newest, Some(id), "checkpoint invariant: only the newest barrier seen aligns");
         self.pending = None;
         Some(Alignment::Aligned(id))
     }

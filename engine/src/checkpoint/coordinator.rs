@@ -174,6 +174,11 @@ impl CheckpointCoordinator {
             self.completed.last().map_or(0, |last| last.id)
         );
         self.next_id += 1;
+        assert!(
+            !self.final_done,
+            "checkpoint invariant: nothing is triggered after a{}'s final checkpoint",
+            self.attempt
+        );
         self.pending = Some(Pending { id, triggered_at: now, acknowledged: BTreeMap::new() });
         self.last_activity = now;
         Some(id)
@@ -231,6 +236,13 @@ impl CheckpointCoordinator {
                 }
             }
         }
+        if self.final_done {
+            assert!(
+                self.pending.is_none(),
+                "checkpoint invariant: nothing is pending after a{}'s final checkpoint",
+                self.attempt
+            );
+        }
         let Some(pending) = &self.pending else { return AckOutcome::Waiting };
         let id = pending.id;
         let mut handles = BTreeMap::new();
@@ -249,26 +261,41 @@ impl CheckpointCoordinator {
                 return AckOutcome::Waiting;
             }
         }
-        assert_eq!(
-            handles.len(),
-            self.tasks.len(),
-            "checkpoint invariant: checkpoint {id} completes with a snapshot of every task of a{}",
-            self.attempt
-        );
+        self.check_completes(id, handles.len());
         self.pending = None;
         self.last_activity = now;
         AckOutcome::Complete(CompletedCheckpoint { id, handles: handles.into_iter().collect(), is_final: false })
     }
 
-    fn complete_final(&mut self, now: Duration) -> AckOutcome {
+    /// What a checkpoint `id` completing with `handles` snapshots relies on: one per task of the
+    /// attempt, and an id newer than every checkpoint completed before.
+    fn check_completes(&self, id: CheckpointId, handles: usize) {
+        assert_eq!(
+            handles,
+            self.tasks.len(),
+            "checkpoint invariant: checkpoint {id} completes with a snapshot of every task of a{}",
+            self.attempt
+        );
+        assert!(id < self.next_id, "checkpoint invariant: checkpoint {id} completes only once triggered");
         assert!(
-            !self.final_done && self.ended.len() == self.tasks.len(),
-            "checkpoint invariant: the final checkpoint completes once, after every task of a{} ended",
+            self.completed.last().is_none_or(|last| last.id < id),
+            "checkpoint invariant: checkpoint {id} completes after older ones only (newest completed: {})",
+            self.completed.last().map_or(0, |last| last.id)
+        );
+    }
+
+    fn complete_final(&mut self, now: Duration) -> AckOutcome {
+        assert!(!self.final_done, "checkpoint invariant: the final checkpoint of a{} completes once", self.attempt);
+        assert_eq!(
+            self.ended.len(),
+            self.tasks.len(),
+            "checkpoint invariant: the final checkpoint completes after every task of a{} ended",
             self.attempt
         );
         self.final_done = true;
         let id = self.next_id;
         self.next_id += 1;
+        self.check_completes(id, self.ended.len());
         let completed = CompletedCheckpoint {
             id,
             handles: self.ended.iter().map(|(task, (handle, _))| (*task, handle.clone())).collect(),
@@ -289,6 +316,23 @@ impl CheckpointCoordinator {
             checkpoint.id,
             self.completed.last().map_or(0, |last| last.id)
         );
+        let id = checkpoint.id;
+        assert!(
+            id < self.next_id,
+            "checkpoint invariant: only a checkpoint this coordinator numbered completes (cp{id})"
+        );
+        assert!(self.pending.is_none(), "checkpoint invariant: cp{id} is recorded with no checkpoint pending");
+        if checkpoint.is_final {
+            assert!(
+                self.final_done,
+                "checkpoint invariant: final checkpoint {id} is recorded after a{} ended",
+                self.attempt
+            );
+        }
+        assert!(
+            checkpoint.handles.windows(2).all(|pair| pair[0].0 < pair[1].0),
+            "checkpoint invariant: checkpoint {id} holds one snapshot per task"
+        );
         self.completed.push(checkpoint);
         self.prune()
     }
@@ -299,6 +343,11 @@ impl CheckpointCoordinator {
             return Vec::new();
         }
         let dropped: Vec<CompletedCheckpoint> = self.completed.drain(..self.completed.len() - keep).collect();
+        assert_eq!(
+            self.completed.len(),
+            keep,
+            "checkpoint invariant: the newest {keep} checkpoints completed are kept"
+        );
         let kept: BTreeSet<&str> = self
             .completed
             .iter()

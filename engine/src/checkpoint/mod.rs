@@ -80,11 +80,23 @@ pub struct CheckpointBarrier {
 /// Tag of a barrier in an encoded event.
 const BARRIER_TAG: u8 = 1;
 
+// A task reads an event as a watermark first: a barrier must never read as one.
+const _: () = assert!(
+    BARRIER_TAG != crate::time::WATERMARK_TAG,
+    "checkpoint invariant: a barrier's tag differs from a watermark's"
+);
+
 impl CheckpointBarrier {
     /// The barrier as an event on a data channel.
     pub fn encode(&self) -> Vec<u8> {
         let mut bytes = vec![BARRIER_TAG];
         self.id.encode(&mut bytes);
+        assert_eq!(
+            CheckpointBarrier::decode(&bytes),
+            Ok(*self),
+            "checkpoint invariant: a barrier's wire form reads back as the same barrier (cp{})",
+            self.id
+        );
         bytes
     }
 

@@ -393,6 +393,7 @@ impl<T> FileWriter<T> {
     /// Starts appending the buffer to the in-progress file, once the append before it is done.
     async fn ship(&mut self) -> Result<(), OperatorError> {
         self.shipped().await?;
+        assert!(self.shipping.is_none(), "sink invariant: at most one append to `{}` is under way", self.in_progress());
         if self.buffer.is_empty() {
             return Ok(());
         }
@@ -402,6 +403,7 @@ impl<T> FileWriter<T> {
         };
         let path = self.in_progress();
         let bytes = std::mem::replace(&mut self.buffer, std::mem::take(&mut self.spare));
+        assert!(self.buffer.is_empty(), "sink invariant: a ship of `{path}` starts the next buffer empty");
         let file = path.clone();
         let offset = self.shipped_bytes;
         self.shipped_bytes += bytes.len() as u64;
@@ -424,13 +426,39 @@ impl<T> FileWriter<T> {
     async fn prepare(&mut self) -> Result<Vec<FileCommittable>, OperatorError> {
         self.ship().await?;
         self.shipped().await?;
+        self.check_shipped();
         if !self.written {
             return Ok(Vec::new()); // no rows since the last checkpoint: no file
         }
         let pending = self.in_progress();
         let storage = self.storage.as_ref().expect("written through it");
         storage.sync_through(&pending, self.shipped_bytes).await.map_err(|error| failed("sync", &pending, error))?;
-        Ok(vec![FileCommittable { pending, committed: committed_path(&self.table, &self.task, &self.suffix) }])
+        let committed = committed_path(&self.table, &self.task, &self.suffix);
+        // The durable store traces the rename to `committed` as this file's commit, and the
+        // commit's attempt is read from `pending`'s name.
+        assert!(
+            committed_file_txn(&committed).is_some(),
+            "sink invariant: a committed file's name says its transaction (`{committed}`)"
+        );
+        assert_eq!(
+            in_progress_attempt(&pending),
+            Some(u64::from(self.task.attempt)),
+            "sink invariant: a pending file's name says its attempt (`{pending}`)"
+        );
+        Ok(vec![FileCommittable { pending, committed }])
+    }
+
+    /// What a pre-commit relies on: every row written is shipped, and no append is under way;
+    /// the file has bytes exactly when some were shipped to it.
+    fn check_shipped(&self) {
+        assert!(self.buffer.is_empty(), "sink invariant: every row written is shipped to `{}`", self.in_progress());
+        assert!(self.shipping.is_none(), "sink invariant: no append to `{}` is under way", self.in_progress());
+        assert_eq!(
+            self.written,
+            self.shipped_bytes > 0,
+            "sink invariant: `{}` has bytes exactly when some were shipped to it",
+            self.in_progress()
+        );
     }
 }
 
@@ -457,6 +485,8 @@ impl<T: Record> SinkWriter<T, FileCommittable> for FileWriter<T> {
     }
 
     fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<Vec<u8>, OperatorError> {
+        // The engine pre-commits at the barrier before it snapshots: nothing is left behind.
+        self.check_shipped();
         // What follows the barrier goes into the next checkpoint's file.
         self.suffix = format!("c{}", checkpoint_id + 1);
         self.written = false;

@@ -276,6 +276,18 @@ pub fn assign_splits(files: &[(String, u64)], split_bytes: u64, index: u32, para
         .collect()
 }
 
+/// What a split of a reader's position holds: a line start before its end, and a first
+/// byte past the file's start where that is not known to start a line (the byte before it is read).
+fn check_split((path, end, next, aligned): &Split) {
+    assert!(next < end, "files invariant: a split of `{path}` in a position has bytes left ({next} of {end})");
+    assert!(*aligned || *next > 0, "files invariant: a split of `{path}` not known to start a line starts past byte 0");
+}
+
+/// What a reader's position holds, checkpointed and restored alike.
+fn check_position(splits: &[Split]) {
+    splits.iter().for_each(check_split);
+}
+
 /// The lines that start in `bytes` (read from `offset` of a file of `length` bytes) before
 /// `end`, and where the next unread line starts; `None` if no line ends in `bytes` (read more).
 fn lines_in(bytes: &[u8], offset: u64, end: u64, length: u64, max_lines: usize) -> Option<(Vec<String>, u64)> {
@@ -297,6 +309,8 @@ fn lines_in(bytes: &[u8], offset: u64, end: u64, length: u64, max_lines: usize) 
             break;
         }
     }
+    assert!(lines.len() <= max_lines, "files invariant: a batch holds at most {max_lines} lines");
+    assert!(start <= bytes.len(), "files invariant: the next line starts within the bytes read (at {offset})");
     (start > 0 || offset + (bytes.len() as u64) >= length).then_some((lines, offset + start as u64))
 }
 
@@ -323,6 +337,7 @@ impl LineReader {
             buffered: BTreeMap::new(),
         });
         if let Some((splits, next_split)) = self.restored.take() {
+            check_position(&splits);
             let state = self.state.as_mut().expect("set above");
             state.splits = splits;
             state.next_split = next_split as usize;
@@ -450,6 +465,7 @@ impl LineReader {
         }
         let index = state.next_split % state.splits.len();
         let (path, end, mut next, aligned) = state.splits[index].clone();
+        check_split(&state.splits[index]);
         if !aligned {
             // The split starts inside a line or at a line's start: the line that holds byte
             // `next - 1` belongs to the split before.
@@ -461,6 +477,7 @@ impl LineReader {
         } else {
             (Vec::new(), next)
         };
+        assert!(after >= next, "files invariant: `{path}`'s position never goes back (from {next} to {after})");
         let first = next;
         if self.skip_header && first == 0 && !lines.is_empty() {
             lines.remove(0);
@@ -485,6 +502,9 @@ impl SourceReader<String> for LineReader {
     fn snapshot_state(&self) -> Vec<u8> {
         let current: Option<Position> =
             self.state.as_ref().map(|state| (state.splits.clone(), state.next_split as u64));
+        if let Some((splits, _)) = &current {
+            check_position(splits);
+        }
         encode_position(current, &self.restored)
     }
 

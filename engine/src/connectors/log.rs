@@ -115,6 +115,7 @@ impl<T: Record> LogReader<T> {
     async fn open(&mut self) -> Result<(), OperatorError> {
         let log = ServiceClient::connect(&self.task, LOG_SYSTEM).await?;
         if let Some((splits, next_split)) = self.restored.take() {
+            check_position(&self.topic, &splits);
             self.state = Some(ReaderState { log, splits, next_split: next_split as usize });
             return Ok(());
         }
@@ -141,6 +142,11 @@ impl<T: Record> LogReader<T> {
         }
         let index = state.next_split % state.splits.len();
         let (partition, offset, end) = state.splits[index];
+        assert!(
+            offset < end,
+            "log invariant: `{}` partition {partition} has records left at offset {offset} before {end}",
+            self.topic
+        );
         let remaining = u32::try_from(end - offset).unwrap_or(u32::MAX);
         let request =
             FetchRecords { topic: self.topic.clone(), partition, offset, max_records: self.fetch_size.min(remaining) };
@@ -159,6 +165,7 @@ impl<T: Record> LogReader<T> {
             })
             .collect::<Result<Vec<T>, _>>()?;
         let next_offset = offset + records.len() as u64;
+        assert!(next_offset > offset, "log invariant: `{}` partition {partition}'s offset only grows", self.topic);
         if next_offset >= end {
             state.splits.remove(index);
         } else {
@@ -177,11 +184,32 @@ impl<T: Record> SourceReader<T> for LogReader<T> {
     fn snapshot_state(&self) -> Vec<u8> {
         let current: Option<Position> =
             self.state.as_ref().map(|state| (state.splits.clone(), state.next_split as u64));
+        if let Some((splits, _)) = &current {
+            check_position(&self.topic, splits);
+        }
         encode_position(current, &self.restored)
     }
 
     fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError> {
         self.restored = decode_position(state, &format!("log reader of `{}`", self.topic))?;
         Ok(())
+    }
+}
+
+/// What a reader's position holds, checkpointed and restored alike: only partitions with
+/// records left, each once.
+fn check_position(topic: &str, splits: &[(u32, u64, u64)]) {
+    for (partition, offset, end) in splits {
+        assert!(
+            offset < end,
+            "log invariant: a position holds `{topic}` partition {partition} only while it has records left \
+             (offset {offset}, end {end})"
+        );
+    }
+    for (index, (partition, _, _)) in splits.iter().enumerate() {
+        assert!(
+            splits[index + 1..].iter().all(|(other, _, _)| other != partition),
+            "log invariant: a position holds `{topic}` partition {partition} once"
+        );
     }
 }

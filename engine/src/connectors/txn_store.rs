@@ -351,6 +351,16 @@ impl<T: Record> TxnStoreWriter<T> {
         if self.begun {
             return Ok(());
         }
+        assert_eq!(
+            self.staged_batches, 0,
+            "sink invariant: nothing is staged before its transaction begins (`{}`)",
+            self.txn_id
+        );
+        assert!(
+            !self.already_committed,
+            "sink invariant: a transaction is known committed only once begun (`{}`)",
+            self.txn_id
+        );
         self.connect_if_needed().await?;
         let connection = self.connection.as_ref().expect("connected above");
         let request = BeginTransaction {
@@ -373,18 +383,39 @@ impl<T: Record> TxnStoreWriter<T> {
         if self.already_committed {
             // A previous attempt committed this transaction; what this attempt computes again
             // is the same, and must not be written twice.
+            assert_eq!(
+                self.staged_batches, 0,
+                "sink invariant: nothing is staged into a transaction an earlier attempt committed (`{}`)",
+                self.txn_id
+            );
             self.buffer.clear();
             return Ok(());
         }
         while self.buffer.len() >= self.batch_rows || (end_of_input && !self.buffer.is_empty()) {
             let rows = self.buffer.split_front(self.batch_rows);
+            assert!(!rows.is_empty(), "sink invariant: a stage carries rows (`{}`)", self.txn_id);
             let connection = self.connection.as_ref().expect("begun above");
             let request =
                 StageRows { txn_id: self.txn_id.clone(), epoch: self.epoch, batch: self.staged_batches, rows };
             connection.call(request, "stage", &self.txn_id).await?;
             self.staged_batches += 1;
         }
+        self.check_staged(end_of_input);
         Ok(())
+    }
+
+    /// What a stage leaves: less than a batch buffered, nothing at the end of input.
+    fn check_staged(&self, end_of_input: bool) {
+        assert!(
+            self.buffer.len() < self.batch_rows,
+            "sink invariant: a stage leaves less than a batch of rows buffered (`{}`)",
+            self.txn_id
+        );
+        assert!(
+            !end_of_input || self.buffer.is_empty(),
+            "sink invariant: a stage at the end of input ships every row (`{}`)",
+            self.txn_id
+        );
     }
 
     async fn prepare(&mut self) -> Result<Vec<TxnCommittable>, OperatorError> {
@@ -398,6 +429,12 @@ impl<T: Record> TxnStoreWriter<T> {
         }
         self.begin_if_needed().await?;
         self.stage(true).await?;
+        assert!(self.begun, "sink invariant: a transaction is begun before it is prepared (`{}`)", self.txn_id);
+        assert!(
+            self.buffer.is_empty(),
+            "sink invariant: a prepare stages every row written before it (`{}`)",
+            self.txn_id
+        );
         let committable = TxnCommittable { txn_id: self.txn_id.clone(), epoch: self.epoch };
         if self.already_committed {
             return Ok(vec![committable]);
@@ -431,6 +468,12 @@ impl<T: Record> SinkWriter<T, TxnCommittable> for TxnStoreWriter<T> {
     }
 
     fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<Vec<u8>, OperatorError> {
+        // The engine pre-commits at the barrier before it snapshots: nothing is left behind.
+        assert!(
+            self.buffer.is_empty(),
+            "sink invariant: barrier {checkpoint_id}'s pre-commit staged every row before it (`{}`)",
+            self.txn_id
+        );
         // What follows the barrier goes into the next checkpoint's transaction.
         self.txn_id = checkpoint_txn_id(&self.task, &self.table, checkpoint_id + 1);
         self.begun = false;

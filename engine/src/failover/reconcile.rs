@@ -53,11 +53,48 @@ pub fn finished_work_to_keep(
         }
     }
     let reset = regions_to_restart(graph, &failed, available, |region| candidates.contains(&region));
-    candidates
+    let kept: BTreeSet<ExecutionVertexId> = candidates
         .iter()
         .filter(|region| !reset.contains(region))
         .flat_map(|region| graph.regions()[region.0 as usize].vertices.iter().copied())
-        .collect()
+        .collect();
+    check_kept(graph, finished, &kept, &readers, &held);
+    kept
+}
+
+/// What the kept work guarantees the restarted JobMaster: only finished subtasks, whole regions,
+/// and every partition of theirs that a subtask not kept (or not decided yet) will read is held.
+fn check_kept(
+    graph: &ExecutionGraph,
+    finished: &BTreeSet<ExecutionVertexId>,
+    kept: &BTreeSet<ExecutionVertexId>,
+    readers: &BTreeMap<IntermediateResultPartitionId, BTreeSet<ExecutionVertexId>>,
+    held: &dyn Fn(IntermediateResultPartitionId) -> bool,
+) {
+    assert!(kept.is_subset(finished), "failover invariant: only finished subtasks are kept");
+    for region in graph.regions() {
+        let kept_members = region.vertices.iter().filter(|vertex| kept.contains(*vertex)).count();
+        assert!(
+            kept_members == 0 || kept_members == region.vertices.len(),
+            "failover invariant: region r{} is kept whole or not at all ({kept_members} of {} subtasks kept)",
+            region.id.0,
+            region.vertices.len()
+        );
+    }
+    let job_graph = graph.job_graph();
+    for vertex in kept {
+        for produced in graph.produced_partitions(*vertex) {
+            let undecided = graph.parallelism(job_graph.edge(produced.id.dataset).target).is_none();
+            let read_again = readers.get(&produced.id).into_iter().flatten().any(|reader| !kept.contains(reader));
+            if undecided || read_again {
+                assert!(
+                    held(produced.id),
+                    "failover invariant: kept {vertex}'s partition of ds{} is still needed, so it is held",
+                    produced.id.dataset.0
+                );
+            }
+        }
+    }
 }
 
 /// The partitions of the kept work a restarted JobMaster tracks as available: each kept

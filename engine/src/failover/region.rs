@@ -35,10 +35,18 @@ pub fn regions_to_restart(
             }
         }
     }
+    for region in failed {
+        assert!(
+            (region.0 as usize) < graph.regions().len(),
+            "failover invariant: failed region r{} is a region of the graph",
+            region.0
+        );
+    }
     let mut restart: BTreeSet<RegionId> = failed.clone();
     // Each region with how many lost partitions upstream of a failed region it is.
     let mut queue: VecDeque<(RegionId, u32)> = failed.iter().map(|region| (*region, 0)).collect();
     while let Some((region, stages_up)) = queue.pop_front() {
+        assert_eq!(graph.regions()[region.0 as usize].id, region, "failover invariant: a region's id is its position");
         let members = &graph.regions()[region.0 as usize].vertices;
         for vertex in members {
             for input in graph.consumed_inputs(*vertex) {
@@ -66,7 +74,49 @@ pub fn regions_to_restart(
             }
         }
     }
+    assert!(failed.is_subset(&restart), "failover invariant: every failed region restarts");
+    check_closed(graph, &restart, &consumers, &available, &started);
     restart
+}
+
+/// The regions to restart are closed under both rules of the module doc: every input a
+/// restarted region reads from outside it is available or produced by a restarted region, and
+/// every started consumer of what a restarted region produces restarts too.
+fn check_closed(
+    graph: &ExecutionGraph,
+    restart: &BTreeSet<RegionId>,
+    consumers: &BTreeMap<IntermediateResultPartitionId, BTreeSet<RegionId>>,
+    available: &dyn Fn(IntermediateResultPartitionId) -> bool,
+    started: &dyn Fn(RegionId) -> bool,
+) {
+    for region in restart {
+        let members = &graph.regions()[region.0 as usize].vertices;
+        for vertex in members {
+            for input in graph.consumed_inputs(*vertex) {
+                for channel in input.channels {
+                    if members.contains(&channel.producer) || available(channel.partition) {
+                        continue;
+                    }
+                    assert!(
+                        restart.contains(&graph.region_of(channel.producer)),
+                        "failover invariant: {vertex} restarts without {}, whose partition it reads is gone",
+                        channel.producer
+                    );
+                }
+            }
+            for produced in graph.produced_partitions(*vertex) {
+                for consumer in consumers.get(&produced.id).into_iter().flatten() {
+                    if started(*consumer) {
+                        assert!(
+                            restart.contains(consumer),
+                            "failover invariant: {vertex} restarts, but r{}, which started and reads it, does not",
+                            consumer.0
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

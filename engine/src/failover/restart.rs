@@ -257,48 +257,19 @@ impl RestartTracker {
                     give_up(format!("after {}; last failure: {cause}", counted(self.restarts, "restart")))
                 } else {
                     self.restarts += 1;
+                    assert!(
+                        self.restarts <= attempts,
+                        "failover invariant: fixed-delay restarts at most {attempts} times"
+                    );
                     RestartDecision::RestartAfter(delay)
                 }
             }
-            RestartStrategy::ExponentialDelay {
-                initial_backoff,
-                max_backoff,
-                multiplier,
-                reset_backoff_threshold,
-                jitter_factor,
-                attempts,
-            } => {
-                if let Some(due) = self.restart_due.filter(|due| now < *due) {
-                    return RestartDecision::RestartAfter(due - now); // merged into the pending restart
-                }
-                if self.last_failure.is_some_and(|last| now.saturating_sub(last) >= reset_backoff_threshold) {
-                    self.attempts_since_reset = 0;
-                }
-                if let Some(attempts) = attempts
-                    && self.attempts_since_reset >= attempts
-                {
-                    return give_up(format!(
-                        "after {} without a pause of {} ms; last failure: {cause}",
-                        counted(self.attempts_since_reset, "restart"),
-                        reset_backoff_threshold.as_millis()
-                    ));
-                }
-                self.backoff = if self.attempts_since_reset == 0 {
-                    initial_backoff
-                } else {
-                    multiplier.scale(self.backoff).min(max_backoff)
-                };
-                self.attempts_since_reset += 1;
-                self.restarts += 1;
-                self.last_failure = Some(now);
-                let spread = jitter_factor.scale(self.backoff).as_micros() as u64;
-                let offset = jitter % (2 * spread + 1);
-                let delay =
-                    (self.backoff + Duration::from_micros(offset)).saturating_sub(Duration::from_micros(spread));
-                self.restart_due = Some(now + delay);
-                RestartDecision::RestartAfter(delay)
-            }
+            RestartStrategy::ExponentialDelay { .. } => self.on_exponential_failure(cause, now, jitter),
             RestartStrategy::FailureRate { max_failures_per_interval, failure_rate_interval, delay } => {
+                assert!(
+                    self.recent.back().is_none_or(|last| *last <= now),
+                    "failover invariant: failures are seen in the order of their times (failure-rate)"
+                );
                 self.recent.push_back(now);
                 while self.recent.front().is_some_and(|first| now.saturating_sub(*first) > failure_rate_interval) {
                     self.recent.pop_front();
@@ -315,6 +286,74 @@ impl RestartTracker {
                 }
             }
         }
+    }
+
+    /// [`RestartTracker::on_failure`] for exponential delay; see the module doc.
+    fn on_exponential_failure(&mut self, cause: &str, now: Duration, jitter: u64) -> RestartDecision {
+        let strategy = self.strategy;
+        let RestartStrategy::ExponentialDelay {
+            initial_backoff,
+            max_backoff,
+            multiplier,
+            reset_backoff_threshold,
+            jitter_factor,
+            attempts,
+        } = strategy
+        else {
+            unreachable!("failover invariant: only an exponential-delay tracker counts exponential failures")
+        };
+        assert!(
+            self.last_failure.is_none_or(|last| last <= now),
+            "failover invariant: failures are seen in the order of their times (exponential-delay)"
+        );
+        if let Some(due) = self.restart_due.filter(|due| now < *due) {
+            return RestartDecision::RestartAfter(due - now); // merged into the pending restart
+        }
+        if self.last_failure.is_some_and(|last| now.saturating_sub(last) >= reset_backoff_threshold) {
+            self.attempts_since_reset = 0;
+        }
+        if let Some(attempts) = attempts
+            && self.attempts_since_reset >= attempts
+        {
+            return RestartDecision::GiveUp(format!(
+                "restart strategy {strategy} gave up after {} without a pause of {} ms; last failure: {cause}",
+                counted(self.attempts_since_reset, "restart"),
+                reset_backoff_threshold.as_millis()
+            ));
+        }
+        self.backoff = if self.attempts_since_reset == 0 {
+            initial_backoff
+        } else {
+            multiplier.scale(self.backoff).min(max_backoff)
+        };
+        self.attempts_since_reset += 1;
+        self.restarts += 1;
+        self.last_failure = Some(now);
+        let spread = jitter_factor.scale(self.backoff).as_micros() as u64;
+        let offset = jitter % (2 * spread + 1);
+        let delay = (self.backoff + Duration::from_micros(offset)).saturating_sub(Duration::from_micros(spread));
+        self.check_exponential_delay(delay, Duration::from_micros(spread), attempts);
+        self.restart_due = Some(now + delay);
+        RestartDecision::RestartAfter(delay)
+    }
+
+    /// What an exponential restart's `delay` guarantees: within `spread` of the backoff, and no
+    /// more restarts since the last reset than allowed.
+    fn check_exponential_delay(&self, delay: Duration, spread: Duration, attempts: Option<u32>) {
+        assert!(
+            delay <= self.backoff.saturating_add(spread),
+            "failover invariant: an exponential delay of {delay:?} is at most {spread:?} over its backoff {:?}",
+            self.backoff
+        );
+        assert!(
+            delay >= self.backoff.saturating_sub(spread),
+            "failover invariant: an exponential delay of {delay:?} is at most {spread:?} under its backoff {:?}",
+            self.backoff
+        );
+        assert!(
+            attempts.is_none_or(|attempts| self.attempts_since_reset <= attempts),
+            "failover invariant: exponential delay restarts at most {attempts:?} times without a pause"
+        );
     }
 }
 

@@ -79,7 +79,30 @@ pub fn decide(bytes_per_subpartition: &[u64], config: &AdaptiveBatchConfig) -> P
             input_bytes.div_ceil(config.target_bytes_per_task.max(1)).clamp(u64::from(lowest), u64::from(highest));
         even_ranges(subpartitions, wanted as u32)
     };
+    check_ranges(&ranges, subpartitions, lowest..=highest);
     ParallelismDecision { ranges, input_bytes }
+}
+
+/// What a decision guarantees the execution graph: a parallelism within the bounds, and
+/// non-empty contiguous ranges that cover every subpartition.
+fn check_ranges(ranges: &[Range<u32>], subpartitions: u32, bounds: std::ops::RangeInclusive<u32>) {
+    assert!(
+        bounds.contains(&(ranges.len() as u32)),
+        "scheduler invariant: a decided parallelism of {} is within {bounds:?}",
+        ranges.len()
+    );
+    assert_eq!(ranges.first().map(|range| range.start), Some(0), "scheduler invariant: decided ranges start at 0");
+    assert_eq!(
+        ranges.last().map(|range| range.end),
+        Some(subpartitions),
+        "scheduler invariant: decided ranges cover all {subpartitions} subpartitions"
+    );
+    for range in ranges {
+        assert!(range.start < range.end, "scheduler invariant: every subtask reads a subpartition ({range:?})");
+    }
+    for pair in ranges.windows(2) {
+        assert_eq!(pair[0].end, pair[1].start, "scheduler invariant: decided ranges are contiguous ({pair:?})");
+    }
 }
 
 fn ranges_by_data(bytes: &[u64], target: u64) -> Vec<Range<u32>> {

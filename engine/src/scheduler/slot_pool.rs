@@ -55,12 +55,13 @@ impl SlotPool {
     /// Allocates `count` slots, or none if fewer are free. Spreads over TaskManagers: each slot
     /// comes from the TaskManager with the most free slots (ties: by name).
     pub fn allocate_bulk(&mut self, count: u32) -> Option<Vec<SlotId>> {
-        if self.free_slots() < count {
+        let free_before = self.free_slots();
+        if free_before < count {
             return None;
         }
         let mut allocated = Vec::with_capacity(count as usize);
         for _ in 0..count {
-            let (name, (_, free)) = self
+            let (name, (total, free)) = self
                 .task_managers
                 .iter_mut()
                 .filter(|(_, (_, free))| !free.is_empty())
@@ -69,8 +70,14 @@ impl SlotPool {
                 .max_by_key(|(_, (_, free))| free.len())
                 .expect("enough free slots were checked");
             let index = free.pop_first().expect("non-empty");
+            assert!(index < *total, "scheduler invariant: slot {name}/s{index} exists");
             allocated.push(SlotId { task_manager: name.clone(), index });
         }
+        assert_eq!(
+            self.free_slots(),
+            free_before - count,
+            "scheduler invariant: a bulk allocation takes {count} distinct free slots"
+        );
         Some(allocated)
     }
 

@@ -119,7 +119,8 @@ impl SchedulingStrategy {
         let mut groups: Vec<Vec<ExecutionVertexId>> = Vec::new();
         let mut position = 0;
         let mut previous_vertex = None;
-        for vertex in &self.region(region).vertices {
+        let members = &self.region(region).vertices;
+        for vertex in members {
             // Vertices are sorted by job vertex, then subtask.
             if previous_vertex != Some(vertex.vertex) {
                 position = 0;
@@ -128,9 +129,20 @@ impl SchedulingStrategy {
             if groups.len() <= position {
                 groups.push(Vec::new());
             }
+            assert!(
+                groups[position].last().is_none_or(|last| last.vertex < vertex.vertex),
+                "scheduler invariant: slot {position} of region r{} runs one subtask per vertex, in order ({vertex})",
+                region.0
+            );
             groups[position].push(*vertex);
             position += 1;
         }
+        assert_eq!(
+            groups.iter().map(Vec::len).sum::<usize>(),
+            members.len(),
+            "scheduler invariant: every subtask of region r{} has a slot",
+            region.0
+        );
         SlotSharing { groups }
     }
 
@@ -168,7 +180,8 @@ impl SchedulingStrategy {
         let done = self.region(region).vertices.iter().all(|member| self.finished.contains(member));
         if done {
             let key = self.key(region);
-            self.states.insert(key, RegionState::Finished);
+            let before = self.states.insert(key, RegionState::Finished);
+            assert_ne!(before, Some(RegionState::Finished), "scheduler invariant: region r{} finishes once", region.0);
         }
         done
     }

@@ -63,10 +63,18 @@ impl BufferBuilder {
         self.records == 0
     }
 
+    /// True if the buffer, sealed now, would be within its capacity, or holds one record (a
+    /// writer that asks [`BufferBuilder::fits`] before each push keeps this true).
+    pub(super) fn within_capacity(&self) -> bool {
+        self.records <= 1 || self.bytes.len() + CHECKSUM <= self.capacity
+    }
+
     /// Seals the buffer (appends the checksum) and starts a new one.
     pub fn seal(&mut self) -> Vec<u8> {
         let mut bytes = std::mem::take(&mut self.bytes);
-        self.records = 0;
+        let records = std::mem::take(&mut self.records);
+        // Every record adds at least its 4-byte length.
+        assert_eq!(records == 0, bytes.is_empty(), "shuffle invariant: a buffer holds bytes if and only if records");
         let checksum = fnv1a64(&bytes);
         bytes.extend_from_slice(&checksum.to_be_bytes());
         bytes

@@ -147,7 +147,8 @@ pub enum GateEvent {
 
 enum ChannelMessage {
     Item(usize, StreamItem, OwnedSemaphorePermit),
-    End(usize),
+    /// The channel's end, after the items its fetcher received (and sent) before it.
+    End(usize, u64),
     Failed(ShuffleError),
 }
 
@@ -155,7 +156,8 @@ enum ChannelMessage {
 /// the channel's fetcher stops asking once its credits are held.
 enum Held {
     Item(StreamItem, OwnedSemaphorePermit),
-    End,
+    /// The end, after this many items.
+    End(u64),
 }
 
 /// The channels of a task's inputs; see the module doc.
@@ -167,6 +169,10 @@ pub struct InputGate {
     held: BTreeMap<usize, VecDeque<Held>>,
     /// Items of unblocked channels, delivered before anything newer.
     released: VecDeque<(usize, Held)>,
+    /// Per channel, items delivered to the task: at its end, what its fetcher received.
+    delivered: Vec<u64>,
+    /// Per channel, whether its end was delivered.
+    ended: Vec<bool>,
 }
 
 impl InputGate {
@@ -197,6 +203,8 @@ impl InputGate {
             blocked: BTreeSet::new(),
             held: BTreeMap::new(),
             released: VecDeque::new(),
+            delivered: vec![0; open_channels],
+            ended: vec![false; open_channels],
         }
     }
 
@@ -214,12 +222,13 @@ impl InputGate {
                 return Ok(self.deliver(channel, held));
             }
             if self.open_channels == 0 {
+                assert!(self.ended.iter().all(|ended| *ended), "shuffle invariant: input ends after every channel");
                 return Ok(GateEvent::EndOfInput);
             }
             let (channel, held) =
                 match self.receiver.recv().await.expect("internal: a fetcher ended without a final message") {
                     ChannelMessage::Item(channel, item, credit) => (channel, Held::Item(item, credit)),
-                    ChannelMessage::End(channel) => (channel, Held::End),
+                    ChannelMessage::End(channel, sent) => (channel, Held::End(sent)),
                     ChannelMessage::Failed(error) => return Err(error),
                 };
             if self.blocked.contains(&channel) {
@@ -231,17 +240,26 @@ impl InputGate {
     }
 
     fn deliver(&mut self, channel: usize, held: Held) -> GateEvent {
+        let channels = self.ended.len();
+        assert!(channel < channels, "shuffle invariant: channel {channel} is one of the gate's {channels}");
+        assert!(!self.ended[channel], "shuffle invariant: channel {channel} delivers nothing after its end");
         match held {
             // Taking the item frees its slot: the credit is dropped here.
             Held::Item(item, _credit) => {
+                self.delivered[channel] += 1;
                 let (kind, bytes) = match item {
                     StreamItem::Buffer(bytes) => (GateEventKind::Buffer, bytes),
                     StreamItem::Event(bytes) => (GateEventKind::Event, bytes),
                 };
                 GateEvent::Item { channel, kind, bytes }
             }
-            Held::End => {
+            Held::End(received) => {
+                assert_eq!(
+                    self.delivered[channel], received,
+                    "shuffle invariant: channel {channel} delivers, before its end, every item its fetcher received"
+                );
                 assert!(self.open_channels > 0, "internal: channel {channel} ended after every channel had");
+                self.ended[channel] = true;
                 self.open_channels -= 1;
                 GateEvent::ChannelEnd { channel }
             }
@@ -251,6 +269,11 @@ impl InputGate {
     /// Holds what `channel` sends from now on (checkpoint barrier alignment), including what
     /// it sent earlier that an unblocking released and the task has not taken yet.
     pub fn block(&mut self, channel: usize) {
+        // The aligner blocks a channel that just delivered a barrier: it is open.
+        assert!(
+            self.ended.get(channel).is_some_and(|ended| !ended),
+            "shuffle invariant: only an open channel of the gate is blocked (channel {channel})"
+        );
         self.blocked.insert(channel);
     }
 
@@ -308,7 +331,7 @@ async fn fetch_channel(
     sender: mpsc::UnboundedSender<ChannelMessage>,
 ) {
     let message = match read_channel(index, &spec, &source, config, credits, &sender).await {
-        Ok(()) => ChannelMessage::End(index),
+        Ok(received) => ChannelMessage::End(index, received),
         Err(error) => ChannelMessage::Failed(error),
     };
     // The gate may be gone (task cancelled); then nobody needs the message.
@@ -322,7 +345,7 @@ async fn read_channel(
     config: InputGateConfig,
     credits: Arc<Semaphore>,
     sender: &mpsc::UnboundedSender<ChannelMessage>,
-) -> Result<(), ShuffleError> {
+) -> Result<u64, ShuffleError> {
     let (partition, location) = (spec.partition(), spec.descriptor.location.to_string());
     let address = spec.descriptor.location.address();
     let mut sequence = 0;
@@ -350,11 +373,11 @@ async fn read_channel(
                 sequence += items.len() as u64;
                 for (item, permit) in items.into_iter().zip(permits.drain(..)) {
                     if sender.send(ChannelMessage::Item(index, item, permit)).is_err() {
-                        return Ok(()); // the gate was dropped
+                        return Ok(sequence); // the gate was dropped
                     }
                 }
             }
-            Ok(Ok(BufferResponse::EndOfPartition)) => return Ok(()),
+            Ok(Ok(BufferResponse::EndOfPartition)) => return Ok(sequence),
             Ok(Ok(BufferResponse::NotYet)) => timeouts = 0,
             Ok(Err(PartitionRequestError::NotFound)) => {
                 // A partition that was finished when this consumer was deployed is lost; one
@@ -423,6 +446,8 @@ mod tests {
             blocked: BTreeSet::new(),
             held: BTreeMap::new(),
             released: VecDeque::new(),
+            delivered: vec![0; channels],
+            ended: vec![false; channels],
         };
         (gate, sender)
     }

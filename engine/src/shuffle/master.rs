@@ -26,12 +26,13 @@ pub trait ShuffleMaster: Send + Sync {
         subpartitions: u32,
         producer: PartitionLocation,
     ) -> ShuffleDescriptor {
-        ShuffleDescriptor {
-            partition,
-            partition_type,
-            subpartitions,
-            location: self.location(partition_type, producer),
+        assert!(producer.task_manager().is_some(), "shuffle invariant: {partition} is produced on a TaskManager");
+        let pipelined_on = (partition_type == ResultPartitionType::Pipelined).then(|| producer.clone());
+        let location = self.location(partition_type, producer);
+        if let Some(producer) = pipelined_on {
+            assert_eq!(location, producer, "shuffle invariant: pipelined {partition} lives on its producer's node");
         }
+        ShuffleDescriptor { partition, partition_type, subpartitions, location }
     }
 }
 
@@ -106,7 +107,14 @@ impl PartitionTracker {
     pub fn consumer_finished(&mut self, consumer: JobVertexId) -> Vec<ShuffleDescriptor> {
         let done: Vec<ResultPartitionId> =
             self.partitions.iter().filter(|(_, tracked)| tracked.consumer == consumer).map(|(id, _)| *id).collect();
-        done.into_iter().map(|id| self.partitions.remove(&id).expect("listed above").descriptor).collect()
+        done.into_iter().map(|id| Self::released(id, self.partitions.remove(&id).expect("listed above"))).collect()
+    }
+
+    /// A partition that stops being tracked, to be released: tracking forgets it, so it is
+    /// released once.
+    fn released(id: ResultPartitionId, tracked: Tracked) -> ShuffleDescriptor {
+        assert_eq!(tracked.descriptor.partition, id, "shuffle invariant: a partition is tracked under its own id");
+        tracked.descriptor
     }
 
     /// True if the partition is tracked and its producer finished it: it can be read.
@@ -121,7 +129,7 @@ impl PartitionTracker {
 
     /// Stops tracking a partition whose producer restarts; returns it, to be released.
     pub fn untrack(&mut self, partition: ResultPartitionId) -> Option<ShuffleDescriptor> {
-        self.partitions.remove(&partition).map(|tracked| tracked.descriptor)
+        self.partitions.remove(&partition).map(|tracked| Self::released(partition, tracked))
     }
 
     /// Produced partitions still needed that live on a TaskManager (lost with it).
@@ -135,7 +143,7 @@ impl PartitionTracker {
 
     /// Stops tracking everything (a restart) and returns it, to be released.
     pub fn take_all(&mut self) -> Vec<ShuffleDescriptor> {
-        std::mem::take(&mut self.partitions).into_values().map(|tracked| tracked.descriptor).collect()
+        std::mem::take(&mut self.partitions).into_iter().map(|(id, tracked)| Self::released(id, tracked)).collect()
     }
 }
 

@@ -261,6 +261,13 @@ impl<W: ItemWriter> ShuffleWriter for W {
     }
 
     fn write_buffer(&mut self, subpartition: u32, buffer: Vec<u8>) -> BoxFuture<'_, Result<(), WriteError>> {
+        let descriptor = self.descriptor();
+        assert!(
+            subpartition < descriptor.subpartitions,
+            "shuffle invariant: a buffer goes to a subpartition of {} ({subpartition} of {})",
+            descriptor.partition,
+            descriptor.subpartitions
+        );
         self.add_item(subpartition, StreamItem::Buffer(buffer))
     }
 

@@ -411,6 +411,10 @@ impl LocalWriter {
                 }
             }
             Local::SortMerge(partition) => {
+                let id = self.descriptor.partition;
+                assert!(!partition.finished, "shuffle invariant: blocking partition {id} finishes once");
+                // `spill` above took the write buffer, and nothing is added while it writes.
+                assert!(!partition.has_pending(), "shuffle invariant: {id} finishes with every item spilled");
                 partition.finished = true;
                 PartitionStatistics {
                     bytes_per_subpartition: partition.bytes_per_subpartition().to_vec(),

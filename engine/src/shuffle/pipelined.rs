@@ -47,6 +47,11 @@ impl PipelinedPartition {
     pub(super) fn push(&mut self, subpartition: u32, item: StreamItem) {
         assert!(!self.finished, "internal: an item was added to a finished pipelined partition");
         assert!(
+            (subpartition as usize) < self.queues.len(),
+            "shuffle invariant: an item goes to a subpartition of its partition ({subpartition} of {})",
+            self.queues.len()
+        );
+        assert!(
             matches!(item, StreamItem::Event(_)) || self.has_room(subpartition),
             "internal: a buffer was added to a full pipelined subpartition"
         );
@@ -56,6 +61,7 @@ impl PipelinedPartition {
     }
 
     pub(super) fn finish(&mut self) {
+        assert!(!self.finished, "shuffle invariant: a pipelined partition finishes once");
         self.finished = true;
     }
 
@@ -70,7 +76,8 @@ impl PipelinedPartition {
         let range = &request.subpartitions;
         let Some(queue) = self.queues.get(range.start as usize).filter(|_| range.len() == 1) else { return true };
         let available = queue.first_sequence + queue.items.len() as u64;
-        request.sequence < available || (self.finished && request.sequence == available)
+        let stale = request.sequence < queue.first_sequence;
+        stale || request.sequence < available || (self.finished && request.sequence == available)
     }
 
     /// Acknowledges what the request acknowledges, then answers it if anything is ready.
@@ -85,17 +92,19 @@ impl PipelinedPartition {
         }
         let queue = &mut self.queues[range.start as usize];
         // One consumer reads a pipelined subpartition, and what it asks from only grows: it
-        // never asks again for what it acknowledged.
-        assert!(
-            request.sequence >= queue.first_sequence,
-            "internal: subpartition {} asked from item {} after its consumer acknowledged up to {}",
-            range.start,
-            request.sequence,
-            queue.first_sequence
-        );
+        // never asks again for what it acknowledged. A request from below that is one the
+        // network delayed past its timeout, after the consumer asked again and moved on: its
+        // answer goes to nobody, so it acknowledges nothing and gets `NotYet`.
+        if request.sequence < queue.first_sequence {
+            return Ok((Some(BufferResponse::NotYet), false));
+        }
         let mut freed = false;
         while queue.first_sequence < request.sequence && !queue.items.is_empty() {
             let item = queue.items.pop_front().expect("checked non-empty");
+            assert!(
+                self.buffered_bytes >= item.len() as u64,
+                "shuffle invariant: a pipelined partition counts the bytes of every item it holds"
+            );
             self.buffered_bytes -= item.len() as u64;
             queue.first_sequence += 1;
             freed = true;
@@ -106,6 +115,9 @@ impl PipelinedPartition {
             let count = (request.credits.max(1) as usize).min(queue.items.len() - start);
             let items: Vec<StreamItem> = queue.items.range(start..start + count).cloned().collect();
             let backlog = (queue.items.len() - start - count) as u64;
+            // The consumer's side of this pair: a fetcher takes at most the credits it granted.
+            assert!(!items.is_empty(), "shuffle invariant: an answer with items has at least one");
+            assert!(items.len() <= request.credits.max(1) as usize, "shuffle invariant: an answer fits its credits");
             Some(BufferResponse::Items { items, backlog })
         } else if self.finished && request.sequence == available {
             Some(BufferResponse::EndOfPartition)
@@ -157,5 +169,21 @@ mod tests {
         assert!(partition.can_answer(&request(3, 4)), "the end of the partition is an answer");
         assert_eq!(partition.serve(&request(3, 4)).unwrap().0, Some(BufferResponse::EndOfPartition));
         assert_eq!(partition.peak_buffered_bytes(), 30);
+    }
+
+    #[test]
+    fn a_request_the_network_delayed_past_its_retry_acknowledges_nothing_and_gets_not_yet() {
+        let mut partition = PipelinedPartition::new(1, 4);
+        for byte in 0..3u8 {
+            partition.push(0, StreamItem::Buffer(vec![byte; 10]));
+        }
+        // The consumer asked from 0 (delayed), asked again, got 0 and 1, then asked from 2.
+        partition.serve(&request(0, 2)).unwrap();
+        let (_, freed) = partition.serve(&request(2, 2)).unwrap();
+        assert!(freed);
+        assert!(partition.can_answer(&request(0, 2)), "a stale request is answered at once");
+        assert_eq!(partition.serve(&request(0, 2)).unwrap(), (Some(BufferResponse::NotYet), false));
+        let (answer, _) = partition.serve(&request(2, 2)).unwrap();
+        assert_eq!(answer, Some(BufferResponse::Items { items: vec![StreamItem::Buffer(vec![2; 10])], backlog: 0 }));
     }
 }

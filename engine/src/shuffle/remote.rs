@@ -133,6 +133,7 @@ impl RemoteWriter {
         for subpartition in 0..self.descriptor.subpartitions {
             self.push(subpartition).await?;
         }
+        self.check_all_pushed();
         self.call(FinishPartition {
             partition: self.descriptor.partition,
             items_per_subpartition: self.pushed.clone(),
@@ -143,6 +144,19 @@ impl RemoteWriter {
             backpressure_micros: 0,
             peak_buffered_bytes: (PUSH_BYTES * self.pending.len()) as u64,
         })
+    }
+
+    /// Before finishing: every item was pushed and acknowledged, so the counts the service
+    /// compares with what it holds are one per subpartition, of every item added.
+    fn check_all_pushed(&self) {
+        let partition = self.descriptor.partition;
+        let subpartitions = self.descriptor.subpartitions as usize;
+        assert!(self.pending.iter().all(Vec::is_empty), "shuffle invariant: {partition} finishes with all pushed");
+        assert!(
+            self.pending_bytes.iter().all(|bytes| *bytes == 0),
+            "shuffle invariant: {partition} finishes with no bytes waiting to be pushed"
+        );
+        assert_eq!(self.pushed.len(), subpartitions, "shuffle invariant: {partition} counts each subpartition's items");
     }
 }
 
@@ -300,7 +314,7 @@ impl Service {
 
     async fn push(&self, request: PushItems) -> Result<(), PushError> {
         let _appending = self.appends.lock().await;
-        let (skip, offset) = {
+        let (held_items, offset) = {
             let mut partitions = self.lock();
             let held = partitions.entry(request.partition).or_insert_with(|| Held {
                 frames: vec![Vec::new(); request.subpartitions as usize],
@@ -320,8 +334,9 @@ impl Service {
             if request.first_sequence > held_items {
                 return Err(PushError::Gap { held: held_items });
             }
-            ((held_items - request.first_sequence) as usize, held.data_length)
+            (held_items, held.data_length)
         };
+        let skip = (held_items - request.first_sequence) as usize;
         let fresh = &request.items[skip.min(request.items.len())..];
         if fresh.is_empty() {
             return Ok(()); // a retried push that was applied
@@ -345,8 +360,16 @@ impl Service {
             .map_err(|error| PushError::Rejected(error.to_string()))?;
         let mut partitions = self.lock();
         let held = partitions.get_mut(&request.partition).ok_or_else(|| PushError::Rejected("released".to_string()))?;
+        check_append(held, &request, held_items, offset);
         held.frames[request.subpartition as usize].extend(new_frames);
         held.data_length = position;
+        assert_eq!(
+            held.frames[request.subpartition as usize].len() as u64,
+            request.first_sequence + request.items.len() as u64,
+            "shuffle invariant: a push, retried or not, stores each of its items once ({} subpartition {})",
+            request.partition,
+            request.subpartition
+        );
         Ok(())
     }
 
@@ -459,6 +482,20 @@ impl Service {
             let _ = self.config.storage.delete(&index_path(partition)).await;
         }
     }
+}
+
+/// What a push relies on between deciding what to store and storing it: pushes append one at a
+/// time (the `appends` lock), so the subpartition and the data file are as it found them, and a
+/// partition is finished only once every item was acknowledged, so not while items are unstored.
+fn check_append(held: &Held, request: &PushItems, held_items: u64, offset: u64) {
+    let (partition, subpartition) = (request.partition, request.subpartition);
+    assert_eq!(
+        held.frames[subpartition as usize].len() as u64,
+        held_items,
+        "shuffle invariant: pushes append one at a time ({partition} subpartition {subpartition})"
+    );
+    assert_eq!(held.data_length, offset, "shuffle invariant: pushes append one at a time ({partition}'s data file)");
+    assert!(!held.finished, "shuffle invariant: {partition} is finished only after every push was stored");
 }
 
 /// A partition's index: a header (its id and subpartitions), then one record per item.

@@ -86,6 +86,11 @@ impl SortMergePartition {
     /// Buffers an item; true once the write buffer should be spilled.
     pub(super) fn add(&mut self, subpartition: u32, item: StreamItem, threshold: usize) -> bool {
         assert!(!self.finished, "internal: an item was added to a finished blocking partition");
+        assert!(
+            (subpartition as usize) < self.pending.len(),
+            "shuffle invariant: an item goes to a subpartition of its partition ({subpartition} of {})",
+            self.pending.len()
+        );
         self.pending_bytes += item.len();
         if let StreamItem::Buffer(bytes) = &item {
             self.bytes_per_subpartition[subpartition as usize] += bytes.len() as u64;
@@ -96,6 +101,8 @@ impl SortMergePartition {
 
     /// Takes the write buffer as a region, clustered by subpartition, and indexes it.
     pub(super) fn take_spill(&mut self) -> Spill {
+        assert!(!self.finished, "shuffle invariant: a finished blocking partition spills nothing more");
+        let written = self.data_length;
         let mut spill = Spill { bytes: Vec::with_capacity(self.pending_bytes), entries: Vec::new() };
         for (subpartition, items) in self.pending.iter_mut().enumerate() {
             for item in items.drain(..) {
@@ -111,8 +118,20 @@ impl SortMergePartition {
                 spill.entries.push(IndexEntry { subpartition: subpartition as u32, frame });
             }
         }
+        // The region is what was buffered, appended where the data file ended.
+        assert_eq!(spill.bytes.len(), self.pending_bytes, "shuffle invariant: a region holds its buffered bytes");
+        assert_eq!(
+            self.data_length,
+            written + spill.bytes.len() as u64,
+            "shuffle invariant: a region is appended where the data file ended"
+        );
         self.pending_bytes = 0;
         spill
+    }
+
+    /// True if items wait in the write buffer (a finished partition has none).
+    pub(super) fn has_pending(&self) -> bool {
+        self.pending.iter().any(|items| !items.is_empty())
     }
 
     pub(super) fn bytes_per_subpartition(&self) -> &[u64] {
@@ -129,8 +148,16 @@ impl SortMergePartition {
 /// Frames `sequence..sequence + credits` of the subpartitions in `range`, read one after the
 /// other, and the backlog after them.
 pub fn frames_for(frames: &[Vec<Frame>], range: Range<u32>, sequence: u64, credits: u32) -> (Vec<Frame>, u64) {
+    // Both servers refuse a range outside the partition (`NoSuchSubpartition`) before asking.
+    assert!(range.start < range.end, "shuffle invariant: frames are read from a non-empty range ({range:?})");
+    assert!(
+        range.end as usize <= frames.len(),
+        "shuffle invariant: frames are read from the partition's subpartitions ({range:?} of {})",
+        frames.len()
+    );
     let mut stream = frames[range.start as usize..range.end as usize].iter().flatten().skip(sequence as usize);
     let taken: Vec<Frame> = stream.by_ref().take(credits.max(1) as usize).copied().collect();
+    assert!(taken.len() <= credits.max(1) as usize, "shuffle invariant: an answer fits its credits");
     (taken, stream.count() as u64)
 }
 
@@ -138,6 +165,12 @@ pub fn frames_for(frames: &[Vec<Frame>], range: Range<u32>, sequence: u64, credi
 pub fn frames_from_index(subpartitions: u32, entries: &[IndexEntry]) -> Vec<Vec<Frame>> {
     let mut frames = vec![Vec::new(); subpartitions as usize];
     for entry in entries {
+        // The index was written, checksummed, from the partition's own frames (`index_bytes`).
+        assert!(
+            entry.subpartition < subpartitions,
+            "shuffle invariant: an index names subpartitions of its partition ({} of {subpartitions})",
+            entry.subpartition
+        );
         frames[entry.subpartition as usize].push(entry.frame);
     }
     frames

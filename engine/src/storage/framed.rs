@@ -14,6 +14,7 @@ pub fn frame(record: &[u8]) -> Vec<u8> {
     framed.extend_from_slice(&length.to_be_bytes());
     framed.extend_from_slice(&fnv1a64(record).to_be_bytes());
     framed.extend_from_slice(record);
+    assert_eq!(framed.len(), 12 + record.len(), "storage invariant: a framed record is a 12-byte header and its bytes");
     framed
 }
 

@@ -39,7 +39,11 @@ impl MemoryStorage {
     pub fn crash(&self) {
         let mut disk = self.disk();
         disk.files.retain(|_, file| file.synced > 0);
-        for file in disk.files.values_mut() {
+        for (path, file) in disk.files.iter_mut() {
+            assert!(
+                file.synced <= file.bytes.len(),
+                "storage invariant: a file's synced bytes are a prefix of its bytes (`{path}`)"
+            );
             file.bytes.truncate(file.synced);
         }
     }
@@ -110,6 +114,7 @@ impl ImmediateStorage for MemoryStorage {
         disk.writes += 1;
         let written = disk.writes;
         let file = disk.files.entry(path.to_string()).or_default();
+        assert!(file.written < written, "storage invariant: the disk's write order only grows (`{path}`)");
         file.bytes.extend_from_slice(bytes);
         file.written = written;
         Ok(())
@@ -118,6 +123,10 @@ impl ImmediateStorage for MemoryStorage {
     fn sync_now(&self, path: &str) -> Result<(), StorageError> {
         let mut disk = self.disk();
         let file = disk.files.get_mut(path).ok_or_else(|| StorageError::NotFound(path.to_string()))?;
+        assert!(
+            file.synced <= file.bytes.len(),
+            "storage invariant: a file's synced bytes are a prefix of its bytes (`{path}`)"
+        );
         file.synced = file.bytes.len();
         Ok(())
     }
@@ -138,7 +147,8 @@ impl ImmediateStorage for MemoryStorage {
             return Err(StorageError::AlreadyExists(to.to_string()));
         }
         let file = disk.files.remove(from).ok_or_else(|| StorageError::NotFound(from.to_string()))?;
-        disk.files.insert(to.to_string(), file);
+        let replaced = disk.files.insert(to.to_string(), file);
+        assert!(replaced.is_none(), "storage invariant: a rename never replaces a file (`{from}` to `{to}`)");
         Ok(())
     }
 

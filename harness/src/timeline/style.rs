@@ -51,82 +51,44 @@ pub(super) struct MarkerStyle {
 
 pub(super) const FAILURE_RED: &str = "#d62728";
 
+const SOLID: Placement = Placement::AcrossLanes { dash: None };
+const DASHED: Placement = Placement::AcrossLanes { dash: Some("6 4") };
+const DOTTED: Placement = Placement::AcrossLanes { dash: Some("2 3") };
+const SPARSE: Placement = Placement::AcrossLanes { dash: Some("1 3") };
+
+/// One row of the style table below.
+fn marker(meaning: &'static str, colour: &'static str, placement: Placement, glyph: Option<TextGlyph>) -> MarkerStyle {
+    MarkerStyle { meaning, colour, placement, glyph }
+}
+
 impl MarkerKind {
     pub(super) fn style(&self) -> MarkerStyle {
         let glyph = |character, row, layer| Some(TextGlyph { character, row, layer });
         match self {
-            MarkerKind::TaskFailed { .. } => MarkerStyle {
-                meaning: "task failed",
-                colour: FAILURE_RED,
-                placement: Placement::OnBar,
-                glyph: glyph('x', TextRow::Bar, 3),
-            },
-            MarkerKind::Restart { .. } => MarkerStyle {
-                meaning: "restart",
-                colour: "#555555",
-                placement: Placement::AcrossLanes { dash: Some("6 4") },
-                glyph: glyph('|', TextRow::All, 1),
-            },
-            MarkerKind::Recovered { .. } => MarkerStyle {
-                meaning: "recovered by a new JobMaster",
-                colour: "#7b4ea3",
-                placement: Placement::AcrossLanes { dash: Some("6 4") },
-                glyph: glyph(':', TextRow::All, 1),
-            },
-            MarkerKind::Fault { .. } => MarkerStyle {
-                meaning: "fault injected",
-                colour: FAILURE_RED,
-                placement: Placement::AcrossLanes { dash: None },
-                glyph: glyph('!', TextRow::Faults, 3),
-            },
-            MarkerKind::Healed { .. } => MarkerStyle {
-                meaning: "fault healed",
-                colour: "#2ca02c",
-                placement: Placement::AcrossLanes { dash: Some("2 3") },
-                glyph: glyph('+', TextRow::Faults, 2),
-            },
-            MarkerKind::Commit { .. } => MarkerStyle {
-                meaning: "commit",
-                colour: "#3b3b98",
-                placement: Placement::CommitsRow,
-                glyph: glyph('c', TextRow::Commits, 2),
-            },
-            MarkerKind::CheckpointCompleted { .. } => MarkerStyle {
-                meaning: "checkpoint completed",
-                colour: "#17becf",
-                placement: Placement::CommitsRow,
-                glyph: glyph('k', TextRow::Commits, 3),
-            },
-            MarkerKind::CheckpointAborted { .. } => MarkerStyle {
-                meaning: "checkpoint aborted",
-                colour: "#ff7f0e",
-                placement: Placement::CommitsRow,
-                glyph: glyph('a', TextRow::Commits, 3),
-            },
-            MarkerKind::Submitted => MarkerStyle {
-                meaning: "job submitted (time zero)",
-                colour: "#111111",
-                placement: Placement::AcrossLanes { dash: Some("1 3") },
-                glyph: None,
-            },
-            MarkerKind::WorkReconciled { .. } => MarkerStyle {
-                meaning: "finished work kept or re-run by a new JobMaster",
-                colour: "#7b4ea3",
-                placement: Placement::AcrossLanes { dash: Some("2 3") },
-                glyph: None,
-            },
-            MarkerKind::JobFinished => MarkerStyle {
-                meaning: "job finished",
-                colour: "#111111",
-                placement: Placement::AcrossLanes { dash: None },
-                glyph: None,
-            },
-            MarkerKind::JobFailed => MarkerStyle {
-                meaning: "job failed",
-                colour: FAILURE_RED,
-                placement: Placement::AcrossLanes { dash: Some("6 4") },
-                glyph: None,
-            },
+            MarkerKind::TaskFailed { .. } => {
+                marker("task failed", FAILURE_RED, Placement::OnBar, glyph('x', TextRow::Bar, 3))
+            }
+            MarkerKind::Restart { .. } => marker("restart", "#555555", DASHED, glyph('|', TextRow::All, 1)),
+            MarkerKind::Recovered { .. } => {
+                marker("recovered by a new JobMaster", "#7b4ea3", DASHED, glyph(':', TextRow::All, 1))
+            }
+            MarkerKind::Fault { .. } => marker("fault injected", FAILURE_RED, SOLID, glyph('!', TextRow::Faults, 3)),
+            MarkerKind::Healed { .. } => marker("fault healed", "#2ca02c", DOTTED, glyph('+', TextRow::Faults, 2)),
+            MarkerKind::Commit { .. } => {
+                marker("commit", "#3b3b98", Placement::CommitsRow, glyph('c', TextRow::Commits, 2))
+            }
+            MarkerKind::CheckpointCompleted { .. } => {
+                marker("checkpoint completed", "#17becf", Placement::CommitsRow, glyph('k', TextRow::Commits, 3))
+            }
+            MarkerKind::CheckpointAborted { .. } => {
+                marker("checkpoint aborted", "#ff7f0e", Placement::CommitsRow, glyph('a', TextRow::Commits, 3))
+            }
+            MarkerKind::Submitted => marker("job submitted (time zero)", "#111111", SPARSE, None),
+            MarkerKind::WorkReconciled { .. } => {
+                marker("finished work kept or re-run by a new JobMaster", "#7b4ea3", DOTTED, None)
+            }
+            MarkerKind::JobFinished => marker("job finished", "#111111", SOLID, None),
+            MarkerKind::JobFailed => marker("job failed", FAILURE_RED, DASHED, None),
         }
     }
 

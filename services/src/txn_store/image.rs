@@ -77,6 +77,8 @@ enum Part {
 
 /// Writes and syncs the image of `state` as generation `generation`; returns its size.
 pub fn write_image(storage: &dyn ImmediateStorage, generation: u64, state: &StateRef<'_>) -> Result<u64, StorageError> {
+    // Generation 0 is the journal alone: an image always follows a journal it replaces.
+    assert!(generation > 0, "txn-store invariant: an image starts a generation after the first ({generation})");
     let path = image_path(generation);
     storage.delete_now(&path)?; // what a compaction cut short left
     let transactions: Vec<(&String, &Transaction)> = state.transactions.iter().collect();
@@ -94,6 +96,10 @@ pub fn write_image(storage: &dyn ImmediateStorage, generation: u64, state: &Stat
     parts.extend(state.commit_order.chunks(PART_ITEMS).map(PartRef::CommitOrder));
     parts.push(PartRef::Fences(state.fences));
     parts.push(PartRef::End(parts.len() as u64));
+    assert!(
+        matches!(parts.last(), Some(PartRef::End(count)) if *count as usize == parts.len() - 1),
+        "txn-store invariant: an image ends with the count of the parts before it (generation {generation})"
+    );
     let mut bytes = 0u64;
     for part in &parts {
         let framed = frame(&rmp_serde::to_vec(part).expect("internal: an image part encodes as MessagePack"));

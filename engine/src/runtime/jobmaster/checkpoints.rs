@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::rt::time::Instant;
 
-use super::{CONTROL_TIMEOUT, Event, JobMaster, ha};
+use super::{CONTROL_TIMEOUT, Event, JobMaster, JobRun, ha};
 use crate::checkpoint::CompletedCheckpoint;
 use crate::checkpoint::coordinator::AckOutcome;
 use crate::graph::ExecutionVertexId;
@@ -34,6 +34,12 @@ impl JobMaster {
             job.strategy.graph().regions().iter().flat_map(|region| region.vertices.iter().copied()).collect();
         let attempt = job.attempt;
         let Some(coordinator) = &mut job.checkpoints else { return };
+        // A job that checkpoints restarts every subtask (failover.rs): one attempt, no older runs.
+        assert_eq!(
+            job.floor, attempt,
+            "checkpoint invariant: a checkpointing attempt runs every subtask under its number (a{attempt}, floor a{})",
+            job.floor
+        );
         coordinator.start_attempt(tasks, attempt, now);
         if let Some(checkpoint) = coordinator.latest().map(|checkpoint| checkpoint.id) {
             self.trace(TraceEvent::CheckpointRestored { attempt, checkpoint });
@@ -84,7 +90,9 @@ impl JobMaster {
         let job = self.job.as_ref().expect("checked");
         let mut by_task_manager: BTreeMap<SocketAddr, Vec<ExecutionAttemptId>> = BTreeMap::new();
         for source in sources {
-            let Some(slot) = &job.executions[&source].slot else { continue };
+            let run = &job.executions[&source];
+            assert_eq!(run.attempt, attempt, "checkpoint invariant: barriers go to runs of the attempt ({source})");
+            let Some(slot) = &run.slot else { continue };
             let Some(info) = self.task_managers.get(&slot.task_manager) else { continue };
             by_task_manager.entry(info.address).or_default().push(ExecutionAttemptId { vertex: source, attempt });
         }
@@ -153,9 +161,11 @@ impl JobMaster {
     async fn complete_checkpoint(&mut self, checkpoint: CompletedCheckpoint) {
         let job = self.job.as_ref().expect("a checkpoint belongs to a job");
         let (job_id, attempt) = (job.spec.job_id.clone(), job.attempt);
+        job.check_completing(&checkpoint);
         ha::append(self.ha.as_ref(), &job_id, &ha::JobEvent::CheckpointCompleted(checkpoint.clone())).await;
         let (id, is_final) = (checkpoint.id, checkpoint.is_final);
         let job = self.job.as_mut().expect("still there");
+        assert_eq!(job.attempt, attempt, "checkpoint invariant: no restart starts while checkpoint {id} is recorded");
         let unused = job.checkpoints.as_mut().expect("a checkpointing job").confirm_completed(checkpoint);
         self.trace(TraceEvent::CheckpointCompleted { attempt, checkpoint: id, is_final });
         self.notify_checkpoint(id, is_final);
@@ -202,10 +212,46 @@ impl JobMaster {
 
     fn resend_final_notification(&mut self) {
         let Some((checkpoint, at)) = self.job.as_ref().and_then(|job| job.final_notified) else { return };
+        let job = self.job.as_ref().expect("checked");
+        let latest = job.checkpoints.as_ref().and_then(|coordinator| coordinator.latest()).map(|latest| latest.id);
+        assert_eq!(
+            latest,
+            Some(checkpoint),
+            "checkpoint invariant: no checkpoint completes after the final one of a{}",
+            job.attempt
+        );
         if at.elapsed() < FINAL_RESEND {
             return;
         }
         self.notify_checkpoint(checkpoint, true);
         self.job.as_mut().expect("checked").final_notified = Some((checkpoint, Instant::now()));
+    }
+}
+
+impl JobRun {
+    /// Asserts what recording `checkpoint` relies on, before it is written: it is newer than every
+    /// checkpoint recorded, holds a snapshot of every subtask, and a final one is the attempt's
+    /// first. Confirming it with the coordinator checks the order again after.
+    fn check_completing(&self, checkpoint: &CompletedCheckpoint) {
+        let id = checkpoint.id;
+        let latest = self.checkpoints.as_ref().and_then(|coordinator| coordinator.latest()).map(|latest| latest.id);
+        assert!(
+            latest.is_none_or(|latest| latest < id),
+            "checkpoint invariant: checkpoint ids grow ({id} completes after {latest:?})"
+        );
+        let subtasks: usize = self.strategy.graph().regions().iter().map(|region| region.vertices.len()).sum();
+        assert_eq!(
+            checkpoint.handles.len(),
+            subtasks,
+            "checkpoint invariant: checkpoint {id} holds a snapshot of every subtask of a{}",
+            self.attempt
+        );
+        if checkpoint.is_final {
+            assert!(
+                self.final_notified.is_none(),
+                "checkpoint invariant: an attempt's final checkpoint completes once ({id} of a{})",
+                self.attempt
+            );
+        }
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::rt::time::Instant;
 
-use super::{Event, Execution, JobMaster, ha};
+use super::{Event, Execution, JobMaster, JobRun, ha};
 use crate::graph::{ExecutionVertexId, JobVertexId, RegionId};
 use crate::runtime::messages::{ExecutionAttemptId, JobStatus, SubmitTask, TaskDeploymentDescriptor, TaskReport};
 use crate::scheduler::SlotId;
@@ -21,6 +21,10 @@ impl JobMaster {
     pub(super) async fn on_task_finished(&mut self, vertex: ExecutionVertexId, report: TaskReport) {
         let job = self.job.as_mut().expect("a finished task belongs to a job");
         let attempt = job.executions[&vertex].attempt;
+        assert!(
+            job.executions[&vertex].finished,
+            "jobmaster invariant: a run's finish is handled once it is marked finished ({vertex}@a{attempt})"
+        );
         for (dataset, statistics) in &report.partitions {
             job.partition_bytes.insert((*dataset, vertex.subtask), statistics.bytes_per_subpartition.clone());
             let partition =
@@ -29,7 +33,8 @@ impl JobMaster {
         }
         let slot = job.executions[&vertex].slot.clone().expect("internal: a running execution has a slot");
         let users = job.slot_users.get_mut(&slot).expect("internal: an execution's slot is tracked");
-        users.remove(&vertex);
+        let was_user = users.remove(&vertex);
+        assert!(was_user, "jobmaster invariant: a run uses its slot until it finishes ({vertex}@a{attempt} on {slot})");
         if users.is_empty() {
             job.slot_users.remove(&slot);
             self.slot_pool.release(&slot);
@@ -41,6 +46,9 @@ impl JobMaster {
             Vec::new()
         };
         let all_finished = job.strategy.all_finished();
+        if all_finished {
+            job.check_every_run_finished();
+        }
         // Restarts over the job's whole life, JobMaster failovers included: attempts start at
         // 0 and each restart takes the next (the harness counts the same, from the trace).
         let restarts = job.attempt;
@@ -158,6 +166,13 @@ impl JobMaster {
             self.start_checkpointing_attempt(); // the attempt's first region
         }
         let job = self.job.as_mut().expect("deploying needs a job");
+        assert_eq!(
+            job.status,
+            JobStatus::Running,
+            "jobmaster invariant: regions deploy only while the job runs (r{})",
+            region.0
+        );
+        assert!(job.reconciling.is_none(), "jobmaster invariant: nothing deploys until reconciled (r{})", region.0);
         let sharing = job.strategy.slot_sharing(region);
         assert_eq!(
             slots.len(),
@@ -169,7 +184,8 @@ impl JobMaster {
         );
         job.strategy.mark_scheduled(region);
         for (slot, group) in slots.iter().zip(&sharing.groups) {
-            job.slot_users.insert(slot.clone(), group.iter().copied().collect());
+            let previous = job.slot_users.insert(slot.clone(), group.iter().copied().collect());
+            assert!(previous.is_none(), "jobmaster invariant: a slot serves one region's subtasks at a time ({slot})");
             for vertex in group {
                 let execution =
                     Execution { attempt: job.attempt, slot: Some(slot.clone()), deployed: false, finished: false };
@@ -210,6 +226,7 @@ impl JobMaster {
 
     fn deploy(&self, vertex: ExecutionVertexId, slot: SlotId) {
         let job = self.job.as_ref().expect("deploying needs a job");
+        job.check_deploying(vertex, &slot);
         let execution = ExecutionAttemptId { vertex, attempt: job.executions[&vertex].attempt };
         let graph = job.strategy.graph();
         let descriptor_of = |partition| {
@@ -271,6 +288,28 @@ impl JobMaster {
             };
             let _ = events.send(Event::DeployFailed { execution, error });
         });
+    }
+}
+
+impl JobRun {
+    /// Asserts what deploying `vertex` into `slot` relies on: its run was just placed there, under
+    /// the current attempt, no older than the floor its TaskManager is told.
+    fn check_deploying(&self, vertex: ExecutionVertexId, slot: &SlotId) {
+        let run = &self.executions[&vertex];
+        let attempt = run.attempt;
+        assert_eq!(attempt, self.attempt, "jobmaster invariant: a run deploys under the current attempt ({vertex})");
+        assert!(
+            attempt >= self.floor,
+            "jobmaster invariant: a deployed run is no older than its floor ({vertex}@a{attempt}, floor a{})",
+            self.floor
+        );
+        assert_eq!(
+            run.slot.as_ref(),
+            Some(slot),
+            "jobmaster invariant: a run deploys into the slot it was placed in ({vertex}@a{attempt})"
+        );
+        assert!(!run.deployed, "jobmaster invariant: a run is deployed once ({vertex}@a{attempt})");
+        assert!(!run.finished, "jobmaster invariant: a run deploys before it finishes ({vertex}@a{attempt})");
     }
 }
 

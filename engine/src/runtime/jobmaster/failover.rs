@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use crate::rt::time::Instant;
 
-use super::{JobMaster, ha};
+use super::{JobMaster, JobRun, ha};
 use crate::failover::{FailoverStrategy, RestartDecision, regions_to_restart};
 use crate::graph::{ExecutionVertexId, RegionId};
 use crate::runtime::messages::{ExecutionAttemptId, JobStatus};
@@ -39,6 +39,8 @@ impl JobMaster {
         if job.status.is_terminal() || job.global_restart_pending || job.reconciling.is_some() {
             return; // a restart of every subtask covers every failure until it starts
         }
+        // Restarting every subtask is pending for as long as the job is restarting.
+        assert_eq!(job.status, JobStatus::Running, "failover invariant: a failure is decided while the job runs");
         let attempt = job.attempt;
         self.abort_checkpoint(attempt, None, &failure.cause);
         let now = self.started.elapsed();
@@ -70,6 +72,7 @@ impl JobMaster {
             graph.regions().iter().filter(|region| job.strategy.state(region.id) != RegionState::Created).count();
         let subtasks = job.executions.len() as u32;
         job.attempt += 1;
+        job.check_restart(FailoverStrategy::RestartAll);
         job.floor = job.attempt;
         job.status = JobStatus::Restarting;
         job.restart_at = Some(Instant::now() + delay);
@@ -109,6 +112,7 @@ impl JobMaster {
             .filter(|vertex| job.executions.contains_key(vertex))
             .collect();
         job.attempt += 1;
+        job.check_restart(FailoverStrategy::Region);
         let attempt = job.attempt;
         let finished: Vec<ExecutionVertexId> =
             vertices.iter().copied().filter(|vertex| job.executions[vertex].finished).collect();
@@ -130,7 +134,8 @@ impl JobMaster {
             let Some(slot) = execution.slot else { continue };
             cancel.push((slot.clone(), ExecutionAttemptId { vertex: *vertex, attempt: execution.attempt }));
             if let Some(users) = job.slot_users.get_mut(&slot) {
-                users.remove(vertex);
+                let was_user = users.remove(vertex);
+                assert!(was_user, "jobmaster invariant: a run uses its slot until it finishes or restarts ({vertex})");
                 if users.is_empty() {
                     job.slot_users.remove(&slot);
                     self.slot_pool.release(&slot);
@@ -158,5 +163,23 @@ impl JobMaster {
         });
         self.cancel_tasks(cancel);
         self.release_partitions(released);
+    }
+}
+
+impl JobRun {
+    /// Asserts what a restart under the attempt just taken relies on: it follows the job's
+    /// strategy, starts while the job runs with no restart of every subtask pending, and its
+    /// number is newer than every current run's (attempt numbers only grow).
+    fn check_restart(&self, strategy: FailoverStrategy) {
+        let attempt = self.attempt;
+        assert_eq!(self.failover_strategy(), strategy, "failover invariant: a restart follows the job's strategy");
+        assert_eq!(self.status, JobStatus::Running, "failover invariant: a restart starts while running (a{attempt})");
+        assert!(!self.global_restart_pending, "failover invariant: no restart starts while all restart (a{attempt})");
+        assert!(self.reconciling.is_none(), "failover invariant: no restart starts while reconciling (a{attempt})");
+        let newest = self.executions.values().map(|run| run.attempt).max();
+        assert!(
+            newest.is_none_or(|newest| newest < attempt),
+            "jobmaster invariant: attempt numbers only grow (a{attempt} after a run of a{newest:?})"
+        );
     }
 }

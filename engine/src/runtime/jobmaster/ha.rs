@@ -91,6 +91,7 @@ pub(super) async fn append(storage: &dyn Storage, job_id: &str, event: &JobEvent
 /// Appends events to a job's operation log in one durable write (group commit): one record
 /// each, so a write cut short keeps a prefix of them, as separate appends would.
 pub(super) async fn append_all(storage: &dyn Storage, job_id: &str, events: &[JobEvent]) {
+    assert!(!events.is_empty(), "jobmaster invariant: a write to the operation log of {job_id} holds an event");
     let bytes: Vec<u8> = events
         .iter()
         .flat_map(|event| framed::frame(&serde_json::to_vec(event).expect("a job event serializes")))

@@ -228,6 +228,10 @@ impl JobRun {
 
     /// Forgets all progress for a restart of every subtask; returns the partitions to release.
     fn reset_progress(&mut self) -> Vec<ShuffleDescriptor> {
+        assert_eq!(
+            self.floor, self.attempt,
+            "jobmaster invariant: progress is forgotten only by a restart of every subtask, which raises the floor"
+        );
         self.strategy.reset();
         self.final_notified = None;
         self.executions.clear();
@@ -236,6 +240,59 @@ impl JobRun {
         self.waiting_for_slots_since = None;
         self.region_holds.clear();
         self.partitions.take_all()
+    }
+
+    /// Asserts what a job waiting to restart every subtask relies on: that restart is pending,
+    /// has a time, and nothing runs or holds a slot meanwhile.
+    fn check_restarting(&self) {
+        if self.status != JobStatus::Restarting {
+            return;
+        }
+        let attempt = self.attempt;
+        assert!(self.global_restart_pending, "jobmaster invariant: a job restarts with a restart pending (a{attempt})");
+        assert!(self.restart_at.is_some(), "jobmaster invariant: a restarting job knows when it restarts (a{attempt})");
+        assert!(
+            self.executions.is_empty(),
+            "jobmaster invariant: no subtask runs while every subtask waits to restart (a{attempt}: {} runs)",
+            self.executions.len()
+        );
+        assert!(self.slot_users.is_empty(), "jobmaster invariant: no slot is used while restarting (a{attempt})");
+    }
+
+    /// Asserts that a produced partition still tracked belongs to its producer's current run,
+    /// which finished it: a run leaves `executions` only with its partitions untracked.
+    fn check_produced_by_current_run(&self, id: ResultPartitionId) {
+        let producer = ExecutionVertexId {
+            vertex: self.strategy.graph().job_graph().edge(id.partition.dataset).source,
+            subtask: id.partition.producer_subtask,
+        };
+        let run = self.executions.get(&producer);
+        assert_eq!(
+            run.map(|run| run.attempt),
+            Some(id.attempt),
+            "jobmaster invariant: a tracked partition's producer run is current ({id} of {producer})"
+        );
+        assert!(
+            run.is_some_and(|run| run.finished),
+            "jobmaster invariant: a partition is produced only by a run that finished ({id} of {producer})"
+        );
+    }
+
+    /// Asserts what finishing the job relies on: a run of each subtask, and every run finished.
+    fn check_every_run_finished(&self) {
+        let subtasks: usize = self.strategy.graph().regions().iter().map(|region| region.vertices.len()).sum();
+        assert_eq!(
+            self.executions.len(),
+            subtasks,
+            "jobmaster invariant: a job finishes with a run of each of its subtasks ({})",
+            self.spec.job_id
+        );
+        let unfinished = self.executions.iter().find(|(_, run)| !run.finished).map(|(vertex, _)| *vertex);
+        assert!(
+            unfinished.is_none(),
+            "jobmaster invariant: a job finishes only once every run finished ({} did not: {unfinished:?})",
+            self.spec.job_id
+        );
     }
 }
 
@@ -422,6 +479,12 @@ impl JobMaster {
                     && let Some(deployed) = job.executions.get_mut(&execution.vertex)
                     && deployed.attempt == execution.attempt
                 {
+                    // Only this process deploys, under attempts newer than any run it found
+                    // finished in the log: the run it acknowledges was placed in a slot.
+                    assert!(
+                        deployed.slot.is_some(),
+                        "jobmaster invariant: only a run placed in a slot is acknowledged as deployed ({execution})"
+                    );
                     deployed.deployed = true;
                 }
             }
@@ -473,6 +536,11 @@ impl JobMaster {
         ha::persist_spec(self.ha.as_ref(), &job.spec).await;
         ha::append(self.ha.as_ref(), &job.spec.job_id, &ha::JobEvent::AttemptStarted { attempt: 0, global: true })
             .await;
+        assert!(
+            self.job.as_ref().is_none_or(|previous| previous.status.is_terminal()),
+            "jobmaster invariant: a new job replaces only one that ended ({})",
+            job.spec.job_id
+        );
         self.job = Some(job);
         self.try_schedule().await;
         Ok(())
@@ -481,6 +549,9 @@ impl JobMaster {
     /// Every tick: heartbeats, restart delays, reconciliation, scheduling, checkpoints.
     async fn on_tick(&mut self, now: Instant) {
         self.lose_silent_task_managers(now).await;
+        if let Some(job) = &self.job {
+            job.check_restarting();
+        }
         if let Some(job) = &mut self.job
             && job.status == JobStatus::Restarting
             && job.restart_at.is_some_and(|at| now >= at)
@@ -528,6 +599,18 @@ impl JobMaster {
         let vertex = update.execution.vertex;
         let execution = job.executions.get(&vertex).filter(|execution| !execution.finished)?;
         let attempt = execution.attempt;
+        // What a restarted JobMaster's replay keeps: a run no older than the floor, of an attempt
+        // the log started (`ha::Replayed`).
+        assert!(
+            attempt >= job.floor,
+            "jobmaster invariant: a current run is no older than the floor ({vertex}@a{attempt}, floor a{})",
+            job.floor
+        );
+        assert!(
+            attempt <= job.attempt,
+            "jobmaster invariant: a current run's attempt was started ({vertex}@a{attempt}, newest a{})",
+            job.attempt
+        );
         let partitions = report
             .partitions
             .iter()
@@ -587,6 +670,12 @@ impl JobMaster {
     async fn end_job(&mut self, status: JobStatus) {
         let job = self.job.as_mut().expect("ending needs a job");
         assert!(status.is_terminal(), "internal: {status:?} is not a final status");
+        assert!(
+            !job.status.is_terminal(),
+            "jobmaster invariant: a job ends once ({} ended {:?}, then {status:?})",
+            job.spec.job_id,
+            job.status
+        );
         ha::append(self.ha.as_ref(), &job.spec.job_id, &ha::JobEvent::JobEnded(status.clone())).await;
         job.status = status;
         let released = job.partitions.take_all();

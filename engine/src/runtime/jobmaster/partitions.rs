@@ -59,6 +59,9 @@ impl JobMaster {
         if lost.is_empty() {
             return;
         }
+        for id in &lost {
+            job.check_produced_by_current_run(*id); // available: tracked, and its producer finished it
+        }
         let job_graph = job.strategy.graph().job_graph();
         let failed = lost
             .iter()

@@ -17,7 +17,7 @@ use crate::rt::time::Instant;
 use super::ha::{FinishedSubtask, JobEvent};
 use super::{CONTROL_TIMEOUT, Event, Execution, JobMaster, JobRun, SHUFFLE_SERVICE, ha};
 use crate::failover::{finished_work_to_keep, partitions_to_track};
-use crate::graph::{ExecutionVertexId, IntermediateResultPartitionId};
+use crate::graph::{ExecutionGraph, ExecutionVertexId, IntermediateResultPartitionId, JobGraph};
 use crate::runtime::messages::JobStatus;
 use crate::shuffle::protocol::ListPartitions;
 use crate::shuffle::{PartitionLocation, ResultPartitionId, ShuffleDescriptor};
@@ -54,6 +54,116 @@ impl Reconciliation {
             }
         }
     }
+
+    /// True if the finished producer of `partition` wrote it where it is still held.
+    fn holds(&self, job_graph: &JobGraph, partition: IntermediateResultPartitionId) -> bool {
+        let producer =
+            ExecutionVertexId { vertex: job_graph.edge(partition.dataset).source, subtask: partition.producer_subtask };
+        self.finished.get(&producer).is_some_and(|finished| {
+            finished
+                .partitions
+                .iter()
+                .any(|(descriptor, _)| descriptor.partition.partition == partition && self.is_held(descriptor))
+        })
+    }
+
+    /// Decides which finished work to keep; see the module doc.
+    fn decide(&self, graph: &ExecutionGraph) -> Decision {
+        let job_graph = graph.job_graph();
+        let held = |partition: IntermediateResultPartitionId| self.holds(job_graph, partition);
+        let lost: Vec<String> = (self.finished.iter())
+            .flat_map(|(vertex, finished)| {
+                let gone = graph.produced_partitions(*vertex).into_iter().filter(|produced| !held(produced.id));
+                gone.map(|produced| ResultPartitionId { partition: produced.id, attempt: finished.attempt }.to_string())
+            })
+            .collect();
+        let finished: BTreeSet<ExecutionVertexId> = self.finished.keys().copied().collect();
+        let kept = finished_work_to_keep(graph, &finished, held);
+        assert!(kept.is_subset(&finished), "jobmaster invariant: reconciliation keeps only finished work");
+        let rerun: Vec<ExecutionVertexId> =
+            self.finished.keys().copied().filter(|vertex| !kept.contains(vertex)).collect();
+        Decision { lost, kept, rerun }
+    }
+}
+
+/// What a restarted JobMaster decided about the finished work in its log.
+struct Decision {
+    /// For the trace, what the decision is told is gone: every partition of a finished subtask
+    /// not held where it was written.
+    lost: Vec<String>,
+    /// Finished subtasks whose work stands.
+    kept: BTreeSet<ExecutionVertexId>,
+    /// Finished subtasks that run again.
+    rerun: Vec<ExecutionVertexId>,
+}
+
+impl JobRun {
+    /// Asserts what installing the kept work relies on: the job runs, and nothing ran or took a
+    /// slot while it reconciled.
+    fn check_nothing_installed(&self) {
+        assert_eq!(self.status, JobStatus::Running, "jobmaster invariant: a job reconciles while it runs");
+        assert!(
+            self.executions.is_empty(),
+            "jobmaster invariant: nothing runs before reconciliation decided ({} runs)",
+            self.executions.len()
+        );
+        assert!(self.slot_users.is_empty(), "jobmaster invariant: no slot is used before reconciliation decided");
+    }
+
+    /// Installs the kept work: finished runs, their statistics, the partitions still needed
+    /// that survived (a kept subtask's lost partition stays unavailable: `partitions_to_track`).
+    /// Returns the partitions it tracks.
+    fn install_kept(
+        &mut self,
+        graph: &ExecutionGraph,
+        reconciliation: &Reconciliation,
+        kept: &BTreeSet<ExecutionVertexId>,
+    ) -> BTreeSet<ResultPartitionId> {
+        let job_graph = graph.job_graph();
+        let held = |partition: IntermediateResultPartitionId| reconciliation.holds(job_graph, partition);
+        let to_track = partitions_to_track(graph, kept, held);
+        let mut tracked: BTreeSet<ResultPartitionId> = BTreeSet::new();
+        for vertex in kept {
+            let finished = &reconciliation.finished[vertex];
+            self.executions
+                .insert(*vertex, Execution { attempt: finished.attempt, slot: None, deployed: true, finished: true });
+            self.strategy.on_vertex_finished(*vertex);
+            for (descriptor, bytes) in &finished.partitions {
+                let partition = descriptor.partition.partition;
+                self.partition_bytes.insert((partition.dataset, vertex.subtask), bytes.clone());
+                let consumer = job_graph.edge(partition.dataset).target;
+                if to_track.contains(&partition) {
+                    self.partitions.track(descriptor.clone(), consumer);
+                    self.partitions.produced(descriptor.partition);
+                    tracked.insert(descriptor.partition);
+                }
+            }
+        }
+        tracked
+    }
+}
+
+/// Asserts what reconciling relies on in the finished work a log replayed (`ha::Replayed`): each
+/// run is of an attempt the log started, no older than its floor, and its partitions are the
+/// ones the JobMaster registered for that run (its subtask's, under its attempt).
+fn check_finished_work(finished: &BTreeMap<ExecutionVertexId, FinishedSubtask>, floor: u32, last_attempt: u32) {
+    assert!(floor <= last_attempt, "jobmaster invariant: the floor was started (a{floor}, last a{last_attempt})");
+    for (vertex, run) in finished {
+        let attempt = run.attempt;
+        assert!(attempt >= floor, "jobmaster invariant: finished work stands from the floor on ({vertex}@a{attempt})");
+        assert!(
+            attempt <= last_attempt,
+            "jobmaster invariant: finished work is of an attempt the log started ({vertex}@a{attempt})"
+        );
+        for (descriptor, _) in &run.partitions {
+            let id = descriptor.partition;
+            assert_eq!(id.attempt, attempt, "jobmaster invariant: a run's partitions are its attempt's ({id})");
+            assert_eq!(
+                id.partition.producer_subtask, vertex.subtask,
+                "jobmaster invariant: a run's partitions are its subtask's ({vertex}: {id})"
+            );
+        }
+    }
 }
 
 impl JobMaster {
@@ -63,6 +173,11 @@ impl JobMaster {
         for stored in ha::stored_jobs(self.ha.as_ref()).await {
             let log = stored.log;
             let attempt = log.last_attempt + 1;
+            assert!(
+                attempt > log.last_attempt,
+                "jobmaster invariant: attempt numbers never repeat, across JobMaster restarts too (a{})",
+                log.last_attempt
+            );
             let Ok(mut job) =
                 JobRun::new(stored.spec, attempt, (&self.config.jobs, &self.config.external), log.checkpoints)
             else {
@@ -78,6 +193,7 @@ impl JobMaster {
             ha::append(self.ha.as_ref(), &job_id, &JobEvent::AttemptStarted { attempt, global: !keep }).await;
             self.trace(TraceEvent::JobRecovered { job_id, attempt });
             if keep {
+                check_finished_work(&log.finished, log.floor, log.last_attempt);
                 job.floor = log.floor;
                 for (vertex, ranges) in log.decisions {
                     job.strategy.initialize_vertex(vertex, ranges);
@@ -155,53 +271,10 @@ impl JobMaster {
     async fn finish_reconciliation(&mut self) {
         let job = self.job.as_mut().expect("reconciling needs a job");
         let reconciliation = job.reconciling.take().expect("reconciling");
+        job.check_nothing_installed();
         let graph = job.strategy.graph().clone();
-        let graph = &graph;
-        let job_graph = std::sync::Arc::clone(graph.job_graph());
-        let producer_of = |partition: IntermediateResultPartitionId| ExecutionVertexId {
-            vertex: job_graph.edge(partition.dataset).source,
-            subtask: partition.producer_subtask,
-        };
-        let held = |partition: IntermediateResultPartitionId| {
-            reconciliation.finished.get(&producer_of(partition)).is_some_and(|finished| {
-                finished.partitions.iter().any(|(descriptor, _)| {
-                    descriptor.partition.partition == partition && reconciliation.is_held(descriptor)
-                })
-            })
-        };
-        // What the decision is told is gone, for the trace: every partition of a finished subtask
-        // not held where it was written.
-        let lost: Vec<String> = (reconciliation.finished.iter())
-            .flat_map(|(vertex, finished)| {
-                let gone = graph.produced_partitions(*vertex).into_iter().filter(|produced| !held(produced.id));
-                gone.map(|produced| ResultPartitionId { partition: produced.id, attempt: finished.attempt }.to_string())
-            })
-            .collect();
-        let finished: BTreeSet<ExecutionVertexId> = reconciliation.finished.keys().copied().collect();
-        let kept = finished_work_to_keep(graph, &finished, held);
-        let rerun: Vec<ExecutionVertexId> =
-            reconciliation.finished.keys().copied().filter(|vertex| !kept.contains(vertex)).collect();
-
-        // Install the kept work: finished runs, their statistics, the partitions still needed
-        // that survived (a kept subtask's lost partition stays unavailable: `partitions_to_track`).
-        let to_track = partitions_to_track(graph, &kept, held);
-        let mut tracked: BTreeSet<ResultPartitionId> = BTreeSet::new();
-        for vertex in &kept {
-            let finished = &reconciliation.finished[vertex];
-            job.executions
-                .insert(*vertex, Execution { attempt: finished.attempt, slot: None, deployed: true, finished: true });
-            job.strategy.on_vertex_finished(*vertex);
-            for (descriptor, bytes) in &finished.partitions {
-                let partition = descriptor.partition.partition;
-                job.partition_bytes.insert((partition.dataset, vertex.subtask), bytes.clone());
-                let consumer = job_graph.edge(partition.dataset).target;
-                if to_track.contains(&partition) {
-                    job.partitions.track(descriptor.clone(), consumer);
-                    job.partitions.produced(descriptor.partition);
-                    tracked.insert(descriptor.partition);
-                }
-            }
-        }
+        let Decision { lost, kept, rerun } = reconciliation.decide(&graph);
+        let tracked = job.install_kept(&graph, &reconciliation, &kept);
         if !kept.is_empty() {
             crate::cover!(JobMasterKeptFinishedWork);
         }
@@ -219,6 +292,7 @@ impl JobMaster {
         self.release_unneeded(&reconciliation, &tracked);
         let job = self.job.as_ref().expect("still there");
         if job.strategy.all_finished() {
+            job.check_every_run_finished();
             // Restarts over the job's whole life (see deploy.rs).
             let restarts = job.attempt;
             self.end_job(JobStatus::Finished).await;

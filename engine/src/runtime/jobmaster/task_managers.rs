@@ -54,6 +54,10 @@ impl JobMaster {
             let held: BTreeSet<ResultPartitionId> = registration.partitions.iter().copied().collect();
             self.lose_task_manager(&name, reason, &held).await;
         }
+        assert!(
+            !self.task_managers.contains_key(&name),
+            "jobmaster invariant: a TaskManager registers anew only once its last registration is lost ({name})"
+        );
         self.trace(TraceEvent::TaskManagerRegistered {
             name: name.clone(),
             instance: registration.instance,
@@ -88,8 +92,11 @@ impl JobMaster {
     /// and so did the finished ones whose partitions, still needed, were only there (`held`:
     /// what it still has, if it came back).
     pub(super) async fn lose_task_manager(&mut self, name: &str, reason: &str, held: &BTreeSet<ResultPartitionId>) {
-        self.task_managers.remove(name);
-        self.registry.lock().expect("registry lock").remove(name);
+        let known = self.task_managers.remove(name);
+        let followed = self.registry.lock().expect("registry lock").remove(name);
+        // Both learn of a TaskManager when it registers and forget it here, together.
+        assert!(known.is_some(), "jobmaster invariant: only a registered TaskManager is lost ({name})");
+        assert!(followed.is_some(), "jobmaster invariant: a registered TaskManager's heartbeats are followed ({name})");
         self.slot_pool.remove_task_manager(name);
         if let Some(reconciliation) = self.job.as_mut().and_then(|job| job.reconciling.as_mut()) {
             crate::cover!(TaskManagerLostDuringReconciliation);
@@ -120,6 +127,7 @@ impl JobMaster {
             .map(|(vertex, _)| *vertex)
             .collect();
         for id in &lost {
+            job.check_produced_by_current_run(*id); // needed on it: tracked, and its producer finished it
             job.partitions.lose(*id);
             let producer = ExecutionVertexId {
                 vertex: job.strategy.graph().job_graph().edge(id.partition.dataset).source,

@@ -173,6 +173,7 @@ impl Checkpointing {
         chain: &mut OperatorChain,
         source: Option<&mut Box<dyn ErasedSourceReader>>,
     ) -> Result<(), TaskFailure> {
+        self.check_restores_first(id);
         let snapshot = self.read(id, handle).await?;
         chain.restore_operators(&snapshot.operators)?;
         self.state_includes = id;
@@ -203,9 +204,24 @@ impl Checkpointing {
                 "internal: {}'s snapshot of checkpoint {id} holds committables of checkpoint {checkpoint}",
                 self.execution
             );
-            self.pending.insert((operator_id, checkpoint), committables);
+            let earlier = self.pending.insert((operator_id, checkpoint), committables);
+            assert!(
+                earlier.is_none(),
+                "checkpoint invariant: {}'s snapshot {id} holds sink {operator_id}'s cp{checkpoint} committables once",
+                self.execution
+            );
         }
         self.commit_up_to(END_OF_INPUT).await
+    }
+
+    /// A restore is the first thing a task's checkpointing does: nothing taken, prepared or
+    /// written before it.
+    fn check_restores_first(&self, id: CheckpointId) {
+        let execution = self.execution;
+        assert_eq!(self.last_barrier, None, "checkpoint invariant: {execution} restores {id} before any barrier");
+        assert_eq!(self.state_includes, 0, "checkpoint invariant: {execution} restores checkpoint {id} once");
+        assert!(self.pending.is_empty(), "checkpoint invariant: {execution} restores {id} with nothing prepared");
+        assert!(self.in_flight.is_none(), "checkpoint invariant: {execution} restores {id} with no snapshot in flight");
     }
 
     async fn read(&self, id: CheckpointId, handle: &StateHandle) -> Result<TaskSnapshot, TaskFailure> {
@@ -241,6 +257,7 @@ impl Checkpointing {
         chain: &mut OperatorChain,
         source: Option<&dyn ErasedSourceReader>,
     ) -> Result<(), TaskFailure> {
+        self.check_barrier_is_new(id, source.is_some());
         let mut snapshot = operator_snapshot(chain, source);
         chain.flush(false).await?;
         chain.broadcast_barrier(id).await?;
@@ -248,6 +265,7 @@ impl Checkpointing {
         self.state_includes = id;
         snapshot.sink_writers = self.prepare_sinks(id, chain).await?;
         snapshot.pending_committables = self.pending_list();
+        self.check_barrier_snapshot(id, source.is_some(), &snapshot);
         // The asynchronous phase (Flink's): the task goes on processing while the snapshot is
         // written and acknowledged. One at a time, so acknowledgements keep barrier order.
         if let Some(previous) = self.in_flight.take() {
@@ -263,6 +281,47 @@ impl Checkpointing {
         Ok(())
     }
 
+    /// What barrier `id` relies on. A task with inputs takes barriers in increasing order (its
+    /// aligner drops stale ones); a source takes them as its triggers arrive, which a late
+    /// trigger can reorder. Every barrier of an attempt is newer than the checkpoint it restored.
+    fn check_barrier_is_new(&self, id: CheckpointId, reads_source: bool) {
+        let execution = self.execution;
+        if !reads_source {
+            assert!(
+                self.last_barrier.is_none_or(|last| last < id),
+                "checkpoint invariant: {execution} takes barrier {id} after barrier {:?}: barriers only grow",
+                self.last_barrier
+            );
+        }
+        if self.last_barrier.is_none() {
+            assert!(
+                id > self.state_includes,
+                "checkpoint invariant: {execution}'s first barrier {id} is newer than the checkpoint it restored ({})",
+                self.state_includes
+            );
+        }
+    }
+
+    /// What a snapshot for barrier `id` holds, before it is written; `restore` checks the same
+    /// when it reads one back. No committables of the end of input yet; and for a task with
+    /// inputs, whose barriers only grow, none prepared after `id`.
+    fn check_barrier_snapshot(&self, id: CheckpointId, reads_source: bool, snapshot: &TaskSnapshot) {
+        for (operator_id, checkpoint, _) in &snapshot.pending_committables {
+            assert_ne!(
+                *checkpoint, END_OF_INPUT,
+                "checkpoint invariant: {}'s snapshot {id} holds sink {operator_id}'s end-of-input committables",
+                self.execution
+            );
+            if !reads_source {
+                assert!(
+                    *checkpoint <= id,
+                    "checkpoint invariant: {}'s snapshot {id} holds sink {operator_id}'s cp{checkpoint} committables",
+                    self.execution
+                );
+            }
+        }
+    }
+
     /// Takes the final snapshot once the task reached the end of its input and finished its
     /// outputs; saves it (insisting) and acknowledges it (insisting).
     pub(super) async fn end_of_input(
@@ -274,7 +333,12 @@ impl Checkpointing {
         for (node, operator_id) in self.sink_nodes() {
             let committables = chain.prepare_commit(node).await?;
             if !committables.is_empty() {
-                self.pending.insert((operator_id, END_OF_INPUT), committables);
+                let earlier = self.pending.insert((operator_id, END_OF_INPUT), committables);
+                assert!(
+                    earlier.is_none(),
+                    "checkpoint invariant: sink {operator_id} of {} prepares its end-of-input committables once",
+                    self.execution
+                );
             }
         }
         snapshot.pending_committables = self.pending_list();

@@ -503,6 +503,18 @@ impl Run<'_> {
         storage: Arc<dyn Storage>,
         cpu: &mut CpuMeter<'_>,
     ) -> Result<(), TaskFailure> {
+        let sorter = self.sort_input(gate, channels, keys, storage).await?;
+        self.push_sorted(sorter, channels, keys.len(), cpu).await
+    }
+
+    /// Reads the whole input into a sorter, counting the records read.
+    async fn sort_input(
+        &mut self,
+        gate: &mut InputGate,
+        channels: &[Channel],
+        keys: &[Option<KeySelector>],
+        storage: Arc<dyn Storage>,
+    ) -> Result<KeyedInputSorter, TaskFailure> {
         let spill_prefix = format!("spills/{}/{}", self.descriptor.spec.job_id, self.descriptor.execution);
         let budget =
             if crate::buggify!(InputSortSpillsEarly) { BUGGIFIED_SORT_BUDGET_BYTES } else { SORT_BUDGET_BYTES };
@@ -537,7 +549,18 @@ impl Run<'_> {
             }
         }
         self.metrics.records_in = records_in;
-        let types: Vec<Option<TypeInfo>> = (0..keys.len() as u32)
+        Ok(sorter)
+    }
+
+    /// Pushes the sorted input through the chain, in runs of one input.
+    async fn push_sorted(
+        &mut self,
+        sorter: KeyedInputSorter,
+        channels: &[Channel],
+        inputs: usize,
+        cpu: &mut CpuMeter<'_>,
+    ) -> Result<(), TaskFailure> {
+        let types: Vec<Option<TypeInfo>> = (0..inputs as u32)
             .map(|input| {
                 channels.iter().find(|channel| channel.input == input).map(|channel| channel.element_type.clone())
             })

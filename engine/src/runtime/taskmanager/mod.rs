@@ -280,6 +280,10 @@ impl TaskManager {
         for key in cancelled {
             tasks.running.remove(&key).expect("listed above").handle.abort();
         }
+        assert!(
+            !tasks.running.keys().any(|(job, execution)| job == job_id && execution.attempt < attempt),
+            "taskmanager invariant: no run of job {job_id} before a{attempt} stays registered after its cancellation"
+        );
     }
 
     /// Asks source tasks to take checkpoint `checkpoint_id`; returns those it does not run.
@@ -369,6 +373,12 @@ impl TaskManager {
         }
         {
             let mut tasks = self.tasks.lock().expect("tasks lock");
+            // Floors only grow, and the branch above raised it to the deployment's if it was lower.
+            assert!(
+                tasks.floor.get(&job_id).is_some_and(|floor| *floor >= descriptor.attempt_floor),
+                "taskmanager invariant: {execution}'s attempt floor a{} is in force before it starts",
+                descriptor.attempt_floor
+            );
             tasks.newest.insert((job_id.clone(), execution.vertex), execution.attempt);
             let older: Vec<(String, ExecutionAttemptId)> = tasks
                 .running
