@@ -257,7 +257,7 @@ impl Checkpointing {
         chain: &mut OperatorChain,
         source: Option<&dyn ErasedSourceReader>,
     ) -> Result<(), TaskFailure> {
-        self.check_barrier_is_new(id, source.is_some());
+        self.check_barrier_is_new(id);
         let mut snapshot = operator_snapshot(chain, source);
         chain.flush(false).await?;
         chain.broadcast_barrier(id).await?;
@@ -265,7 +265,7 @@ impl Checkpointing {
         self.state_includes = id;
         snapshot.sink_writers = self.prepare_sinks(id, chain).await?;
         snapshot.pending_committables = self.pending_list();
-        self.check_barrier_snapshot(id, source.is_some(), &snapshot);
+        self.check_barrier_snapshot(id, &snapshot);
         // The asynchronous phase (Flink's): the task goes on processing while the snapshot is
         // written and acknowledged. One at a time, so acknowledgements keep barrier order.
         if let Some(previous) = self.in_flight.take() {
@@ -281,18 +281,16 @@ impl Checkpointing {
         Ok(())
     }
 
-    /// What barrier `id` relies on. A task with inputs takes barriers in increasing order (its
-    /// aligner drops stale ones); a source takes them as its triggers arrive, which a late
-    /// trigger can reorder. Every barrier of an attempt is newer than the checkpoint it restored.
-    fn check_barrier_is_new(&self, id: CheckpointId, reads_source: bool) {
+    /// What barrier `id` relies on: barriers only grow (a task with inputs drops stale ones in
+    /// its aligner, a source ignores a stale trigger), and every barrier of an attempt is newer
+    /// than the checkpoint it restored.
+    fn check_barrier_is_new(&self, id: CheckpointId) {
         let execution = self.execution;
-        if !reads_source {
-            assert!(
-                self.last_barrier.is_none_or(|last| last < id),
-                "checkpoint invariant: {execution} takes barrier {id} after barrier {:?}: barriers only grow",
-                self.last_barrier
-            );
-        }
+        assert!(
+            self.last_barrier.is_none_or(|last| last < id),
+            "checkpoint invariant: {execution} takes barrier {id} after barrier {:?}: barriers only grow",
+            self.last_barrier
+        );
         if self.last_barrier.is_none() {
             assert!(
                 id > self.state_includes,
@@ -303,22 +301,20 @@ impl Checkpointing {
     }
 
     /// What a snapshot for barrier `id` holds, before it is written; `restore` checks the same
-    /// when it reads one back. No committables of the end of input yet; and for a task with
-    /// inputs, whose barriers only grow, none prepared after `id`.
-    fn check_barrier_snapshot(&self, id: CheckpointId, reads_source: bool, snapshot: &TaskSnapshot) {
+    /// when it reads one back. No committables of the end of input yet, and, since barriers only
+    /// grow, none prepared after `id`.
+    fn check_barrier_snapshot(&self, id: CheckpointId, snapshot: &TaskSnapshot) {
         for (operator_id, checkpoint, _) in &snapshot.pending_committables {
             assert_ne!(
                 *checkpoint, END_OF_INPUT,
                 "checkpoint invariant: {}'s snapshot {id} holds sink {operator_id}'s end-of-input committables",
                 self.execution
             );
-            if !reads_source {
-                assert!(
-                    *checkpoint <= id,
-                    "checkpoint invariant: {}'s snapshot {id} holds sink {operator_id}'s cp{checkpoint} committables",
-                    self.execution
-                );
-            }
+            assert!(
+                *checkpoint <= id,
+                "checkpoint invariant: {}'s snapshot {id} holds sink {operator_id}'s cp{checkpoint} committables",
+                self.execution
+            );
         }
     }
 
@@ -446,6 +442,11 @@ impl Checkpointing {
         source: Option<&dyn ErasedSourceReader>,
     ) -> Result<(), TaskFailure> {
         match control {
+            // A trigger the network delayed past a newer one (its checkpoint already aborted) is
+            // stale: taking it would put a barrier older than the last one into the stream, and
+            // a sink chained here would file the transaction it pre-commits under the older id.
+            // Flink's subtask checkpoint coordinator declines such a barrier the same way.
+            TaskControl::Trigger(id) if id <= self.state_includes => Ok(()),
             TaskControl::Trigger(id) if source.is_some() => self.checkpoint(id, chain, source).await,
             TaskControl::Trigger(_) => Ok(()), // barriers reach other tasks through their inputs
             TaskControl::Complete { id, is_final } => self.on_complete(id, is_final).await,
