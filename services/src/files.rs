@@ -32,14 +32,31 @@ pub async fn run_file_server(address: SocketAddr, files: Arc<dyn Storage>) {
     serve(&endpoint, move |call: StorageCall| {
         let files = Arc::clone(&files);
         async move {
-            match call.operation {
-                StorageOperation::Append { .. } | StorageOperation::Sync { .. } | StorageOperation::Delete { .. } => {
-                    Err(StorageError::Unavailable("the input files are read-only".to_string()))
-                }
-                operation => apply(&*files, operation).await,
+            match reads_only(&call.operation) {
+                true => apply(&*files, call.operation).await,
+                false => Err(StorageError::Unavailable("the input files are read-only".to_string())),
             }
         }
     });
     sluice_engine::rpc::serve_health(&endpoint, sluice_engine::connectors::FILES_SYSTEM);
     std::future::pending::<()>().await;
+}
+
+/// Whether the files node serves `operation`: reads, lengths and listings. Appends, syncs,
+/// deletes and renames alike are refused, and so is any operation added later.
+fn reads_only(operation: &StorageOperation) -> bool {
+    matches!(operation, StorageOperation::Read { .. } | StorageOperation::Length { .. } | StorageOperation::List { .. })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_files_node_serves_reads_and_refuses_every_write() {
+        let path = || "part-00000".to_string();
+        assert!(reads_only(&StorageOperation::Length { path: path() }));
+        assert!(!reads_only(&StorageOperation::Delete { path: path() }));
+        assert!(!reads_only(&StorageOperation::Rename { from: path(), to: "other".to_string() }));
+    }
 }

@@ -1021,6 +1021,49 @@ mod tests {
         }
     }
 
+    /// A disk whose syncs of compaction images fail (a real disk that is full or failing).
+    struct ImageSyncFails(MemoryStorage);
+
+    impl ImmediateStorage for ImageSyncFails {
+        fn append_now(&self, path: &str, bytes: &[u8]) -> Result<(), StorageError> {
+            self.0.append_now(path, bytes)
+        }
+        fn sync_now(&self, path: &str) -> Result<(), StorageError> {
+            match path.contains("image") {
+                true => Err(StorageError::SyncFailed(path.to_string())),
+                false => self.0.sync_now(path),
+            }
+        }
+        fn read_now(&self, path: &str, offset: u64, length: u64) -> Result<Vec<u8>, StorageError> {
+            self.0.read_now(path, offset, length)
+        }
+        fn length_now(&self, path: &str) -> Result<u64, StorageError> {
+            self.0.length_now(path)
+        }
+        fn delete_now(&self, path: &str) -> Result<(), StorageError> {
+            self.0.delete_now(path)
+        }
+        fn list_now(&self, prefix: &str) -> Result<Vec<String>, StorageError> {
+            self.0.list_now(prefix)
+        }
+        fn rename_now(&self, from: &str, to: &str) -> Result<(), StorageError> {
+            self.0.rename_now(from, to)
+        }
+    }
+
+    #[test]
+    fn a_compaction_whose_image_fails_to_sync_loses_no_commit_journaled_after_it() {
+        let disk = Arc::new(ImageSyncFails(MemoryStorage::new()));
+        let mut state = TxnStoreState::recover(disk.clone()).expect("an empty disk recovers");
+        state.journal.as_mut().expect("a real store journals").compact_after = 1;
+        journaled_history(&mut state);
+        assert_eq!(state.journal.as_ref().expect("journals").generation, 0, "no compaction succeeded");
+        let files = disk.list_now("txn-store/").expect("lists");
+        assert!(files.iter().all(|file| !file.contains("image")), "{files:?}: a failed image is removed");
+        let recovered = TxnStoreState::recover(disk.clone()).expect("the journal recovers");
+        assert_eq!(durable_state(&recovered), durable_state(&state), "every journaled commit is kept");
+    }
+
     #[test]
     fn an_image_cut_short_leaves_the_generation_before_it_and_nothing_else_starts_a_store() {
         let disk = Arc::new(MemoryStorage::new());

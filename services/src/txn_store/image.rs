@@ -100,13 +100,25 @@ pub fn write_image(storage: &dyn ImmediateStorage, generation: u64, state: &Stat
         matches!(parts.last(), Some(PartRef::End(count)) if *count as usize == parts.len() - 1),
         "txn-store invariant: an image ends with the count of the parts before it (generation {generation})"
     );
+    let written = append_parts(storage, &path, &parts);
+    if written.is_err() {
+        // A complete image whose sync failed would still be read at recovery as the newest
+        // generation, with an empty journal after it, while the store goes on journaling to
+        // the old generation: every commit since would be lost. What failed is removed.
+        let _ = storage.delete_now(&path);
+    }
+    written
+}
+
+/// Appends an image's parts to `path` and syncs it; the bytes written.
+fn append_parts(storage: &dyn ImmediateStorage, path: &str, parts: &[PartRef<'_>]) -> Result<u64, StorageError> {
     let mut bytes = 0u64;
-    for part in &parts {
+    for part in parts {
         let framed = frame(&rmp_serde::to_vec(part).expect("internal: an image part encodes as MessagePack"));
         bytes += framed.len() as u64;
-        storage.append_now(&path, &framed)?;
+        storage.append_now(path, &framed)?;
     }
-    storage.sync_now(&path)?;
+    storage.sync_now(path)?;
     Ok(bytes)
 }
 
