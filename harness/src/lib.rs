@@ -7,6 +7,7 @@
 //! | [`scenario`] | the YAML format; errors that name file, line and field |
 //! | [`faults`] | fault schedules as data: kinds, triggers, random and buggify swarms |
 //! | [`harness_crash`] | a scenario's test-only crash of the harness (the simulation carries it out) |
+//! | [`compare`] | what a run cost (makespan, slot-time, disk bytes, peak slots), per exchange mode or failover strategy |
 //! | [`cost`] | the scenario's cost model: what a simulated CPU, disk and network charge |
 //! | [`report`] | what one run reports (outcome, committed view, trace, late data); a seed's input |
 //! | [`client`] | the client that submits a job and waits for it, on either cluster |
@@ -27,6 +28,7 @@
 
 pub mod check;
 pub mod client;
+pub mod compare;
 pub mod cost;
 pub mod coverage;
 pub mod failover_sets;

@@ -10,7 +10,6 @@
 //! | [`seed`] | one seed in every mode, judged: the verdict, determinism, expected-unrecoverable |
 //! | [`harness_crash`] | test-only crashes of the harness itself, that sweeps must survive |
 //! | [`simulation`] | the test API for a user's own job: `Simulation::of(&JOB)…run().assert_passed()` |
-//! | [`compare`] | what a run cost (makespan, slot-time, disk bytes, peak slots), per exchange mode |
 //! | [`sweep`] | many seeds in isolated worker processes; records, summaries, shards, JUnit |
 //! | [`replay`] | replay files of failed seeds, and the command that replays one |
 //! | [`shrink`] | a failing seed's fault schedule made minimal |
@@ -29,8 +28,6 @@
 pub mod cli;
 #[cfg(madsim)]
 pub mod cluster;
-#[cfg(madsim)]
-pub mod compare;
 #[cfg(madsim)]
 pub mod harness_crash;
 #[cfg(madsim)]
@@ -53,8 +50,8 @@ pub use simulation::{Oracle, Simulation, SimulationReport};
 /// What a job brings to be simulated: re-exported so that a user's crate needs only this one.
 pub use sluice_catalog::{ExpectedOutput, ExpectedTable, ExternalInput, LateData, LateElements, SimJob, Updates};
 pub use sluice_harness::{
-    JobCatalog, Scenario, check, client, cost, coverage, failover_sets, faults, late, output, recovery, report,
-    scenario, timeline, trace, words,
+    JobCatalog, Scenario, check, client, compare, cost, coverage, failover_sets, faults, late, output, recovery,
+    report, scenario, timeline, trace, words,
 };
 
 /// Fails when the crate was built without `--cfg madsim`, e.g. because a `RUSTFLAGS` variable

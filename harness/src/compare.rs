@@ -25,11 +25,11 @@ use sluice_engine::graph::{ExchangeMode, ExecutionGraph, ExecutionMode};
 use sluice_engine::scheduler::SchedulingStrategy;
 use sluice_engine::trace::{TraceEvent, parse_subtask};
 
-use sluice_harness::recovery::{RecoveryMetrics, recovery_metrics};
-use sluice_harness::report::RunReport;
-use sluice_harness::scenario::Scenario;
-use sluice_harness::trace::TraceRecord;
-use sluice_harness::words::size;
+use crate::recovery::{RecoveryMetrics, recovery_metrics};
+use crate::report::RunReport;
+use crate::scenario::Scenario;
+use crate::trace::TraceRecord;
+use crate::words::size;
 
 /// A mode, the exchange mode and the failover strategy it runs with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -586,8 +586,8 @@ mod tests {
         assert_eq!(variants.len(), 5);
         assert_eq!(variants[0], Variant::baseline(FailoverStrategy::RestartAll));
         assert_eq!(variants.iter().filter(|variant| variant.mode == ExecutionMode::Streaming).count(), 1);
-        assert_eq!(sluice_harness::words::size(512), "512 B");
-        assert_eq!(sluice_harness::words::size(1536), "1.5 KiB");
-        assert_eq!(sluice_harness::words::size(3 * 1024 * 1024), "3 MiB");
+        assert_eq!(crate::words::size(512), "512 B");
+        assert_eq!(crate::words::size(1536), "1.5 KiB");
+        assert_eq!(crate::words::size(3 * 1024 * 1024), "3 MiB");
     }
 }
