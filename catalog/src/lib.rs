@@ -15,6 +15,7 @@
 pub mod alerts;
 pub mod generated;
 mod tpcds;
+pub mod tpcds_queries;
 pub mod windowed;
 pub mod wordcount;
 
@@ -270,6 +271,11 @@ pub fn jobs() -> &'static [SimJob] {
         windowed::WINDOWED,
         alerts::ALERTS,
         generated::GENERATED,
+        tpcds_queries::Q3,
+        tpcds_queries::Q7,
+        tpcds_queries::Q19,
+        tpcds_queries::Q42,
+        tpcds_queries::Q55,
     ]
 }
 
@@ -335,6 +341,10 @@ mod tests {
         let params = job.resolve_params(&BTreeMap::new()).unwrap();
         assert_eq!(params.0.len(), job.definition.params.len());
         let registered: Vec<&str> = registry().jobs().map(|job| job.name).collect();
-        assert_eq!(registered, ["alerts", "generated", "tpcds", "windowed", "wordcount", "wordcount-files"]);
+        let tpcds_queries = ["tpcds-q19", "tpcds-q3", "tpcds-q42", "tpcds-q55", "tpcds-q7"];
+        let mut expected = vec!["alerts", "generated", "tpcds"];
+        expected.extend(tpcds_queries);
+        expected.extend(["windowed", "wordcount", "wordcount-files"]);
+        assert_eq!(registered, expected);
     }
 }

@@ -82,6 +82,9 @@ marks! {
     SortBufferSpilled => "sort-buffer-spilled",
     /// A batch task's input sort exceeded its memory and spilled a run to disk.
     InputSortSpilled => "input-sort-spilled",
+    /// A broadcast hash join held a probe element until its build side ended (the probe side
+    /// arrived first: a pipelined build edge, or a restart).
+    BroadcastJoinProbeWaited => "broadcast-join-probe-waited",
     /// The durable store found a retried append already applied (the reply to its first try
     /// was lost) and answered it without applying it again.
     RetriedAppendFoundApplied => "retried-append-found-applied",

@@ -205,6 +205,10 @@ tuple_record!(A, B, C, D, E);
 tuple_record!(A, B, C, D, E, F);
 tuple_record!(A, B, C, D, E, F, G);
 tuple_record!(A, B, C, D, E, F, G, H);
+tuple_record!(A, B, C, D, E, F, G, H, I);
+tuple_record!(A, B, C, D, E, F, G, H, I, J);
+tuple_record!(A, B, C, D, E, F, G, H, I, J, K);
+tuple_record!(A, B, C, D, E, F, G, H, I, J, K, L);
 
 /// A type-erased value flowing through an operator chain.
 pub type Element = Box<dyn Any + Send>;

@@ -7,6 +7,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::JobConfig;
+use super::join::{BroadcastHashJoinOperator, BroadcastJoinFunctions, JoinType};
 use super::operators::{
     COMBINE_BUDGET_BYTES, CombineOperator, FilterOperator, FlatMapOperator, JoinFunctions, MapOperator,
     ReduceFunctions, StreamSumOperator, join_operator, reduce_operator,
@@ -313,6 +314,44 @@ impl<T: Record> DataStream<T> {
     /// Sends every element of the next edge to every subtask of the consumer.
     pub fn broadcast(&self) -> DataStream<T> {
         self.with_partitioner(Partitioner::Broadcast)
+    }
+
+    /// A broadcast hash join with `build` (see [`super::join`]): every subtask reads the whole
+    /// `build` stream (a BROADCAST edge) into a hash table, and this stream, the probe side,
+    /// arrives on the edge the program chose (FORWARD by default: a pointwise edge, never chained,
+    /// as the node has two inputs). `function(probe, Some(build))` for every pair with equal
+    /// keys; with [`JoinType::LeftOuter`], `function(probe, None)` once for a probe element that
+    /// meets none. `build` must be bounded: probes wait for its end.
+    pub fn broadcast_join<R: Record, K: Key, O: Record>(
+        &self,
+        build: &DataStream<R>,
+        join_type: JoinType,
+        probe_key: impl Fn(&T) -> K + Send + Sync + 'static,
+        build_key: impl Fn(&R) -> K + Send + Sync + 'static,
+        function: impl Fn(&T, Option<&R>) -> O + Send + Sync + 'static,
+    ) -> DataStream<O> {
+        let functions = BroadcastJoinFunctions {
+            probe_key: Arc::new(probe_key),
+            build_key: Arc::new(build_key),
+            join: Arc::new(function),
+            join_type,
+        };
+        let node = add_node(
+            &self.graph,
+            self.config,
+            NewNode {
+                name: "BroadcastHashJoin",
+                body: NodeBody::Operator(Arc::new(move |_: &TaskInfo| {
+                    Box::new(BroadcastHashJoinOperator::new(functions.clone())) as Box<dyn StreamOperator>
+                })),
+                chaining: ChainingStrategy::Always,
+                input_keys: vec![None, None],
+                output_type: TypeInfo::of::<O>(),
+            },
+        );
+        self.connect(node, 0);
+        build.with_partitioner(Partitioner::Broadcast).connect(node, 1);
+        DataStream::of_node(Rc::clone(&self.graph), self.config, node)
     }
 
     /// Writes the stream to a two-phase-commit sink.

@@ -25,6 +25,7 @@
 //! functions of their input; the API never hands them a clock or a random source.
 
 mod datastream;
+mod join;
 mod operators;
 mod process;
 pub mod registry;
@@ -32,6 +33,7 @@ mod source;
 mod window;
 
 pub use datastream::{DataStream, DataStreamSink, KeyedStream, OutputTag, WindowedStream};
+pub use join::JoinType;
 pub use process::{KeyedContext, KeyedProcessFunction};
 pub use registry::{InputFormat, InputSpec, JobDefinition, JobParams, JobRegistry, ParamKind, ParamSpec, ParamValue};
 pub use source::{Source, SourceReader, erase_source};

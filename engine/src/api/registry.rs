@@ -356,6 +356,8 @@ pub enum ColumnType {
     UInt,
     /// `true` or `false`.
     Bool,
+    /// A signed whole number or an empty field, SQL's NULL (`Option<i64>`).
+    OptionalInt,
 }
 
 /// A named, typed column.

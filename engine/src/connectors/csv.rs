@@ -18,6 +18,7 @@ impl ColumnType {
             ColumnType::Int => i64::parse_field(field).map(drop),
             ColumnType::UInt => u64::parse_field(field).map(drop),
             ColumnType::Bool => bool::parse_field(field).map(drop),
+            ColumnType::OptionalInt => Option::<i64>::parse_field(field).map(drop),
         }
     }
 }
@@ -62,6 +63,17 @@ impl CsvValue for bool {
     }
 }
 
+/// SQL's nullable integer: an empty field is NULL (`None`).
+impl CsvValue for Option<i64> {
+    const TYPE: ColumnType = ColumnType::OptionalInt;
+    fn parse_field(field: &str) -> Result<Option<i64>, String> {
+        match field {
+            "" => Ok(None),
+            field => i64::parse_field(field).map(Some),
+        }
+    }
+}
+
 /// At most 40 characters of a field, for an error message.
 fn shorten(field: &str) -> String {
     match field.char_indices().nth(40) {
@@ -98,6 +110,10 @@ csv_tuple!(A 0, B 1, C 2, D 3, E 4);
 csv_tuple!(A 0, B 1, C 2, D 3, E 4, F 5);
 csv_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
 csv_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+csv_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+csv_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+csv_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+csv_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
 
 /// What a scan leaves at the end of its text: the fields of a record not ended by a line
 /// break, its last field so far, and whether that is inside quotes.
@@ -259,6 +275,23 @@ mod tests {
         assert_eq!(error, "column `time`: `5x` is not a whole number");
         assert!(parse_record::<(String, i64, bool)>("u,5", COLUMNS).unwrap_err().contains("2 fields"));
         assert_eq!(<(String, i64, bool)>::TYPES, [ColumnType::Text, ColumnType::Int, ColumnType::Bool]);
+    }
+
+    #[test]
+    fn an_optional_int_column_reads_an_empty_field_as_null_and_wide_rows_parse() {
+        const COLUMNS: &[Column] =
+            &[Column::new("a", ColumnType::OptionalInt), Column::new("b", ColumnType::OptionalInt)];
+        assert_eq!(parse_record::<(Option<i64>, Option<i64>)>(",-7", COLUMNS).unwrap(), (None, Some(-7)));
+        let error = parse_record::<(Option<i64>, Option<i64>)>("x,1", COLUMNS).unwrap_err();
+        assert_eq!(error, "column `a`: `x` is not a whole number");
+        assert_eq!(ColumnType::OptionalInt.check(""), Ok(()));
+        type Wide = (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, String);
+        let wide: Vec<Column> = (0..12).map(|_| Column::new("c", ColumnType::Int)).collect();
+        let mut wide = wide;
+        wide[11] = Column::new("s", ColumnType::Text);
+        let record: Wide = parse_record("1,2,3,4,5,6,7,8,9,10,11,x", &wide).unwrap();
+        assert_eq!((record.0, record.10, record.11.as_str()), (1, 11, "x"));
+        assert_eq!(Wide::from_bytes(&record.to_bytes()).unwrap(), record);
     }
 
     #[test]

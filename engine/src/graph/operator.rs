@@ -262,6 +262,14 @@ pub trait StreamOperator: Send {
         Ok(())
     }
 
+    /// Called when every channel of input `input` (0 or 1) ended, before [`Self::end_input`]
+    /// (Flink's `BoundedMultiInput.endInput(int)`): a hash join knows its build side is whole.
+    /// Only a chain's head gets it, once per input; after a restore, again for an input that had
+    /// ended before the checkpoint. The default does nothing.
+    fn end_input_of(&mut self, _input: u32, _output: &mut dyn Output) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
     /// Called once after the last element (Flink's `endInput` + `finish`): emit what was held
     /// back. Nothing may be emitted after it returns.
     fn end_input(&mut self, _output: &mut dyn Output) -> Result<(), OperatorError> {

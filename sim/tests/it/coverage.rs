@@ -39,6 +39,7 @@ const SUITE: &[(&str, Range<u64>, &[Mark])] = &[
     ("scenarios/tpcds-tm-lost-reconciling.yaml", 1..2, &[Mark::TaskManagerLostDuringReconciliation]),
     ("scenarios/tpcds-adaptive.yaml", 1..2, &[Mark::AdaptiveParallelismDecided]),
     ("scenarios/tpcds.yaml", 1..2, &[Mark::SortBufferSpilled]),
+    ("scenarios/tpcds/q3.yaml", 1..2, &[Mark::BroadcastJoinProbeWaited]),
     (
         "scenarios/wordcount-buggify.yaml",
         5..8,

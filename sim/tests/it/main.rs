@@ -26,3 +26,4 @@ mod support;
 mod sweep;
 mod tidy;
 mod timeline;
+mod tpcds_queries;

@@ -292,6 +292,17 @@ impl OperatorChain {
         Ok(())
     }
 
+    /// Every channel of the head's input `input` ended: tells the head operator
+    /// ([`StreamOperator::end_input_of`]), which may emit what it held back for it.
+    pub(super) fn end_input_of(&mut self, input: u32) -> Result<(), TaskFailure> {
+        let ChainBody::Operator(slot) = &mut self.nodes[0].body else { return Ok(()) };
+        let mut operator = slot.take().expect("internal: an operator was re-entered");
+        let result = operator.end_input_of(input, &mut NodeOutput { chain: self, node: 0, timestamp: None });
+        self.nodes[0].body = ChainBody::Operator(Some(operator));
+        result.map_err(|error| TaskFailure::Operator(error.message))?;
+        self.take_error()
+    }
+
     /// Ends the input of every operator, parents first, so that each can emit what it held back.
     pub(super) fn end_input(&mut self) -> Result<(), TaskFailure> {
         self.each_operator(|operator, output| operator.end_input(output))

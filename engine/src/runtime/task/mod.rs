@@ -87,6 +87,39 @@ struct Channel {
     blocking: bool,
 }
 
+/// Which inputs of a task still have open channels (Flink's `BoundedMultiInput` bookkeeping).
+struct InputEnds {
+    /// Open channels per input.
+    open: Vec<usize>,
+}
+
+impl InputEnds {
+    fn new(channels: &[Channel]) -> InputEnds {
+        let inputs = channels.iter().map(|channel| channel.input as usize + 1).max().unwrap_or(0);
+        let mut open = vec![0; inputs];
+        for channel in channels {
+            open[channel.input as usize] += 1;
+        }
+        InputEnds { open }
+    }
+
+    /// A channel of `input` ended: whether it was the input's last open one.
+    fn channel_ended(&mut self, input: u32) -> bool {
+        let open = &mut self.open[input as usize];
+        assert!(*open > 0, "task invariant: a channel of input {input} ended after all of them had");
+        *open -= 1;
+        *open == 0
+    }
+
+    /// The inputs with channels still open (none, once the gate ended: kept for its end), now
+    /// taken as ended.
+    fn take_open(&mut self) -> Vec<u32> {
+        let open = (0..self.open.len() as u32).filter(|input| self.open[*input as usize] > 0).collect();
+        self.open.iter_mut().for_each(|open| *open = 0);
+        open
+    }
+}
+
 enum Head {
     Source,
     Input { gate: InputGate, channels: Vec<Channel>, sort_by: Option<Vec<Option<KeySelector>>> },
@@ -431,6 +464,7 @@ impl Run<'_> {
         channels: &[Channel],
         cpu: &mut CpuMeter<'_>,
     ) -> Result<(), TaskFailure> {
+        let ends = &mut InputEnds::new(channels);
         let mut aligner = BarrierAligner::new(channels.len());
         let mut valve = StatusWatermarkValve::new(channels.len().max(1));
         loop {
@@ -443,11 +477,12 @@ impl Run<'_> {
                 event = gate.next() => event?,
             };
             let steps = match event {
-                GateEvent::EndOfInput => return Ok(()),
+                GateEvent::EndOfInput => return self.end_inputs(ends.take_open()).await,
                 GateEvent::ChannelEnd { channel } => {
                     if let Some(watermark) = valve.channel_ended(channel) {
                         self.chain.process_watermark(watermark)?;
                     }
+                    self.input_channel_ended(ends, channels[channel].input).await?;
                     aligner.on_channel_end(channel)
                 }
                 GateEvent::Item { channel, kind: GateEventKind::Event, bytes } => {
@@ -491,6 +526,20 @@ impl Run<'_> {
                 }
             }
         }
+    }
+
+    /// A channel of `input` ended; once it was the input's last, the head operator hears of it.
+    async fn input_channel_ended(&mut self, ends: &mut InputEnds, input: u32) -> Result<(), TaskFailure> {
+        if ends.channel_ended(input) { self.end_inputs([input]).await } else { Ok(()) }
+    }
+
+    /// Tells the head operator that `inputs` ended, and ships what it emitted.
+    async fn end_inputs(&mut self, inputs: impl IntoIterator<Item = u32>) -> Result<(), TaskFailure> {
+        for input in inputs {
+            self.chain.end_input_of(input)?;
+            self.chain.flush(false).await?;
+        }
+        Ok(())
     }
 
     /// Batch: reads the whole input, sorts it by key, input and timestamp within the sort
@@ -588,7 +637,7 @@ impl Run<'_> {
             cpu.charge(count, self.operators).await;
             self.chain.flush(false).await?;
         }
-        Ok(())
+        self.end_inputs(0..inputs as u32).await
     }
 
     fn decode_sorted(
@@ -675,4 +724,31 @@ pub async fn run_task(environment: TaskEnvironment) -> Result<TaskReport, TaskFa
         checkpointing.commit_at_end_of_input(&mut chain).await?;
     }
     Ok(metrics)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn channel(input: u32) -> Channel {
+        Channel { element_type: TypeInfo::of::<u64>(), input, blocking: false }
+    }
+
+    #[test]
+    fn an_input_ends_with_its_last_channel_and_the_gate_end_ends_the_rest() {
+        let mut ends = InputEnds::new(&[channel(0), channel(1), channel(0), channel(1)]);
+        assert!(!ends.channel_ended(1));
+        assert!(!ends.channel_ended(0));
+        assert!(ends.channel_ended(1), "input 1's second channel was its last");
+        assert_eq!(ends.take_open(), [0], "input 0 still had a channel open when the gate ended");
+        assert_eq!(ends.take_open(), Vec::<u32>::new());
+    }
+
+    #[test]
+    #[should_panic(expected = "task invariant: a channel of input 0 ended after all of them had")]
+    fn a_channel_that_ends_twice_breaks_an_invariant() {
+        let mut ends = InputEnds::new(&[channel(0)]);
+        ends.channel_ended(0);
+        ends.channel_ended(0);
+    }
 }

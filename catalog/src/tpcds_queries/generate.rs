@@ -1,0 +1,386 @@
+//! TPC-DS-like tables at a scale, drawn from a seed: the sizes and the marginals the queries'
+//! filters and joins see, as measured on dsdgen's SF 1 (`benches/tpcds/sf1.json`, written by
+//! `benches/tpcds/measure_edges.py`), so that each edge of a query's plan carries about the share
+//! of the fact table it carries at SF 1.
+//!
+//! What is kept: each table's size (fact tables in proportion to the scale; dimensions too, with
+//! a floor so that a small scale still has the values the queries filter on; `date_dim` whole
+//! over the years the facts cover); the distribution of sales over months; the share of items of
+//! a query's manufacturer and managers; customer demographics as dsdgen's cross product. What is
+//! not: correlations between columns (a sale's item, customer and date are independent draws),
+//! and most text columns, which are derived from their ids.
+
+use sluice_engine::api::InputSpec;
+use sluice_engine::connectors::csv::Column;
+use sluice_engine::prng::{Prng, Ratio};
+
+use crate::ExternalInput;
+
+/// The first day the generated `date_dim` holds, 1998-01-01, as its `d_date_sk` (a Julian day).
+pub const FIRST_DAY: i64 = 2_450_815;
+/// The `d_date_sk` of 1900-01-01 - 1 (`d_week_seq` counts weeks from 1900-01-01).
+const WEEK_ORIGIN: i64 = 2_415_021;
+/// Years of `date_dim`, from 1998.
+const YEARS: i64 = 6;
+/// Years of sales, from 1998 (dsdgen's sales run from 1998-01-02 to 2003-01-02).
+const SALES_YEARS: u64 = 5;
+
+/// Rows at SF 1 (dsdgen).
+const STORE_SALES_SF1: u64 = 2_880_404;
+const ITEMS_SF1: u64 = 18_000;
+const CUSTOMERS_SF1: u64 = 100_000;
+const ADDRESSES_SF1: u64 = 50_000;
+const DEMOGRAPHICS_SF1: u64 = 1_920_800;
+const PROMOTIONS_SF1: u64 = 300;
+const STORES_SF1: u64 = 12;
+
+/// The share of store sales per month of the year, in thousandths (SF 1: August to October
+/// hold twice as much as the first half-year, November and December three times).
+const MONTH_WEIGHTS: [u64; 12] = [58, 45, 48, 47, 49, 48, 48, 107, 109, 112, 159, 170];
+/// The share of store sales of a query's manufacturer's items at SF 1 (128: 0.231 %), in
+/// millionths.
+const MANUFACT_SHARE_PPM: u64 = 2_310;
+/// The share of items of one manager at SF 1 (1 and 8: 1.79 %; 28: 1.89 %), in millionths.
+const MANAGER_SHARE_PPM: u64 = 18_000;
+/// The promotions on e-mail and at events both, in millionths (SF 1: 1 of 300).
+const PROMOTION_EVERYWHERE_PPM: u64 = 3_333;
+/// A NULL in a fact table's foreign key or measure, in millionths (dsdgen: about 4.5 %).
+const NULL_PPM: u64 = 45_000;
+
+/// The values a query filters on: the generator gives them their SF 1 share of the rows.
+#[derive(Clone, Debug, Default)]
+pub struct Wanted {
+    /// `i_manufact_id`.
+    pub manufact: Option<i64>,
+    /// `i_manager_id`s.
+    pub managers: Vec<i64>,
+}
+
+/// Rows of a table of `sf1` rows at SF 1, at `scale` (SF in thousandths), at least `floor`.
+fn rows(sf1: u64, scale: u64, floor: u64) -> u64 {
+    (sf1 * scale / 1_000).max(floor)
+}
+
+/// The sizes of the dimensions at a scale.
+struct Sizes {
+    items: u64,
+    customers: u64,
+    addresses: u64,
+    demographics: u64,
+    promotions: u64,
+    stores: u64,
+}
+
+impl Sizes {
+    fn at(scale: u64) -> Sizes {
+        Sizes {
+            items: rows(ITEMS_SF1, scale, 1_000),
+            customers: rows(CUSTOMERS_SF1, scale, 100),
+            addresses: rows(ADDRESSES_SF1, scale, 50),
+            // A whole number of gender × marital status × education combinations.
+            demographics: rows(DEMOGRAPHICS_SF1, scale, 70) / 70 * 70,
+            promotions: rows(PROMOTIONS_SF1, scale, 10),
+            stores: rows(STORES_SF1, scale, 2),
+        }
+    }
+}
+
+/// The tables `inputs` at `scale`, as CSV files `<table>/part-00000`.
+pub fn tables(scale: u64, wanted: &Wanted, inputs: &[&InputSpec], prng: &mut Prng) -> ExternalInput {
+    let sizes = Sizes::at(scale);
+    let mut input = ExternalInput::default();
+    for spec in inputs {
+        let mut prng = Prng::fork(prng.next_u64(), spec.name);
+        let lines: Vec<String> = match spec.name {
+            "date_dim" => date_dim(),
+            "item" => items(&sizes, wanted, &mut prng),
+            "store_sales" => store_sales(rows(STORE_SALES_SF1, scale, 1), &sizes, &mut prng),
+            "customer_demographics" => demographics(&sizes),
+            "promotion" => promotions(&sizes, &mut prng),
+            "customer" => customers(&sizes, &mut prng),
+            "customer_address" => addresses(&sizes, &mut prng),
+            "store" => stores(&sizes, &mut prng),
+            other => panic!("job bug: no generator for TPC-DS table `{other}`"),
+        };
+        input.files.insert(format!("{}/part-00000", spec.name), csv(spec, lines));
+    }
+    input
+}
+
+/// A CSV file: the header naming `spec`'s columns, then `lines`.
+fn csv(spec: &InputSpec, lines: Vec<String>) -> Vec<u8> {
+    let sluice_engine::api::InputFormat::Csv(columns) = spec.format else { panic!("job bug: a table is CSV") };
+    let header: Vec<&str> = columns.iter().map(|column: &Column| column.name).collect();
+    let mut text = header.join(",");
+    text.push('\n');
+    for line in lines {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text.into_bytes()
+}
+
+/// A year, month and day of the proleptic Gregorian calendar of a Julian day number.
+fn civil(julian: i64) -> (i64, i64, i64) {
+    // Richards' algorithm (Explanatory Supplement to the Astronomical Almanac, 15.11).
+    let f = julian + 1401 + (((4 * julian + 274_277) / 146_097) * 3) / 4 - 38;
+    let e = 4 * f + 3;
+    let h = 5 * ((e % 1461) / 4) + 2;
+    let day = (h % 153) / 5 + 1;
+    let month = (h / 153 + 2) % 12 + 1;
+    let year = e / 1461 - 4716 + (14 - month) / 12;
+    (year, month, day)
+}
+
+fn date_dim() -> Vec<String> {
+    let last = FIRST_DAY + 365 * YEARS + 1;
+    (FIRST_DAY..last)
+        .map(|sk| {
+            let (year, month, _) = civil(sk);
+            let week = (sk - WEEK_ORIGIN - 1) / 7 + 1;
+            format!("{sk},{year},{month},{week}")
+        })
+        .collect()
+}
+
+/// A sale's date: a year of the sales, a month by [`MONTH_WEIGHTS`], a day of it; or NULL.
+fn sale_date(prng: &mut Prng) -> i64 {
+    if prng.chance(Ratio::new(NULL_PPM, 1_000_000)) {
+        return -1;
+    }
+    let year = 1998 + prng.below(SALES_YEARS) as i64;
+    let mut pick = prng.below(MONTH_WEIGHTS.iter().sum());
+    let month = MONTH_WEIGHTS.iter().position(|weight| pick.checked_sub(*weight).map(|rest| pick = rest).is_none());
+    let month = month.expect("the pick is below the weights' sum") as i64 + 1;
+    let first = first_day_of(year, month);
+    let days = first_day_of(year + month / 12, month % 12 + 1) - first;
+    first + prng.below(days as u64) as i64
+}
+
+/// The Julian day of the first of `month` of `year`.
+fn first_day_of(year: i64, month: i64) -> i64 {
+    let (a, y) = ((14 - month) / 12, year + 4800 - (14 - month) / 12);
+    let m = month + 12 * a - 3;
+    1 + (153 * m + 2) / 5 + 365 * y + y / 4 - y / 100 + y / 400 - 32045
+}
+
+/// A foreign key into a table of `size` rows (keys from 1), or NULL.
+fn key(size: u64, prng: &mut Prng) -> i64 {
+    if prng.chance(Ratio::new(NULL_PPM, 1_000_000)) { -1 } else { 1 + prng.below(size) as i64 }
+}
+
+/// A measure in `low..=high`, or NULL (the empty field).
+fn measure(low: u64, high: u64, prng: &mut Prng) -> Option<u64> {
+    (!prng.chance(Ratio::new(NULL_PPM, 1_000_000))).then(|| prng.range_inclusive(low, high))
+}
+
+fn field(value: Option<u64>) -> String {
+    value.map_or_else(String::new, |value| value.to_string())
+}
+
+fn store_sales(count: u64, sizes: &Sizes, prng: &mut Prng) -> Vec<String> {
+    (0..count)
+        .map(|ticket| {
+            let date = sale_date(prng);
+            // dsdgen's sales always name their item.
+            let (item, customer) = (1 + prng.below(sizes.items) as i64, key(sizes.customers, prng));
+            let (cdemo, hdemo, addr) = (key(sizes.demographics, prng), key(7_200, prng), key(sizes.addresses, prng));
+            let (store, promo) = (key(sizes.stores, prng), key(sizes.promotions, prng));
+            let quantity = measure(1, 100, prng);
+            let wholesale = measure(100, 10_000, prng);
+            let list = measure(100, 20_000, prng);
+            let sales = list.map(|list| prng.range_inclusive(0, list));
+            let coupon = measure(0, 100, prng);
+            let ext = quantity.zip(sales).map(|(quantity, sales)| quantity * sales);
+            format!(
+                "{date},{item},{customer},{cdemo},{hdemo},{addr},{store},{promo},{},{},{},{},{},{},{}",
+                ticket / 10 + 1,
+                field(quantity),
+                field(wholesale),
+                field(list),
+                field(sales),
+                field(coupon),
+                field(ext)
+            )
+        })
+        .collect()
+}
+
+/// Items; [`Wanted`] values get their SF 1 share (at least one item each).
+fn items(sizes: &Sizes, wanted: &Wanted, prng: &mut Prng) -> Vec<String> {
+    let share = |ppm: u64| ((sizes.items * ppm + 500_000) / 1_000_000).max(1);
+    let mut manufacts: Vec<i64> = Vec::new();
+    if let Some(manufact) = wanted.manufact {
+        manufacts.extend(std::iter::repeat_n(manufact, share(MANUFACT_SHARE_PPM) as usize));
+    }
+    let mut managers: Vec<i64> = Vec::new();
+    for manager in &wanted.managers {
+        managers.extend(std::iter::repeat_n(*manager, share(MANAGER_SHARE_PPM) as usize));
+    }
+    (1..=sizes.items as i64)
+        .map(|sk| {
+            // The planted values go to random items, every one of them to some item.
+            let left = sizes.items - sk as u64 + 1;
+            let manufact = planted(&mut manufacts, left, prng).unwrap_or_else(|| other(1_000, &wanted.manufact, prng));
+            let manager = planted(&mut managers, left, prng).unwrap_or_else(|| other(100, &wanted.managers, prng));
+            let (category, class) = (1 + prng.below(10) as i64, 1 + prng.below(16) as i64);
+            let brand = category * 1_000_000 + class * 1_000 + 1 + prng.below(10) as i64;
+            let price = prng.range_inclusive(9, 9_999);
+            format!(
+                "{sk},AAAAAAAA{:08},item {sk},{brand},brand #{brand},{manufact},manufact #{manufact},{manager},{category},category {category},{price},color {},product {sk}",
+                (sk + 1) / 2,
+                prng.below(92)
+            )
+        })
+        .collect()
+}
+
+/// One of the `planted` values, with the chance that leaves none of them over after `left` more
+/// draws.
+fn planted(planted: &mut Vec<i64>, left: u64, prng: &mut Prng) -> Option<i64> {
+    let take = !planted.is_empty() && prng.chance(Ratio::new((planted.len() as u64).min(left), left));
+    if take { planted.pop() } else { None }
+}
+
+/// An id in `1..=count` other than the `wanted` ones (which have their planted share).
+fn other<'a>(count: u64, wanted: impl IntoIterator<Item = &'a i64> + Copy, prng: &mut Prng) -> i64 {
+    loop {
+        let id = 1 + prng.below(count) as i64;
+        if !wanted.into_iter().any(|wanted| *wanted == id) {
+            return id;
+        }
+    }
+}
+
+/// dsdgen's cross product: gender fastest, then marital status, then education.
+fn demographics(sizes: &Sizes) -> Vec<String> {
+    const GENDERS: [&str; 2] = ["M", "F"];
+    const MARITAL: [&str; 5] = ["M", "S", "D", "W", "U"];
+    const EDUCATION: [&str; 7] =
+        ["Primary", "Secondary", "College", "2 yr Degree", "4 yr Degree", "Advanced Degree", "Unknown"];
+    (0..sizes.demographics as usize)
+        .map(|index| {
+            let (gender, marital, education) = (index % 2, index / 2 % 5, index / 10 % 7);
+            format!("{},{},{},{}", index + 1, GENDERS[gender], MARITAL[marital], EDUCATION[education])
+        })
+        .collect()
+}
+
+fn promotions(sizes: &Sizes, prng: &mut Prng) -> Vec<String> {
+    (1..=sizes.promotions)
+        .map(|sk| match prng.chance(Ratio::new(PROMOTION_EVERYWHERE_PPM, 1_000_000)) {
+            true => format!("{sk},Y,Y"),
+            false => format!("{sk},{}", prng.pick(&["N,N", "N,Y", "Y,N"])),
+        })
+        .collect()
+}
+
+fn customers(sizes: &Sizes, prng: &mut Prng) -> Vec<String> {
+    (1..=sizes.customers)
+        .map(|sk| {
+            let (cdemo, hdemo, addr) = (key(sizes.demographics, prng), key(7_200, prng), key(sizes.addresses, prng));
+            let (shipto, sales) = (FIRST_DAY + prng.below(1_800) as i64, FIRST_DAY + prng.below(1_800) as i64);
+            format!("{sk},{cdemo},{hdemo},{addr},{shipto},{sales}")
+        })
+        .collect()
+}
+
+/// States, with Illinois among them.
+const STATES: [&str; 8] = ["IL", "TX", "GA", "VA", "KY", "MO", "OH", "TN"];
+
+fn addresses(sizes: &Sizes, prng: &mut Prng) -> Vec<String> {
+    (1..=sizes.addresses)
+        .map(|sk| {
+            let state = prng.pick(&STATES);
+            format!("{sk},{},Main,City {},{:05},{state}", prng.below(1_000), prng.below(100), zip(prng))
+        })
+        .collect()
+}
+
+/// A zip code among a few hundred (customers and stores share some).
+fn zip(prng: &mut Prng) -> u64 {
+    10_000 + prng.below(400) * 211
+}
+
+fn stores(sizes: &Sizes, prng: &mut Prng) -> Vec<String> {
+    (1..=sizes.stores).map(|sk| format!("{sk},store {sk},{:05}", zip(prng))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn julian_days_map_to_the_calendar() {
+        assert_eq!(civil(FIRST_DAY), (1998, 1, 1));
+        assert_eq!(civil(2_451_545), (2000, 1, 1));
+        assert_eq!(civil(2_451_604), (2000, 2, 29));
+        assert_eq!(first_day_of(2000, 3), 2_451_605);
+        assert_eq!(first_day_of(1998, 1), FIRST_DAY);
+        assert_eq!(first_day_of(1999, 1), FIRST_DAY + 365);
+    }
+
+    /// `part / whole` is within 20 % of `sf1`, or three binomial standard deviations.
+    fn near(what: &str, part: usize, whole: usize, sf1: f64) {
+        let ratio = part as f64 / whole as f64;
+        let sigma = (sf1 * (1.0 - sf1) / whole as f64).sqrt();
+        let tolerance = (0.2 * sf1).max(3.0 * sigma);
+        assert!((ratio - sf1).abs() <= tolerance, "{what}: {part} / {whole} = {ratio:.5}, SF 1 has {sf1:.5}");
+    }
+
+    #[test]
+    fn each_query_edge_carries_its_sf1_share_of_the_rows_at_scale_50() {
+        use crate::tpcds_queries::read;
+        use crate::tpcds_queries::tables::*;
+        let wanted = Wanted { manufact: Some(128), managers: vec![1] };
+        let input = tables(
+            50,
+            &wanted,
+            &[&STORE_SALES, &DATE_DIM, &ITEM, &CUSTOMER_DEMOGRAPHICS, &PROMOTION],
+            &mut Prng::from_seed(7),
+        );
+        let sales = read::<StoreSale>(&input, &STORE_SALES);
+        let dates: std::collections::BTreeMap<i64, DateDim> =
+            read::<DateDim>(&input, &DATE_DIM).into_iter().map(|date| (date.d_date_sk, date)).collect();
+        let items: std::collections::BTreeMap<i64, Item> =
+            read::<Item>(&input, &ITEM).into_iter().map(|item| (item.i_item_sk, item)).collect();
+        let date = |sale: &&StoreSale| dates.get(&sale.ss_sold_date_sk);
+        let item = |sale: &&StoreSale| items.get(&sale.ss_item_sk);
+        let q3_items: Vec<&StoreSale> =
+            sales.iter().filter(|s| item(s).is_some_and(|i| i.i_manufact_id == Some(128))).collect();
+        near("q3 ⋈ item", q3_items.len(), sales.len(), 6_656.0 / 2_880_404.0);
+        let november = q3_items.iter().filter(|s| date(s).is_some_and(|d| d.d_moy == 11)).count();
+        near("q3 ⋈ date", november, q3_items.len(), 971.0 / 6_656.0);
+        let q42_month: Vec<&StoreSale> =
+            sales.iter().filter(|s| date(s).is_some_and(|d| (d.d_year, d.d_moy) == (2000, 11))).collect();
+        near("q42 ⋈ date", q42_month.len(), sales.len(), 88_756.0 / 2_880_404.0);
+        let managed = q42_month.iter().filter(|s| item(s).is_some_and(|i| i.i_manager_id == Some(1))).count();
+        near("q42 ⋈ item", managed, q42_month.len(), 1_497.0 / 88_756.0);
+        let q7_year: Vec<&StoreSale> = sales.iter().filter(|s| date(s).is_some_and(|d| d.d_year == 2000)).collect();
+        near("q7 ⋈ date", q7_year.len(), sales.len(), 553_970.0 / 2_880_404.0);
+        let demographic = |sk: i64| sk > 0 && (sk - 1) % 2 == 0 && (sk - 1) / 2 % 5 == 1 && (sk - 1) / 10 % 7 == 2;
+        let q7_cd = q7_year.iter().filter(|s| demographic(s.ss_cdemo_sk)).count();
+        near("q7 ⋈ cdemo", q7_cd, q7_year.len(), 7_885.0 / 553_970.0);
+        let promos = read::<Promotion>(&input, &PROMOTION);
+        let open = promos.iter().filter(|p| p.p_channel_email == "N" || p.p_channel_event == "N").count();
+        near("q7 promotions", open, promos.len(), 0.996_667);
+    }
+
+    #[test]
+    fn sale_dates_fall_in_the_sales_years_with_november_heavier() {
+        let mut prng = Prng::from_seed(3);
+        let mut months = [0u64; 13];
+        for _ in 0..20_000 {
+            match sale_date(&mut prng) {
+                -1 => months[0] += 1,
+                sk => {
+                    let (year, month, _) = civil(sk);
+                    assert!((1998..2003).contains(&year), "{year}");
+                    months[month as usize] += 1;
+                }
+            }
+        }
+        assert!(months[11] > 2 * months[2], "{months:?}");
+        assert!((700..1_100).contains(&months[0]), "about 4.5 % NULL dates: {}", months[0]);
+    }
+}
