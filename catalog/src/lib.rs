@@ -276,6 +276,8 @@ pub fn jobs() -> &'static [SimJob] {
         tpcds_queries::Q19,
         tpcds_queries::Q42,
         tpcds_queries::Q55,
+        tpcds_queries::Q72,
+        tpcds_queries::Q95,
     ]
 }
 
@@ -341,7 +343,7 @@ mod tests {
         let params = job.resolve_params(&BTreeMap::new()).unwrap();
         assert_eq!(params.0.len(), job.definition.params.len());
         let registered: Vec<&str> = registry().jobs().map(|job| job.name).collect();
-        let tpcds_queries = ["tpcds-q19", "tpcds-q3", "tpcds-q42", "tpcds-q55", "tpcds-q7"];
+        let tpcds_queries = ["tpcds-q19", "tpcds-q3", "tpcds-q42", "tpcds-q55", "tpcds-q7", "tpcds-q72", "tpcds-q95"];
         let mut expected = vec!["alerts", "generated", "tpcds"];
         expected.extend(tpcds_queries);
         expected.extend(["windowed", "wordcount", "wordcount-files"]);

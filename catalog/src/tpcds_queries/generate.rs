@@ -33,6 +33,14 @@ const ADDRESSES_SF1: u64 = 50_000;
 const DEMOGRAPHICS_SF1: u64 = 1_920_800;
 const PROMOTIONS_SF1: u64 = 300;
 const STORES_SF1: u64 = 12;
+const WEB_SALES_SF1: u64 = 719_384;
+const CATALOG_SALES_SF1: u64 = 1_441_548;
+const CATALOG_RETURNS_SF1: u64 = 144_067;
+/// Household demographics at every scale.
+const HOUSEHOLDS: u64 = 7_200;
+const WEB_SITES_SF1: u64 = 30;
+/// Warehouses at every scale (dsdgen has 1 below SF 1, where no order ships from two).
+const WAREHOUSES: u64 = 5;
 
 /// The share of store sales per month of the year, in thousandths (SF 1: August to October
 /// hold twice as much as the first half-year, November and December three times).
@@ -44,6 +52,12 @@ const MANUFACT_SHARE_PPM: u64 = 2_310;
 const MANAGER_SHARE_PPM: u64 = 18_000;
 /// The promotions on e-mail and at events both, in millionths (SF 1: 1 of 300).
 const PROMOTION_EVERYWHERE_PPM: u64 = 3_333;
+/// The share of addresses in a query's state at SF 1 (Illinois: 3.19 %), in millionths.
+const STATE_SHARE_PPM: u64 = 31_920;
+/// The share of web sites of a query's company at SF 1 (`pri`: 4 of 30), in millionths.
+const COMPANY_SHARE_PPM: u64 = 133_333;
+/// The share of web orders returned at SF 1, in millionths.
+const RETURNED_ORDER_PPM: u64 = 704_000;
 /// A NULL in a fact table's foreign key or measure, in millionths (dsdgen: about 4.5 %).
 const NULL_PPM: u64 = 45_000;
 
@@ -54,6 +68,10 @@ pub struct Wanted {
     pub manufact: Option<i64>,
     /// `i_manager_id`s.
     pub managers: Vec<i64>,
+    /// `ca_state` (Illinois if none).
+    pub state: Option<String>,
+    /// `web_company_name` (`pri` if none).
+    pub company: Option<String>,
 }
 
 /// Rows of a table of `sf1` rows at SF 1, at `scale` (SF in thousandths), at least `floor`.
@@ -69,25 +87,29 @@ struct Sizes {
     demographics: u64,
     promotions: u64,
     stores: u64,
+    web_sites: u64,
 }
 
 impl Sizes {
-    fn at(scale: u64) -> Sizes {
+    fn at(scale: u64, wanted: &Wanted) -> Sizes {
+        // A floor of items where a query filters on them, so that its values are there.
+        let filtered = wanted.manufact.is_some() || !wanted.managers.is_empty();
         Sizes {
-            items: rows(ITEMS_SF1, scale, 1_000),
+            items: rows(ITEMS_SF1, scale, if filtered { 1_000 } else { 20 }),
             customers: rows(CUSTOMERS_SF1, scale, 100),
             addresses: rows(ADDRESSES_SF1, scale, 50),
             // A whole number of gender × marital status × education combinations.
             demographics: rows(DEMOGRAPHICS_SF1, scale, 70) / 70 * 70,
             promotions: rows(PROMOTIONS_SF1, scale, 10),
             stores: rows(STORES_SF1, scale, 2),
+            web_sites: rows(WEB_SITES_SF1, scale, 8),
         }
     }
 }
 
 /// The tables `inputs` at `scale`, as CSV files `<table>/part-00000`.
 pub fn tables(scale: u64, wanted: &Wanted, inputs: &[&InputSpec], prng: &mut Prng) -> ExternalInput {
-    let sizes = Sizes::at(scale);
+    let sizes = Sizes::at(scale, wanted);
     let mut input = ExternalInput::default();
     for spec in inputs {
         let mut prng = Prng::fork(prng.next_u64(), spec.name);
@@ -98,7 +120,15 @@ pub fn tables(scale: u64, wanted: &Wanted, inputs: &[&InputSpec], prng: &mut Prn
             "customer_demographics" => demographics(&sizes),
             "promotion" => promotions(&sizes, &mut prng),
             "customer" => customers(&sizes, &mut prng),
-            "customer_address" => addresses(&sizes, &mut prng),
+            "customer_address" => addresses(&sizes, wanted, &mut prng),
+            "web_sales" => web_sales(rows(WEB_SALES_SF1, scale, 16), &sizes, &mut prng),
+            "web_returns" => web_returns(rows(WEB_SALES_SF1, scale, 16), &mut prng),
+            "web_site" => web_sites(&sizes, wanted, &mut prng),
+            "catalog_sales" => catalog_sales(rows(CATALOG_SALES_SF1, scale, 10), &sizes, &mut prng),
+            "catalog_returns" => catalog_returns(rows(CATALOG_RETURNS_SF1, scale, 1), &sizes, &mut prng),
+            "household_demographics" => households(),
+            "inventory" => inventory(&sizes, &mut prng),
+            "warehouse" => (1..=WAREHOUSES).map(|sk| format!("{sk},warehouse {sk}")).collect(),
             "store" => stores(&sizes, &mut prng),
             other => panic!("job bug: no generator for TPC-DS table `{other}`"),
         };
@@ -145,9 +175,11 @@ fn date_dim() -> Vec<String> {
 
 /// A sale's date: a year of the sales, a month by [`MONTH_WEIGHTS`], a day of it; or NULL.
 fn sale_date(prng: &mut Prng) -> i64 {
-    if prng.chance(Ratio::new(NULL_PPM, 1_000_000)) {
-        return -1;
-    }
+    if prng.chance(Ratio::new(NULL_PPM, 1_000_000)) { -1 } else { sale_day(prng) }
+}
+
+/// A day of the sales years, its month drawn by [`MONTH_WEIGHTS`].
+fn sale_day(prng: &mut Prng) -> i64 {
     let year = 1998 + prng.below(SALES_YEARS) as i64;
     let mut pick = prng.below(MONTH_WEIGHTS.iter().sum());
     let month = MONTH_WEIGHTS.iter().position(|weight| pick.checked_sub(*weight).map(|rest| pick = rest).is_none());
@@ -174,7 +206,7 @@ fn measure(low: u64, high: u64, prng: &mut Prng) -> Option<u64> {
     (!prng.chance(Ratio::new(NULL_PPM, 1_000_000))).then(|| prng.range_inclusive(low, high))
 }
 
-fn field(value: Option<u64>) -> String {
+fn field<T: ToString>(value: Option<T>) -> String {
     value.map_or_else(String::new, |value| value.to_string())
 }
 
@@ -285,14 +317,122 @@ fn customers(sizes: &Sizes, prng: &mut Prng) -> Vec<String> {
         .collect()
 }
 
-/// States, with Illinois among them.
+/// States other than a query's.
 const STATES: [&str; 8] = ["IL", "TX", "GA", "VA", "KY", "MO", "OH", "TN"];
 
-fn addresses(sizes: &Sizes, prng: &mut Prng) -> Vec<String> {
+fn addresses(sizes: &Sizes, wanted: &Wanted, prng: &mut Prng) -> Vec<String> {
+    let state = wanted.state.as_deref().unwrap_or("IL");
+    let others: Vec<&str> = STATES.iter().copied().filter(|other| *other != state).collect();
     (1..=sizes.addresses)
         .map(|sk| {
-            let state = prng.pick(&STATES);
+            let state = if prng.chance(Ratio::new(STATE_SHARE_PPM, 1_000_000)) { state } else { *prng.pick(&others) };
             format!("{sk},{},Main,City {},{:05},{state}", prng.below(1_000), prng.below(100), zip(prng))
+        })
+        .collect()
+}
+
+/// Web sales: orders of 8 to 16 lines (`count` lines in all), each line from any warehouse,
+/// shipped on a day of the sales years.
+fn web_sales(count: u64, sizes: &Sizes, prng: &mut Prng) -> Vec<String> {
+    let mut lines = Vec::with_capacity(count as usize);
+    let mut order = 0;
+    while (lines.len() as u64) < count {
+        order += 1;
+        for _ in 0..prng.range_inclusive(8, 16).min(count - lines.len() as u64) {
+            let ship =
+                if prng.chance(Ratio::new(240, 1_000_000)) { -1 } else { FIRST_DAY + prng.below(365 * 5) as i64 };
+            let (addr, site, warehouse) =
+                (key(sizes.addresses, prng), key(sizes.web_sites, prng), key(WAREHOUSES, prng));
+            let cost = field(measure(0, 10_000, prng));
+            let profit = field(measure(0, 20_000, prng).map(|profit| profit as i64 - 10_000));
+            lines.push(format!("{ship},{addr},{site},{warehouse},{order},{cost},{profit}"));
+        }
+    }
+    lines
+}
+
+/// Web returns: lines of the orders [`web_sales`] draws from the same count (1 to 3 lines for a
+/// returned order).
+fn web_returns(count: u64, prng: &mut Prng) -> Vec<String> {
+    let orders = count / 12 + 1;
+    let mut lines = Vec::new();
+    for order in 1..=orders {
+        if prng.chance(Ratio::new(RETURNED_ORDER_PPM, 1_000_000)) {
+            let returned = 1 + prng.below(2) + u64::from(prng.chance(Ratio::new(1, 5)));
+            lines.extend((0..returned).map(|_| order.to_string()));
+        }
+    }
+    lines
+}
+
+/// Catalog sales: orders of 10 lines, shipped 2 to 90 days after the sale (dsdgen's lag),
+/// NULLs at 0.5 %.
+fn catalog_sales(count: u64, sizes: &Sizes, prng: &mut Prng) -> Vec<String> {
+    let null = |prng: &mut Prng| prng.chance(Ratio::new(5, 1_000));
+    (0..count)
+        .map(|line| {
+            let sold = if null(prng) { -1 } else { sale_day(prng) };
+            let ship = if null(prng) || sold == -1 { -1 } else { sold + prng.range_inclusive(2, 90) as i64 };
+            let cdemo = if null(prng) { -1 } else { 1 + prng.below(sizes.demographics) as i64 };
+            let hdemo = if null(prng) { -1 } else { 1 + prng.below(HOUSEHOLDS) as i64 };
+            let (item, promo) = (1 + prng.below(sizes.items) as i64, 1 + prng.below(sizes.promotions) as i64);
+            let quantity = (!null(prng)).then(|| prng.range_inclusive(1, 100));
+            let price = (!null(prng)).then(|| prng.range_inclusive(100, 30_000));
+            format!(
+                "{sold},{ship},{cdemo},{hdemo},{item},{promo},{},{},{}",
+                line / 10 + 1,
+                field(quantity),
+                field(price)
+            )
+        })
+        .collect()
+}
+
+/// Catalog returns: distinct (item, order) pairs, as dsdgen's are.
+fn catalog_returns(count: u64, sizes: &Sizes, prng: &mut Prng) -> Vec<String> {
+    (1..=count)
+        .map(|order| {
+            let money = |prng: &mut Prng| field((!prng.chance(Ratio::new(2, 100))).then(|| prng.below(10_000)));
+            format!("{},{order},{},{},{}", 1 + prng.below(sizes.items), money(prng), money(prng), money(prng))
+        })
+        .collect()
+}
+
+/// dsdgen's household demographics: income band and buying potential from the key.
+fn households() -> Vec<String> {
+    const POTENTIAL: [&str; 6] = ["0-500", "501-1000", "1001-5000", "5001-10000", ">10000", "Unknown"];
+    (1..=HOUSEHOLDS).map(|sk| format!("{sk},{},{}", sk % 20 + 1, POTENTIAL[(sk / 20 % 6) as usize])).collect()
+}
+
+/// Inventory: every Thursday, every warehouse, the half of the items current that week (as
+/// dsdgen's, which holds one version of each item at a time); 5 % NULL quantities.
+fn inventory(sizes: &Sizes, prng: &mut Prng) -> Vec<String> {
+    let mut rows = Vec::new();
+    for week in 0..261 {
+        let day = FIRST_DAY + 7 * week;
+        for item in 1..=sizes.items {
+            if (item + week as u64) % 2 == 1 {
+                continue;
+            }
+            for warehouse in 1..=WAREHOUSES {
+                let on_hand = (!prng.chance(Ratio::new(1, 20))).then(|| prng.below(1_001));
+                rows.push(format!("{day},{item},{warehouse},{}", field(on_hand)));
+            }
+        }
+    }
+    rows
+}
+
+/// Company names of web sites other than a query's.
+const COMPANIES: [&str; 6] = ["pri", "able", "ought", "ese", "anti", "cally"];
+
+fn web_sites(sizes: &Sizes, wanted: &Wanted, prng: &mut Prng) -> Vec<String> {
+    let company = wanted.company.as_deref().unwrap_or("pri");
+    let others: Vec<&str> = COMPANIES.iter().copied().filter(|other| *other != company).collect();
+    (1..=sizes.web_sites)
+        .map(|sk| match sk == 1 || prng.chance(Ratio::new(COMPANY_SHARE_PPM, 1_000_000)) {
+            true => format!("{sk},{company}"),
+            false => format!("{sk},{}", prng.pick(&others)),
         })
         .collect()
 }
@@ -332,7 +472,7 @@ mod tests {
     fn each_query_edge_carries_its_sf1_share_of_the_rows_at_scale_50() {
         use crate::tpcds_queries::read;
         use crate::tpcds_queries::tables::*;
-        let wanted = Wanted { manufact: Some(128), managers: vec![1] };
+        let wanted = Wanted { manufact: Some(128), managers: vec![1], ..Wanted::default() };
         let input = tables(
             50,
             &wanted,

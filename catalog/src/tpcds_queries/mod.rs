@@ -17,7 +17,10 @@
 
 use std::collections::BTreeMap;
 
-use sluice_engine::api::{DataStream, ExecutionMode, InputSpec, ParamSpec, StreamEnv};
+use sluice_engine::api::{
+    DataStream, ExecutionMode, InputSpec, Key, KeyedContext, KeyedProcessFunction, OperatorError, ParamSpec, Record,
+    StreamEnv, ValueState,
+};
 use sluice_engine::connectors::csv::{CsvRecord, parse_records};
 use sluice_engine::connectors::{CsvSource, Row, SinkKind, TxnStoreSink};
 
@@ -28,12 +31,16 @@ mod q03;
 mod q07;
 mod q19;
 mod q42_55;
+mod q72;
+mod q95;
 pub mod tables;
 
 pub(crate) use q03::Q3;
 pub(crate) use q07::Q7;
 pub(crate) use q19::Q19;
 pub(crate) use q42_55::{Q42, Q55};
+pub(crate) use q72::Q72;
+pub(crate) use q95::Q95;
 
 /// The generator's scale: SF in thousandths.
 pub(crate) const SCALE: ParamSpec =
@@ -55,10 +62,7 @@ pub(crate) fn sale_prices(env: &StreamEnv) -> DataStream<(i64, i64, Option<i64>)
 }
 
 /// Commits `(group, value)` rows to the upsert table [`ANSWER`], the value shown by `show`.
-pub(crate) fn commit<V: sluice_engine::api::Record>(
-    answer: DataStream<(String, V)>,
-    show: impl Fn(&V) -> String + Send + Sync + 'static,
-) {
+pub(crate) fn commit<V: Record>(answer: DataStream<(String, V)>, show: impl Fn(&V) -> String + Send + Sync + 'static) {
     let sink = TxnStoreSink::upsert(ANSWER, move |row: &(String, V)| (row.0.clone(), show(&row.1)));
     answer.sink_to(sink).name("Sink: answer");
 }
@@ -109,6 +113,24 @@ impl<V: Default> Groups<V> {
         });
         let table = ExpectedTable { kind: SinkKind::Upsert, rows, updates: Updates::CountPerKey(updates.collect()) };
         BTreeMap::from([(ANSWER.to_string(), table)])
+    }
+}
+
+/// Marks each element with whether it is the first of its key (a distinct, or the per-key step
+/// of a split distinct count): `(first, element)`.
+pub(crate) struct MarkFirst;
+
+/// Whether a key was seen.
+const SEEN: ValueState<bool> = ValueState::new("seen");
+
+impl<K: Key, T: Record> KeyedProcessFunction<K, T, (bool, T)> for MarkFirst {
+    fn process_element(&self, value: T, context: &mut KeyedContext<'_, K, (bool, T)>) -> Result<(), OperatorError> {
+        let first = SEEN.value(context.state())?.is_none();
+        if first {
+            SEEN.update(context.state(), &true);
+        }
+        context.collect((first, value));
+        Ok(())
     }
 }
 

@@ -312,7 +312,7 @@ mod tests {
             command.find_subcommand_mut("plan").expect("a `plan` subcommand").render_help().to_string()
         };
         let built_in = help(&JobCatalog::built_in());
-        assert!(built_in.contains("The job: wordcount, ") && built_in.contains(" or tpcds-q55"), "{built_in}");
+        assert!(built_in.contains("The job: wordcount, ") && built_in.contains(" or tpcds-q95"), "{built_in}");
         let wordcount = sluice_catalog::jobs().first().expect("a built-in job");
         let one = help(&JobCatalog::of([wordcount]).unwrap());
         assert!(one.contains("The job: wordcount\n") && !one.contains("tpcds"), "{one}");
