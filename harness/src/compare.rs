@@ -101,6 +101,8 @@ impl fmt::Display for Variant {
 pub struct RunMetrics {
     /// Simulated time to the job's end.
     pub makespan: Duration,
+    /// The job's own time ([`job_time`]): what a simulated and a real run can be held against.
+    pub job_time: Duration,
     /// Sum over slots of the time they were occupied.
     pub slot_time: Duration,
     /// Bytes of blocking partitions written to disk.
@@ -124,12 +126,22 @@ pub fn trace_metrics(trace: &[TraceRecord], makespan: Duration) -> RunMetrics {
     let (disk_bytes_read, disk_bytes_written) = disk_bytes(trace);
     RunMetrics {
         makespan,
+        job_time: job_time(trace).unwrap_or(makespan),
         slot_time: slot_time(&occupancies),
         disk_bytes_written,
         disk_bytes_read,
         peak_slots: peak_slots(&occupancies),
         recovery: recovery_metrics(trace),
     }
+}
+
+/// The job's own time: from the JobMaster's acknowledging its submission to the job's end, as
+/// the trace of a simulated or a real run says. A cluster's start (processes and connections
+/// in a real run, the simulation's first steps) is not in it. `None` if the job did not end.
+pub fn job_time(trace: &[TraceRecord]) -> Option<Duration> {
+    let acknowledged = trace.iter().find(|record| matches!(record.event, TraceEvent::SubmissionAcknowledged { .. }))?;
+    let finished = trace.iter().rev().find(|record| matches!(record.event, TraceEvent::JobFinished { .. }))?;
+    finished.time.checked_sub(acknowledged.time)
 }
 
 /// One slot occupied without a break, by tasks of one job attempt.
@@ -460,6 +472,7 @@ mod tests {
             metrics,
             RunMetrics {
                 makespan: milliseconds(95),
+                job_time: milliseconds(95),
                 slot_time: milliseconds(90),
                 disk_bytes_written: 300,
                 disk_bytes_read: 300,
@@ -467,6 +480,17 @@ mod tests {
                 recovery: RecoveryMetrics::default(),
             }
         );
+    }
+
+    #[test]
+    fn the_jobs_time_runs_from_its_acknowledged_submission_to_its_end() {
+        assert_eq!(job_time(&two_stages()), None, "no acknowledged submission");
+        let mut trace = vec![at(4, TraceEvent::SubmissionAcknowledged { job_id: "job".into() })];
+        trace.extend(two_stages());
+        assert_eq!(job_time(&trace), Some(milliseconds(86)));
+        assert_eq!(trace_metrics(&trace, milliseconds(95)).job_time, milliseconds(86));
+        trace.pop();
+        assert_eq!(job_time(&trace), None, "the job did not end");
     }
 
     #[test]

@@ -218,10 +218,11 @@ fn report_line(run: &ModeRun) -> String {
     let report = &run.report;
     let verdict = if run.failures.is_empty() { "PASS" } else { "FAIL" };
     let mut line = format!(
-        "  {:<9} {verdict}  committed {:>6}  wall {:>8.3}s  {}",
+        "  {:<9} {verdict}  committed {:>6}  wall {:>8.3}s (job {:.3}s)  {}",
         report.mode.to_string(),
         counted(report.records_committed() as u64, "row"),
         report.wall_time.as_secs_f64(),
+        sluice_harness::compare::job_time(&report.trace).unwrap_or(report.wall_time).as_secs_f64(),
         counted(report.restarts(), "restart"),
     );
     if let Some((node, bytes)) = run.peak_memory.iter().max_by_key(|(_, bytes)| **bytes) {

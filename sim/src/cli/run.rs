@@ -52,10 +52,11 @@ pub(super) fn report_line(report: &RunReport, verdict: &Verdict) -> String {
         Verdict::ExpectedUnrecoverable(_) => "UNRECOVERABLE".to_string(),
     };
     let mut line = format!(
-        "  {:<9} {verdict}  committed {:>6}  makespan {:>8.3}s  {}  wall {:>5} ms  trace {:016x}",
+        "  {:<9} {verdict}  committed {:>6}  makespan {:>8.3}s (job {:.3}s)  {}  wall {:>5} ms  trace {:016x}",
         report.mode,
         counted(report.records_committed() as u64, "row"),
         report.makespan.as_secs_f64(),
+        crate::compare::job_time(&report.trace).unwrap_or(report.makespan).as_secs_f64(),
         counted(report.restarts(), "restart"),
         report.wall_time.as_millis(),
         report.trace_hash
