@@ -1,25 +1,26 @@
-//! Durations as people write them in scenarios and configuration: `500us`, `150ms`, `2s`, `1m`,
-//! `1h`.
+//! Durations as people write them in scenarios and configuration: `250ns`, `500us`, `150ms`,
+//! `2s`, `1m`, `1h`.
 //!
 //! [`text`] is a serde adapter that writes and reads this form. A bare number is an error, not a
 //! guess at its unit.
 
 use std::time::Duration;
 
-/// Parses `500us`, `150ms`, `2s`, `3m` or `1h`.
+/// Parses `250ns`, `500us`, `150ms`, `2s`, `3m` or `1h`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let value: u64 = number.parse().map_err(|_| format!("`{text}` is not a duration like 150ms, 2s or 1m"))?;
     let duration = match unit {
+        "ns" => Some(Duration::from_nanos(value)),
         "us" => Some(Duration::from_micros(value)),
         "ms" => Some(Duration::from_millis(value)),
         "s" => Some(Duration::from_secs(value)),
         "m" => value.checked_mul(60).map(Duration::from_secs),
         "h" => value.checked_mul(3600).map(Duration::from_secs),
         "" => return Err(format!("`{text}` has no unit; write it like 150ms, 2s or 1m")),
-        _ => return Err(format!("`{text}` has an unknown unit `{unit}`; use us, ms, s, m or h")),
+        _ => return Err(format!("`{text}` has an unknown unit `{unit}`; use ns, us, ms, s, m or h")),
     };
     duration.ok_or_else(|| format!("`{text}` is too long a duration"))
 }
@@ -30,8 +31,10 @@ pub fn format_duration(duration: Duration) -> String {
         format!("{}s", duration.as_secs())
     } else if duration.subsec_nanos().is_multiple_of(1_000_000) {
         format!("{}ms", duration.as_millis())
-    } else {
+    } else if duration.subsec_nanos().is_multiple_of(1_000) {
         format!("{}us", duration.as_micros())
+    } else {
+        format!("{}ns", duration.as_nanos())
     }
 }
 
@@ -103,13 +106,13 @@ mod tests {
 
     #[test]
     fn durations_parse_and_format_back() {
-        for text in ["500us", "150ms", "2s", "1500ms"] {
+        for text in ["250ns", "1500ns", "500us", "150ms", "2s", "1500ms"] {
             assert_eq!(format_duration(parse_duration(text).unwrap()), text);
         }
         assert_eq!(parse_duration("3m").unwrap(), Duration::from_secs(180));
         assert!(parse_duration("150").unwrap_err().contains("no unit"));
         assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
-        assert!(parse_duration("2d").unwrap_err().contains("unknown unit `d`; use us, ms, s, m or h"));
+        assert!(parse_duration("2d").unwrap_err().contains("unknown unit `d`; use ns, us, ms, s, m or h"));
         assert!(parse_duration("fast").is_err());
         assert!(parse_duration("99999999999999999999m").is_err());
     }

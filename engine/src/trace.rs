@@ -132,6 +132,9 @@ pub enum TraceEvent {
         /// Most bytes one of its output partitions held in memory at once.
         #[serde(default)]
         peak_buffered_bytes: u64,
+        /// The CPU work it did, as the cost model counts it.
+        #[serde(default)]
+        work: crate::resources::Work,
     },
     /// The JobMaster asked the sources to inject a checkpoint's barriers.
     CheckpointTriggered {

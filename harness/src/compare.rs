@@ -425,6 +425,7 @@ mod tests {
                 disk_bytes_written,
                 backpressure_micros: 0,
                 peak_buffered_bytes: 0,
+                work: Default::default(),
             },
         )
     }

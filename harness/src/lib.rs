@@ -26,6 +26,7 @@
 //! (`sluice-real`), which both sit above it; it starts no process, no thread and no simulation,
 //! and reads no clock but the runtime seam's (the trace's times).
 
+pub mod calibration;
 pub mod check;
 pub mod client;
 pub mod compare;
@@ -33,6 +34,7 @@ pub mod cost;
 pub mod coverage;
 pub mod failover_sets;
 pub mod faults;
+pub mod fidelity;
 pub mod harness_crash;
 pub mod late;
 pub mod output;

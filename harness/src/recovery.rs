@@ -203,6 +203,7 @@ mod tests {
                 disk_bytes_written: 0,
                 backpressure_micros: 0,
                 peak_buffered_bytes: 0,
+                work: Default::default(),
             },
         )
     }

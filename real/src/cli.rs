@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use sluice_engine::graph::ExecutionMode;
 
+use crate::calibrate::{CalibrateOptions, run_calibrate};
 use crate::cluster::ClusterFile;
+use crate::compare::{CompareOptions, default_sluice, run_compare};
 use crate::local::{Kill, LocalOptions, run_local};
 use crate::roles::{Dirs, Role, run};
 use crate::submit::run_submit;
@@ -61,6 +63,55 @@ enum Command {
         /// The seed the log's input was generated from [default: the scenario's first seed].
         #[arg(long)]
         seed: Option<u64>,
+    },
+    /// Measure what work costs on this machine (disk, memory, loopback, RPC, task deployment,
+    /// CPU per record of each operator kind from real runs of small jobs) and write a cost
+    /// profile for simulated scenarios (`costs: { profile: FILE }`, `sluice … --profile FILE`).
+    Calibrate {
+        /// Where to write the profile.
+        #[arg(long, value_name = "FILE", default_value = "profiles/this-machine.yaml")]
+        out: PathBuf,
+        /// Events in each source of the larger calibration runs (the smaller have a quarter).
+        #[arg(long, default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(4..=1_000_000))]
+        elements: u64,
+        /// MiB the disk and loopback probes move.
+        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=4096))]
+        probe_mib: u64,
+        /// Where to put the runs' files [default: a fresh temporary directory, removed after].
+        #[arg(long, value_name = "DIR")]
+        work_dir: Option<PathBuf>,
+        /// A scenario whose real runs join the CPU fit (at most 3; repeatable): the profile
+        /// names it, and `compare` judges it apart.
+        #[arg(long = "shape", value_name = "FILE")]
+        shapes: Vec<PathBuf>,
+        /// The simulator binary, to fit the contention factor on the shapes [default:
+        /// `release/sluice` in this binary's target directory].
+        #[arg(long, value_name = "PATH")]
+        sluice: Option<PathBuf>,
+    },
+    /// Run each scenario's variants (batch under every exchange mode, and streaming) for real,
+    /// several times each, beside the simulator's run of each under a cost profile, and report
+    /// the simulator's error, spread and ranking (Kendall's τ) per shape.
+    Compare {
+        /// The scenarios, one shape each.
+        #[arg(required = true)]
+        scenarios: Vec<PathBuf>,
+        /// The cost profile the simulator charges (`sluice-real calibrate` writes one).
+        #[arg(long, value_name = "FILE", default_value = "profiles/this-machine.yaml")]
+        profile: PathBuf,
+        /// Real runs of each variant.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+        runs: u32,
+        /// The simulator binary [default: `release/sluice` in this binary's target directory].
+        #[arg(long, value_name = "PATH")]
+        sluice: Option<PathBuf>,
+        /// Names of scenarios judged apart as calibrated on (repeatable), besides those the
+        /// profile names.
+        #[arg(long, value_name = "NAME")]
+        calibrated_on: Vec<String>,
+        /// Where to put the runs' files [default: a fresh temporary directory, removed after].
+        #[arg(long, value_name = "DIR")]
+        work_dir: Option<PathBuf>,
     },
     /// Run one process of a cluster: jm, tm-N, durable-store, txn-store, log or shuffle-service.
     Serve {
@@ -145,6 +196,14 @@ pub fn main_process() -> i32 {
     let result = match cli.command {
         Command::Local { scenario, seed, mode, kill, work_dir, keep, input } => {
             run_local(&LocalOptions { scenario, seed, modes: mode, kills: kill, work_dir, keep, input })
+        }
+        Command::Calibrate { out, elements, probe_mib, work_dir, shapes, sluice } => {
+            let sluice = sluice.unwrap_or_else(default_sluice);
+            run_calibrate(&CalibrateOptions { out, elements, probe_mib, work_dir, shapes, sluice })
+        }
+        Command::Compare { scenarios, profile, runs, sluice, calibrated_on, work_dir } => {
+            let sluice = sluice.unwrap_or_else(default_sluice);
+            run_compare(&CompareOptions { scenarios, profile, runs, sluice, calibrated_on, work_dir })
         }
         Command::Submit { scenario, cluster, mode, seed } => run_submit(&scenario, &cluster, mode, seed),
         Command::Serve { node, cluster, data, trace, scenario, seed, input, exit_with_stdin } => {

@@ -20,8 +20,10 @@
 //! (`sluice_harness`: the same scenario files, reports and checks as the simulation's); it never
 //! depends on the simulation crate. It reads the wall clock and spawns processes.
 
+pub mod calibrate;
 pub mod cli;
 pub mod cluster;
+pub mod compare;
 pub mod disk;
 pub mod local;
 pub mod ready;

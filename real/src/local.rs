@@ -114,6 +114,12 @@ pub struct ModeRun {
     pub work: PathBuf,
     /// Each process's peak resident memory (bytes) when the job ended, by node.
     pub peak_memory: BTreeMap<String, u64>,
+    /// CPU time (user and system) all the cluster's processes spent from the submission to the
+    /// job's end (Linux; zero elsewhere).
+    pub cpu_time: Duration,
+    /// The median round trip of the engine's RPC on this cluster (a readiness probe to the
+    /// transactional store), measured before the job.
+    pub rpc_round_trip: Duration,
 }
 
 /// Runs every mode and prints each verdict; the exit status (0 passed, 1 a check failed).
@@ -237,7 +243,8 @@ fn report_line(run: &ModeRun) -> String {
     line
 }
 
-fn run_mode(
+/// Runs the scenario's job once in `mode` on a fresh local cluster under `work`, and checks it.
+pub fn run_mode(
     scenario_path: &Path,
     scenario: &Scenario,
     mode: ExecutionMode,
@@ -271,8 +278,10 @@ fn run_mode(
     let started = Instant::now();
     let processes = Arc::new(Mutex::new(Processes::new(&cluster_file, work, scenario_path, seed, input)?));
     runtime.block_on(start_cluster(&cluster, &processes))?;
+    let rpc_round_trip = runtime.block_on(rpc_round_trip(cluster.txn_store));
     let spec = scenario.job_spec(mode);
-    let (outcome, committed, kills, job_ended) =
+    let cpu_at_start = processes.lock().expect("processes lock").cpu_time();
+    let Driven { outcome, committed, kills, ended: job_ended, cpu_at_end } =
         runtime.block_on(drive(&cluster, spec, scenario, kills, Arc::clone(&processes), &client_tracer, &kinds));
     // The job's time ends when the JobMaster reports it finished; reading the committed output
     // back to check it is the launcher's work, not the job's.
@@ -302,7 +311,8 @@ fn run_mode(
         open_transactions: None,
     };
     let failures = check_run(&report);
-    Ok(ModeRun { report, failures, kills, work: work.to_path_buf(), peak_memory })
+    let cpu_time = cpu_at_end.saturating_sub(cpu_at_start);
+    Ok(ModeRun { report, failures, kills, work: work.to_path_buf(), peak_memory, cpu_time, rpc_round_trip })
 }
 
 /// How long a role may take to become ready (the log and the files hold the whole input first).
@@ -348,7 +358,7 @@ async fn drive(
     processes: Arc<Mutex<Processes>>,
     tracer: &FileTracer,
     kinds: &BTreeMap<String, SinkKind>,
-) -> (RunOutcome, CommittedView, Vec<String>, Instant) {
+) -> Driven {
     let (submitted, on_submitted) = tokio::sync::oneshot::channel();
     let job_id = spec.job_id.clone();
     let (master, task_managers, limit) = (cluster.job_master, scenario.cluster.task_managers, scenario.time_limit);
@@ -394,6 +404,8 @@ async fn drive(
     };
     let (mut outcome, job_ended) =
         joined.unwrap_or_else(|error| (RunOutcome::Panicked(error.to_string()), Instant::now()));
+    // Before the output is read back: that is the launcher's work, not the job's.
+    let cpu_at_end = processes.lock().expect("processes lock").cpu_time();
     let committed = match read_committed(cluster, kinds).await {
         Ok(committed) => committed,
         Err(error) => {
@@ -403,7 +415,31 @@ async fn drive(
             CommittedView::new()
         }
     };
-    (outcome, committed, done, job_ended)
+    Driven { outcome, committed, kills: done, ended: job_ended, cpu_at_end }
+}
+
+/// How a driven job ended: its outcome, what it committed, what the kills did, when it ended
+/// and the cluster's CPU time then.
+struct Driven {
+    outcome: RunOutcome,
+    committed: CommittedView,
+    kills: Vec<String>,
+    ended: Instant,
+    cpu_at_end: Duration,
+}
+
+/// The median of 50 round trips of a readiness probe to `address` (zero if none answered).
+async fn rpc_round_trip(address: std::net::SocketAddr) -> Duration {
+    let Ok(client) = RpcClient::bind_ephemeral().await else { return Duration::ZERO };
+    let mut trips = Vec::new();
+    for _ in 0..50 {
+        let started = Instant::now();
+        if client.call(address, sluice_engine::rpc::Health, Duration::from_millis(200)).await.is_ok() {
+            trips.push(started.elapsed());
+        }
+    }
+    trips.sort();
+    trips.get(trips.len() / 2).copied().unwrap_or(Duration::ZERO)
 }
 
 async fn job_running(cluster: &ClusterFile, job_id: &str) -> bool {
@@ -561,6 +597,19 @@ impl Processes {
             Some(kilobytes * 1024)
         };
         self.children.iter().filter_map(|(node, child)| Some((node.clone(), peak(child.id())?))).collect()
+    }
+
+    /// CPU time (user and system) the running processes spent so far (Linux's
+    /// `/proc/<pid>/stat`, in clock ticks of 10 ms; zero elsewhere).
+    fn cpu_time(&self) -> Duration {
+        let ticks = |pid: u32| -> Option<u64> {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // After the command name, which may hold spaces: state is field 3, utime 14, stime 15.
+            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+        };
+        let total: u64 = self.children.values().filter_map(|child| ticks(child.id())).sum();
+        Duration::from_millis(total * 10)
     }
 
     /// Why `node`'s process ended, if it did.

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sluice_engine::resources::{Resources, ZeroCost};
+use sluice_engine::resources::Resources;
 use sluice_engine::rpc::serve;
 use sluice_engine::runtime::jobmaster::{JobMasterConfig, run_job_master};
 use sluice_engine::runtime::taskmanager::{TaskManagerConfig, run_task_manager};
@@ -213,8 +213,8 @@ impl Process<'_> {
             storage: self.disk()?,
             checkpoint_storage: Arc::clone(&self.durable_storage),
             shuffle: sluice_engine::shuffle::ShuffleEnvironmentConfig::default(),
-            costs: Arc::new(ZeroCost),
-            cores: cluster.slots_per_task_manager,
+            // Real work takes real time: nothing is charged.
+            resources: Arc::new(Resources::free()),
             tracer: Arc::clone(&self.tracer),
         })
     }

@@ -10,36 +10,12 @@
 //! into `target/real`. Each run's files live in a temporary directory removed when the test
 //! ends; every process listens on 127.0.0.1 only and exits when its launcher does.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::Command;
-use std::sync::{Mutex, OnceLock};
 
-fn workspace() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the crate is in the workspace")
-}
-
-/// Builds the real binary once per test process; the path to it.
-fn real_binary() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let output = Command::new(env!("CARGO"))
-            .arg("real-build")
-            .current_dir(workspace())
-            // Any of these would replace the real build's flags (and, set for simulation, put
-            // `--cfg madsim` back); the build must not depend on the caller's environment.
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .env_remove("CARGO_TARGET_DIR")
-            .env_remove("CARGO_BUILD_TARGET_DIR")
-            .output()
-            .expect("cargo runs");
-        assert!(output.status.success(), "`cargo real-build` failed:\n{}", String::from_utf8_lossy(&output.stderr));
-        workspace().join("target/real/release/sluice-real")
-    })
-}
-
-/// One cluster at a time: the machine has two cores, and a cluster is nine processes.
-static ONE_CLUSTER: Mutex<()> = Mutex::new(());
+use support::{ONE_CLUSTER, real_binary, workspace};
 
 /// Runs `sluice-real local` on the real-mode WordCount scenario; its exit status and output.
 fn local(arguments: &[&str]) -> (i32, String) {

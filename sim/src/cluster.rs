@@ -77,6 +77,8 @@ struct Nodes {
     handle: Handle,
     ids: BTreeMap<String, NodeId>,
     disks: BTreeMap<String, MemoryStorage>,
+    /// The one machine every node with resources shares, if the costs say so.
+    machine: Option<(NodeCosts, Arc<Resources>)>,
 }
 
 impl Nodes {
@@ -136,6 +138,19 @@ impl Nodes {
         self.add("jm", JOB_MASTER_ADDRESS.ip(), move || run_job_master(config.clone()));
     }
 
+    /// A node's costs and resources: its own, or the shared machine's.
+    fn resources(&mut self, scenario: &Scenario) -> (NodeCosts, Arc<Resources>) {
+        let own = |cores: u32| {
+            let costs = NodeCosts::new(scenario.costs.clone());
+            let resources = Arc::new(Resources::new(Arc::new(costs.clone()) as Arc<dyn CostModel>, cores as usize));
+            (costs, resources)
+        };
+        match scenario.costs.shared_machine_cores {
+            None => own(scenario.cores()),
+            Some(cores) => self.machine.get_or_insert_with(|| own(cores)).clone(),
+        }
+    }
+
     /// TaskManager `index`, with a disk of its own; its name and costs.
     fn start_task_manager(
         &mut self,
@@ -149,7 +164,7 @@ impl Nodes {
         let name = format!("tm-{index}");
         let disk = MemoryStorage::new();
         let address = task_manager_address(index);
-        let node_costs = NodeCosts::new(scenario.costs.clone());
+        let (node_costs, resources) = self.resources(scenario);
         let config = TaskManagerConfig {
             name: name.clone(),
             address,
@@ -162,8 +177,7 @@ impl Nodes {
             storage: Arc::new(disk.clone()) as Arc<dyn Storage>,
             checkpoint_storage: Arc::clone(durable_storage),
             shuffle: ShuffleEnvironmentConfig::default(),
-            costs: Arc::new(node_costs.clone()) as Arc<dyn CostModel>,
-            cores: scenario.cores(),
+            resources,
             tracer: trace.tracer_for(&name),
         };
         self.add(&name, address.ip(), move || run_task_manager(config.clone()));
@@ -173,13 +187,13 @@ impl Nodes {
 
     /// The remote shuffle service, with a disk of its own; its costs.
     fn start_shuffle_service(&mut self, scenario: &Scenario, trace: &TraceLog) -> NodeCosts {
-        let service_costs = NodeCosts::new(scenario.costs.clone());
+        let (service_costs, resources) = self.resources(scenario);
         let service_disk = MemoryStorage::new();
         self.disks.insert(SHUFFLE_SERVICE_NODE.to_string(), service_disk.clone());
         let config = ShuffleServiceConfig {
             address: SHUFFLE_SERVICE_ADDRESS,
             storage: Arc::new(service_disk) as Arc<dyn Storage>,
-            resources: Arc::new(Resources::new(Arc::new(service_costs.clone()), scenario.cores() as usize)),
+            resources,
             tracer: trace.tracer_for(SHUFFLE_SERVICE_NODE),
         };
         self.add(SHUFFLE_SERVICE_NODE, SHUFFLE_SERVICE_ADDRESS.ip(), move || run_shuffle_service(config.clone()));
@@ -191,7 +205,8 @@ impl Cluster {
     /// Starts every node; call inside the simulation. Nodes are created in a fixed order (each
     /// creation draws from the simulation's generator, so the order is part of every trace).
     pub fn start(scenario: &Scenario, input: Arc<ExternalInput>, trace: &TraceLog) -> Cluster {
-        let mut nodes = Nodes { handle: Handle::current(), ids: BTreeMap::new(), disks: BTreeMap::new() };
+        let mut nodes =
+            Nodes { handle: Handle::current(), ids: BTreeMap::new(), disks: BTreeMap::new(), machine: None };
         let external = nodes.start_files(&input);
         let durable_store = nodes.start_durable_store(trace);
         let durable_storage: StorageFactory =
@@ -211,8 +226,16 @@ impl Cluster {
         nodes.add(TXN_STORE_SYSTEM, TXN_STORE_ADDRESS.ip(), move || {
             run_txn_store(TXN_STORE_ADDRESS, Arc::clone(&shared), Arc::clone(&store_tracer))
         });
-        let Nodes { handle, ids: nodes, disks } = nodes;
-        let network = madsim::net::Config::default();
+        let Nodes { handle, ids: nodes, disks, .. } = nodes;
+        let mut network = madsim::net::Config::default();
+        if let Some(latency) = scenario.costs.latency_range() {
+            // A latency given is the whole of it: without exact send delays madsim adds 1 ms
+            // to every message (third_party/madsim/PATCHES.md).
+            network.send_latency = latency;
+            network.exact_send_delay = true;
+            let baseline = network.clone();
+            NetSim::current().update_config(|config| *config = baseline);
+        }
         Cluster { handle, nodes, disks, store, durable_store, costs, trace: trace.clone(), network }
     }
 

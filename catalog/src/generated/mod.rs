@@ -37,7 +37,7 @@ pub const GENERATED: SimJob = SimJob {
                 program::check_text,
                 "the program: nodes separated by `;` (see the `generated` job's documentation)",
             ),
-            ParamSpec::int("elements", 500, 0, 100_000, "events in each source's topic"),
+            ParamSpec::int("elements", 500, 0, 1_000_000, "events in each source's topic"),
             ParamSpec::int("keys", 10, 1, 100_000, "distinct keys of the events"),
         ],
         inputs: &[],

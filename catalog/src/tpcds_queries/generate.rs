@@ -339,8 +339,9 @@ fn web_sales(count: u64, sizes: &Sizes, prng: &mut Prng) -> Vec<String> {
     while (lines.len() as u64) < count {
         order += 1;
         for _ in 0..prng.range_inclusive(8, 16).min(count - lines.len() as u64) {
-            let ship =
-                if prng.chance(Ratio::new(240, 1_000_000)) { -1 } else { FIRST_DAY + prng.below(365 * 5) as i64 };
+            // dsdgen ships a web sale 1 to 120 days after it.
+            let null = prng.chance(Ratio::new(240, 1_000_000));
+            let ship = if null { -1 } else { sale_day(prng) + prng.range_inclusive(1, 120) as i64 };
             let (addr, site, warehouse) =
                 (key(sizes.addresses, prng), key(sizes.web_sites, prng), key(WAREHOUSES, prng));
             let cost = field(measure(0, 10_000, prng));
@@ -375,7 +376,7 @@ fn catalog_sales(count: u64, sizes: &Sizes, prng: &mut Prng) -> Vec<String> {
             let ship = if null(prng) || sold == -1 { -1 } else { sold + prng.range_inclusive(2, 90) as i64 };
             let cdemo = if null(prng) { -1 } else { 1 + prng.below(sizes.demographics) as i64 };
             let hdemo = if null(prng) { -1 } else { 1 + prng.below(HOUSEHOLDS) as i64 };
-            let (item, promo) = (1 + prng.below(sizes.items) as i64, 1 + prng.below(sizes.promotions) as i64);
+            let (item, promo) = (current_item(sold, sizes.items, prng), 1 + prng.below(sizes.promotions) as i64);
             let quantity = (!null(prng)).then(|| prng.range_inclusive(1, 100));
             let price = (!null(prng)).then(|| prng.range_inclusive(100, 30_000));
             format!(
@@ -386,6 +387,30 @@ fn catalog_sales(count: u64, sizes: &Sizes, prng: &mut Prng) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// The inventory week of the `d_week_seq` week holding `day`: dsdgen counts stock on one day of
+/// each week, [`FIRST_DAY`] and every 7th after it.
+fn inventory_week(day: i64) -> i64 {
+    let week_start = day - (day - WEEK_ORIGIN - 1).rem_euclid(7);
+    (week_start + (FIRST_DAY - WEEK_ORIGIN - 1).rem_euclid(7) - FIRST_DAY).div_euclid(7)
+}
+
+/// Whether the inventory of `week` holds `item` (half of the items, as dsdgen's holds one
+/// version of each).
+fn in_inventory(item: u64, week: i64) -> bool {
+    (item as i64 + week).rem_euclid(2) == 0
+}
+
+/// An item sold on `day`: one the inventory of its week holds, as dsdgen sells the version
+/// current on the day (any item if the day is NULL).
+fn current_item(day: i64, items: u64, prng: &mut Prng) -> i64 {
+    loop {
+        let item = 1 + prng.below(items);
+        if day == -1 || items < 2 || in_inventory(item, inventory_week(day)) {
+            return item as i64;
+        }
+    }
 }
 
 /// Catalog returns: distinct (item, order) pairs, as dsdgen's are.
@@ -408,10 +433,10 @@ fn households() -> Vec<String> {
 /// dsdgen's, which holds one version of each item at a time); 5 % NULL quantities.
 fn inventory(sizes: &Sizes, prng: &mut Prng) -> Vec<String> {
     let mut rows = Vec::new();
-    for week in 0..261 {
+    for week in 0..261i64 {
         let day = FIRST_DAY + 7 * week;
         for item in 1..=sizes.items {
-            if (item + week as u64) % 2 == 1 {
+            if !in_inventory(item, week) {
                 continue;
             }
             for warehouse in 1..=WAREHOUSES {
@@ -504,6 +529,57 @@ mod tests {
         let promos = read::<Promotion>(&input, &PROMOTION);
         let open = promos.iter().filter(|p| p.p_channel_email == "N" || p.p_channel_event == "N").count();
         near("q7 promotions", open, promos.len(), 0.996_667);
+    }
+
+    #[test]
+    fn a_sales_inventory_day_is_the_one_of_its_week() {
+        assert_eq!(inventory_week(FIRST_DAY), 0);
+        assert_eq!(inventory_week(FIRST_DAY - 2), 0, "the first day of FIRST_DAY's week_seq week");
+        assert_eq!(inventory_week(FIRST_DAY + 4), 0, "its last day");
+        assert_eq!(inventory_week(FIRST_DAY + 5), 1);
+        assert_eq!(inventory_week(FIRST_DAY + 7 * 30 + 1), 30);
+    }
+
+    #[test]
+    fn q72_and_q95_edges_carry_their_sf1_share_of_the_rows_at_scale_50() {
+        use crate::tpcds_queries::read;
+        use crate::tpcds_queries::tables::*;
+        let tables =
+            [&CATALOG_SALES, &DATE_DIM, &HOUSEHOLD_DEMOGRAPHICS, &INVENTORY, &WEB_SALES, &CUSTOMER_ADDRESS, &WEB_SITE];
+        let input = super::tables(50, &Wanted::default(), &tables, &mut Prng::from_seed(11));
+        let weeks: std::collections::BTreeMap<i64, DateDim> =
+            read::<DateDim>(&input, &DATE_DIM).into_iter().map(|d| (d.d_date_sk, d)).collect();
+        let sales = read::<CatalogSale>(&input, &CATALOG_SALES);
+        let d1: Vec<&CatalogSale> =
+            sales.iter().filter(|s| weeks.get(&s.cs_sold_date_sk).is_some_and(|d| d.d_year == 1999)).collect();
+        near("q72 ⋈ d1", d1.len(), sales.len(), 285_626.0 / 1_441_548.0);
+        let rich = |sk: i64| sk > 0 && (sk / 20) % 6 == 4;
+        let hd: Vec<&&CatalogSale> = d1.iter().filter(|s| rich(s.cs_bill_hdemo_sk)).collect();
+        near("q72 ⋈ hd", hd.len(), d1.len(), 46_057.0 / 285_626.0);
+        let late = hd.iter().filter(|s| s.cs_ship_date_sk > s.cs_sold_date_sk + 5).count();
+        near("q72 late", late, hd.len(), 8_689.0 / 9_104.0);
+        let mut stock: std::collections::BTreeMap<(i64, i64), Vec<Option<i64>>> = Default::default();
+        for i in read::<Inventory>(&input, &INVENTORY) {
+            stock.entry((i.inv_item_sk, i.inv_date_sk)).or_default().push(i.inv_quantity_on_hand);
+        }
+        let (mut pairs, mut short) = (0, 0);
+        for sale in &d1 {
+            let week = weeks[&sale.cs_sold_date_sk].d_week_seq;
+            for day in weeks.values().filter(|d| d.d_week_seq == week) {
+                pairs += 1;
+                let on_hand = stock.get(&(sale.cs_item_sk, day.d_date_sk)).into_iter().flatten();
+                short += on_hand.filter(|q| matches!((q, sale.cs_quantity), (Some(q), Some(c)) if *q < c)).count();
+            }
+        }
+        near("q72 ⋈ inventory", short, pairs, 2_024.0 / 60_823.0);
+        let lines = read::<WebSale>(&input, &WEB_SALES);
+        let window = |sk: i64| (2_451_211..=2_451_271).contains(&sk);
+        let shipped: Vec<&WebSale> = lines.iter().filter(|l| window(l.ws_ship_date_sk)).collect();
+        near("q95 ⋈ date", shipped.len(), lines.len(), 30_466.0 / 719_384.0);
+        let addresses = read::<CustomerAddress>(&input, &CUSTOMER_ADDRESS);
+        near("q95 addresses in IL", addresses.iter().filter(|a| a.ca_state == "IL").count(), addresses.len(), 0.031_92);
+        let sites = read::<WebSite>(&input, &WEB_SITE);
+        near("q95 sites of pri", sites.iter().filter(|s| s.web_company_name == "pri").count(), sites.len(), 0.133_3);
     }
 
     #[test]

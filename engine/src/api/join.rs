@@ -93,6 +93,13 @@ impl<L: Record, R: Record, K: Key, O: Record> BroadcastHashJoinOperator<L, R, K,
 }
 
 impl<L: Record, R: Record, K: Key, O: Record> StreamOperator for BroadcastHashJoinOperator<L, R, K, O> {
+    fn cost_kind(&self, input: u32) -> crate::resources::OperatorKind {
+        match input {
+            1 => crate::resources::OperatorKind::HashBuild,
+            _ => crate::resources::OperatorKind::HashProbe,
+        }
+    }
+
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
         let probe = downcast::<L>(element, "broadcast join (probe input)");
         if self.built {

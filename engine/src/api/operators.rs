@@ -161,6 +161,10 @@ struct StreamGroupedReduceOperator<T, K> {
 }
 
 impl<T: Record, K: Key> StreamOperator for StreamGroupedReduceOperator<T, K> {
+    fn cost_kind(&self, _input: u32) -> crate::resources::OperatorKind {
+        crate::resources::OperatorKind::Aggregate
+    }
+
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
         let value = downcast::<T>(element, "reduce");
         self.key.clear();
@@ -272,6 +276,10 @@ impl<A: Record, N: Record + Add<Output = N>, K: Key> StreamSumOperator<A, N, K> 
 }
 
 impl<A: Record, N: Record + Add<Output = N>, K: Key> StreamOperator for StreamSumOperator<A, N, K> {
+    fn cost_kind(&self, _input: u32) -> crate::resources::OperatorKind {
+        crate::resources::OperatorKind::Aggregate
+    }
+
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
         let summed = self.add(downcast::<(A, N)>(element, "sum"));
         output.collect(Box::new(summed));
@@ -327,6 +335,10 @@ impl<T: Record, K: Key> BatchGroupedReduceOperator<T, K> {
 }
 
 impl<T: Record, K: Key> StreamOperator for BatchGroupedReduceOperator<T, K> {
+    fn cost_kind(&self, _input: u32) -> crate::resources::OperatorKind {
+        crate::resources::OperatorKind::Aggregate
+    }
+
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
         let value = downcast::<T>(element, "reduce");
         let mut key = Vec::new();
@@ -427,6 +439,10 @@ impl<T: Record, K: Key> CombineOperator<T, K> {
 }
 
 impl<T: Record, K: Key> StreamOperator for CombineOperator<T, K> {
+    fn cost_kind(&self, _input: u32) -> crate::resources::OperatorKind {
+        crate::resources::OperatorKind::Aggregate
+    }
+
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
         let timestamp = output.current_timestamp();
         self.combine(downcast::<T>(element, "combine"), timestamp, output);
@@ -520,6 +536,13 @@ impl<L: Record, R: Record, K: Key, O: Record> JoinOperator<L, R, K, O> {
 }
 
 impl<L: Record, R: Record, K: Key, O: Record> StreamOperator for JoinOperator<L, R, K, O> {
+    fn cost_kind(&self, input: u32) -> crate::resources::OperatorKind {
+        match input {
+            0 => crate::resources::OperatorKind::HashBuild,
+            _ => crate::resources::OperatorKind::HashProbe,
+        }
+    }
+
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
         let left = downcast::<L>(element, "join (left input)");
         self.select_key((self.functions.left_key)(&left).to_bytes());

@@ -167,6 +167,10 @@ impl<I: Record, K: Key, O: Record> KeyedProcessOperator<I, K, O> {
 }
 
 impl<I: Record, K: Key, O: Record> StreamOperator for KeyedProcessOperator<I, K, O> {
+    fn cost_kind(&self, _input: u32) -> crate::resources::OperatorKind {
+        crate::resources::OperatorKind::Aggregate
+    }
+
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
         let value = downcast::<I>(element, "process");
         let key = (self.functions.key_selector)(&value);

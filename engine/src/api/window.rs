@@ -144,6 +144,10 @@ struct WindowOperator<T, K, A, O> {
 }
 
 impl<T: Record, K: Key, A: Record, O: Record> StreamOperator for WindowOperator<T, K, A, O> {
+    fn cost_kind(&self, _input: u32) -> crate::resources::OperatorKind {
+        crate::resources::OperatorKind::Aggregate
+    }
+
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
         let value = downcast::<T>(element, "window");
         let timestamp = timestamp_of(output)?;
@@ -267,6 +271,10 @@ impl<T, K: Key, A, O: Record> BatchWindowOperator<T, K, A, O> {
 }
 
 impl<T: Record, K: Key, A: Record, O: Record> StreamOperator for BatchWindowOperator<T, K, A, O> {
+    fn cost_kind(&self, _input: u32) -> crate::resources::OperatorKind {
+        crate::resources::OperatorKind::Aggregate
+    }
+
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {
         let value = downcast::<T>(element, "window");
         let timestamp = timestamp_of(output)?;

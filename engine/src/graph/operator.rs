@@ -293,6 +293,12 @@ pub trait StreamOperator: Send {
         Ok(())
     }
 
+    /// What it does with a record of input `input` (0 or 1), for the cost model; the default is
+    /// a stateless record function.
+    fn cost_kind(&self, _input: u32) -> crate::resources::OperatorKind {
+        crate::resources::OperatorKind::Map
+    }
+
     /// Elements it dropped as late since the job began (checkpointed with its state), for the
     /// task's report.
     fn dropped_late(&self) -> u64 {

@@ -139,6 +139,9 @@ pub struct TaskReport {
     pub disk_bytes_written: u64,
     /// Statistics of each partition it produced, by data set.
     pub partitions: Vec<(IntermediateDataSetId, PartitionStatistics)>,
+    /// The CPU work it did, as the cost model counts it (the same in a simulated and a real run).
+    #[serde(default)]
+    pub work: crate::resources::Work,
 }
 
 impl TaskReport {

@@ -393,8 +393,9 @@ impl LocalWriter {
                 |error: StorageError| WriteError::Storage { partition: self.id(), detail: error.to_string() };
             for path in [format!("partitions/{}/data", self.id()), format!("partitions/{}/index", self.id())] {
                 match self.manager.storage.sync(&path).await {
+                    Ok(()) => self.manager.resources.disk_sync().await,
                     // A partition with no items has no files: nothing to make durable.
-                    Ok(()) | Err(StorageError::NotFound(_)) => {}
+                    Err(StorageError::NotFound(_)) => {}
                     Err(error) => return Err(storage_error(error)),
                 }
             }

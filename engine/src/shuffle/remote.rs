@@ -419,7 +419,8 @@ impl Service {
         let storage = self.config.storage.as_ref();
         let refused = |error: StorageError| PushError::Rejected(error.to_string());
         match storage.sync(&data_path(partition)).await {
-            Ok(()) | Err(StorageError::NotFound(_)) => {}
+            Ok(()) => self.config.resources.disk_sync().await,
+            Err(StorageError::NotFound(_)) => {}
             Err(error) => return Err(refused(error)),
         }
         storage.delete(&index_path(partition)).await.map_err(refused)?;

@@ -32,6 +32,12 @@ pub const MAX_RETAINED: u32 = 100;
 pub const MAX_CPU_PER_RECORD: Duration = Duration::from_secs(1);
 /// Disk or network bandwidth, in MiB/s.
 pub const MAX_BANDWIDTH: u64 = 1_000_000;
+/// The largest page cache, MiB (16 TiB).
+pub const MAX_PAGE_CACHE_MIB: u64 = 16 << 20;
+/// The longest one-way network latency.
+pub const MAX_NETWORK_LATENCY: Duration = Duration::from_secs(10);
+/// The longest time to deploy a task.
+pub const MAX_DEPLOY_TASK: Duration = Duration::from_secs(60);
 /// Cores per TaskManager.
 pub const MAX_CORES: u32 = 64;
 /// Restarts a strategy may allow, and `expect.max_restarts`.

@@ -15,11 +15,13 @@ pub mod inputs;
 mod jobs;
 pub mod limits;
 mod locate;
+pub mod profile;
 mod validate;
 
 pub use error::ScenarioError;
 pub use inputs::{FileFormat, InputFile};
 pub use jobs::JobCatalog;
+pub use profile::{CostProfile, Machine};
 
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
@@ -388,6 +390,26 @@ fn deserialize_restart_strategy<'de, D: Deserializer<'de>>(deserializer: D) -> R
     })
 }
 
+/// A scenario's or a cost profile's text: at most [`guard::MAX_FILE_BYTES`], UTF-8; an error
+/// names the file (and the line of the first byte that is not UTF-8).
+fn read_text(path: &Path) -> Result<String, ScenarioError> {
+    let file = path.display().to_string();
+    let whole_file = |message: String| ScenarioError { file: file.clone(), line: None, field: None, message };
+    // Read at most one byte past the limit: a device or a pipe has no size to check first.
+    let opened = std::fs::File::open(path).map_err(|error| whole_file(error.to_string()))?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(opened, guard::MAX_FILE_BYTES as u64 + 1), &mut bytes)
+        .map_err(|error| whole_file(error.to_string()))?;
+    if bytes.len() > guard::MAX_FILE_BYTES {
+        return Err(whole_file(guard::too_large(bytes.len())));
+    }
+    String::from_utf8(bytes).map_err(|error| {
+        let valid = error.utf8_error().valid_up_to();
+        let line = error.as_bytes()[..valid].iter().filter(|byte| **byte == b'\n').count() + 1;
+        ScenarioError { line: Some(line), ..whole_file("not UTF-8 text".to_string()) }
+    })
+}
+
 fn serialize_seeds<S: Serializer>(seeds: &Range<u64>, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(&format!("{}..{}", seeds.start, seeds.end))
 }
@@ -400,22 +422,8 @@ impl Scenario {
 
     /// Reads and validates a scenario file whose job is one of `jobs`.
     pub fn load_with(path: &Path, jobs: JobCatalog) -> Result<Scenario, ScenarioError> {
-        let file = path.display().to_string();
-        let whole_file = |message: String| ScenarioError { file: file.clone(), line: None, field: None, message };
-        // Read at most one byte past the limit: a device or a pipe has no size to check first.
-        let opened = std::fs::File::open(path).map_err(|error| whole_file(error.to_string()))?;
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::Read::take(opened, guard::MAX_FILE_BYTES as u64 + 1), &mut bytes)
-            .map_err(|error| whole_file(error.to_string()))?;
-        if bytes.len() > guard::MAX_FILE_BYTES {
-            return Err(whole_file(guard::too_large(bytes.len())));
-        }
-        let text = String::from_utf8(bytes).map_err(|error| {
-            let valid = error.utf8_error().valid_up_to();
-            let line = error.as_bytes()[..valid].iter().filter(|byte| **byte == b'\n').count() + 1;
-            ScenarioError { line: Some(line), ..whole_file("not UTF-8 text".to_string()) }
-        })?;
-        Scenario::parse_with(&file, &text, jobs)
+        let text = read_text(path)?;
+        Scenario::parse_with(&path.display().to_string(), &text, jobs)
     }
 
     /// Parses and validates the text of a scenario of a built-in job; `file` names it in errors
@@ -435,6 +443,7 @@ impl Scenario {
             .find(&scenario.job)
             .map_err(|message| ScenarioError::about(text, "job", message).in_file(file))?;
         inputs::load(&mut scenario.input, job, file, text)?;
+        profile::resolve(&mut scenario.costs, file, text)?;
         validate::validate(&scenario, job, text).map_err(|error| error.in_file(file))?;
         Ok(scenario)
     }

@@ -12,11 +12,13 @@ use sluice_engine::api::JobConfig;
 use sluice_engine::duration::format_duration;
 use sluice_engine::failover::RestartStrategy;
 use sluice_engine::graph::{ExchangeMode, ExecutionGraph, ExecutionMode, JobGraph};
+use sluice_engine::resources::OperatorKind;
 use sluice_engine::scheduler::SchedulingStrategy;
 
 use super::Scenario;
 use super::error::ScenarioError;
 use super::limits::*;
+use crate::cost::CostSpec;
 use crate::faults::{CheckpointTrigger, FaultKind, Trigger};
 
 type Checked = Result<(), ScenarioError>;
@@ -147,15 +149,49 @@ fn check_settings(scenario: &Scenario, text: &str) -> Checked {
         within(text, "adaptive_batch.max_parallelism", adaptive.max_parallelism, 1, MAX_PARALLELISM)?;
         within(text, "adaptive_batch.min_parallelism", adaptive.min_parallelism, 1, adaptive.max_parallelism)?;
     }
-    let costs = &scenario.costs;
-    within_time(text, "costs.cpu_per_record", costs.cpu_per_record, Duration::ZERO, MAX_CPU_PER_RECORD)?;
-    within(text, "costs.disk_mib_per_second", costs.disk_mib_per_second, 0, MAX_BANDWIDTH)?;
-    within(text, "costs.network_mib_per_second", costs.network_mib_per_second, 0, MAX_BANDWIDTH)?;
-    if let Some(cores) = costs.cores_per_task_manager {
-        within(text, "costs.cores_per_task_manager", cores, 1, MAX_CORES)?;
-    }
+    check_costs(&scenario.costs, text, 0)?;
     if let Some(restarts) = scenario.expect.max_restarts {
         within(text, "expect.max_restarts", restarts, 0, MAX_ATTEMPTS)?;
+    }
+    Ok(())
+}
+
+/// Checks a `costs:` mapping: each value within its bound. With `least_bandwidth` 1 (a measured
+/// profile), a bandwidth of 0 ("free") is refused: no machine has one.
+pub(super) fn check_costs(costs: &CostSpec, text: &str, least_bandwidth: u64) -> Checked {
+    let field = |name: &str| format!("costs.{name}");
+    within_time(text, &field("cpu_per_record"), costs.cpu_per_record, Duration::ZERO, MAX_CPU_PER_RECORD)?;
+    for kind in OperatorKind::ALL {
+        if let Some(cost) = costs.cpu.of(kind) {
+            within_time(text, &field(&format!("cpu.{}", kind.name())), cost, Duration::ZERO, MAX_CPU_PER_RECORD)?;
+        }
+    }
+    within_time(
+        text,
+        &field("serialization_per_kib"),
+        costs.serialization_per_kib,
+        Duration::ZERO,
+        MAX_CPU_PER_RECORD,
+    )?;
+    within(text, &field("disk_mib_per_second"), costs.disk_mib_per_second, least_bandwidth, MAX_BANDWIDTH)?;
+    if let Some(read) = costs.disk_read_mib_per_second {
+        within(text, &field("disk_read_mib_per_second"), read, least_bandwidth, MAX_BANDWIDTH)?;
+    }
+    within_time(text, &field("disk_sync"), costs.disk_sync, Duration::ZERO, MAX_DEPLOY_TASK)?;
+    within(text, &field("page_cache_mib"), costs.page_cache_mib, 0, MAX_PAGE_CACHE_MIB)?;
+    if costs.page_cache_mib > 0 {
+        within(text, &field("memory_mib_per_second"), costs.memory_mib_per_second, least_bandwidth, MAX_BANDWIDTH)?;
+    }
+    within(text, &field("network_mib_per_second"), costs.network_mib_per_second, least_bandwidth, MAX_BANDWIDTH)?;
+    if let Some(latency) = costs.network_latency {
+        within_time(text, &field("network_latency"), latency, Duration::from_micros(1), MAX_NETWORK_LATENCY)?;
+    }
+    within_time(text, &field("deploy_task"), costs.deploy_task, Duration::ZERO, MAX_DEPLOY_TASK)?;
+    if let Some(cores) = costs.cores_per_task_manager {
+        within(text, &field("cores_per_task_manager"), cores, 1, MAX_CORES)?;
+    }
+    if let Some(cores) = costs.shared_machine_cores {
+        within(text, &field("shared_machine_cores"), cores, 1, MAX_CORES)?;
     }
     Ok(())
 }

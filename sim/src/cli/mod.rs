@@ -136,13 +136,24 @@ struct SeedArgs {
     /// [default: the scenario's `parallelism`].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(sluice_harness::scenario::MAX_PARALLELISM)))]
     parallelism: Option<u32>,
+    /// Charge the costs of this cost profile (`sluice-real calibrate` writes one) instead of the
+    /// scenario's `costs`; replay files hold the costs themselves.
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
 }
 
 impl SeedArgs {
-    /// The scenario file, at `--parallelism` if given; an error names the option with the file,
-    /// since the value it is about is not in the file.
+    /// The scenario file, with `--profile`'s costs and at `--parallelism` if given; an error
+    /// names the option with the file, since the value it is about is not in the file.
     fn load(&self) -> Result<Scenario, i32> {
-        let scenario = load(&self.file)?;
+        let mut scenario = load(&self.file)?;
+        if let Some(path) = &self.profile {
+            let profile = sluice_harness::scenario::CostProfile::load(path).map_err(|error| {
+                eprintln!("sluice: --profile: {error}");
+                status::USAGE
+            })?;
+            scenario.costs = profile.costs;
+        }
         let Some(parallelism) = self.parallelism else { return Ok(scenario) };
         scenario.with_parallelism(parallelism).map_err(|error| {
             let file = format!("{} with --parallelism {parallelism}", self.file.display());

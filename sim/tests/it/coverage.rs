@@ -29,7 +29,7 @@ const SUITE: &[(&str, Range<u64>, &[Mark])] = &[
     ("scenarios/wordcount-checkpoint-timeout.yaml", 1..2, &[Mark::CheckpointAbortedByTimeout]),
     ("scenarios/wordcount-gives-up.yaml", 1..2, &[Mark::RestartStrategyGaveUp]),
     // A failing sync is 1/256 of the syncs of a seed that enables the point: rare per seed.
-    ("scenarios/wordcount-buggify.yaml", 23..24, &[Mark::BuggifySyncFails]),
+    ("scenarios/wordcount-buggify.yaml", 2..3, &[Mark::BuggifySyncFails]),
     (
         "scenarios/tpcds-lost-partition-chain.yaml",
         1..2,

@@ -61,8 +61,8 @@ fn a_crash_shows_a_restart_and_tasks_stopped_by_the_kill() {
         let killed = timeline.bars().iter().filter(on_tm_1).any(|bar| bar.outcome == Outcome::Killed);
         assert!(killed, "{mode}: no task was killed with tm-1:\n{text}");
         assert!(text.lines().any(|line| line.starts_with("tm-1/") && line.contains('#')), "{mode}:\n{text}");
-        // The scenario says `at: 150ms`, counted from the job's submission, and so does the picture.
-        assert!(text.contains("\n   0.150s  fault #0: kill tm-1 (restart after 500ms)\n"), "{mode}:\n{text}");
+        // The scenario says `at: 60ms`, counted from the job's submission, and so does the picture.
+        assert!(text.contains("\n   0.060s  fault #0: kill tm-1 (restart after 500ms)\n"), "{mode}:\n{text}");
         let svg = timeline.to_svg();
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"), "{mode}: {svg}");
         assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count(), "{mode}: {svg}");

@@ -62,6 +62,7 @@ impl JobMaster {
             disk_bytes_written: report.disk_bytes_written,
             backpressure_micros: report.backpressure_micros(),
             peak_buffered_bytes: report.peak_buffered_bytes(),
+            work: report.work,
         };
         self.trace(event);
         self.release_partitions(released);

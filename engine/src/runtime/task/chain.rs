@@ -7,6 +7,7 @@
 use crate::graph::operator::{Batch, ErasedSinkWriter, LateDrop, Output, StreamOperator};
 use crate::graph::{IntermediateDataSetId, OperatorError};
 use crate::record::{Element, TypeInfo};
+use crate::resources::{OperatorKind, Work};
 use crate::runtime::messages::TaskFailure;
 use crate::shuffle::{PartitionStatistics, RecordWriter};
 use crate::time::{Timestamp, Watermark};
@@ -37,7 +38,13 @@ pub(super) struct ChainNode {
 /// A task's operators and outputs; see the module doc.
 pub(super) struct OperatorChain {
     nodes: Vec<ChainNode>,
+    /// What each node does with a record of its first and second input, for the cost model.
+    kinds: Vec<[OperatorKind; 2]>,
     writers: Vec<RecordWriter>,
+    /// Work done since [`OperatorChain::take_work`] was last called.
+    work: Work,
+    /// Bytes the writers had serialized when work was last taken.
+    serialized_taken: u64,
     sink_records: u64,
     error: Option<OperatorError>,
     /// The task's event time: the last watermark its head processed.
@@ -45,6 +52,18 @@ pub(super) struct OperatorChain {
     /// The newest watermark for the network not yet sent: sent after the records of the
     /// batch that raised it, at the next flush (one event per batch, not per record).
     pending_watermark: Option<Watermark>,
+}
+
+/// What a node does with a record of each input.
+fn node_kinds(body: &ChainBody) -> [OperatorKind; 2] {
+    match body {
+        ChainBody::Source => [OperatorKind::Scan; 2],
+        ChainBody::Sink(_) => [OperatorKind::Sink; 2],
+        ChainBody::Operator(operator) => {
+            let operator = operator.as_ref().expect("internal: a chain is built with its operators in place");
+            [operator.cost_kind(0), operator.cost_kind(1)]
+        }
+    }
 }
 
 /// The output of one node, while it processes one element (with its timestamp) or a watermark.
@@ -79,9 +98,13 @@ impl Output for NodeOutput<'_> {
 impl OperatorChain {
     pub(super) fn new(nodes: Vec<ChainNode>, writers: Vec<RecordWriter>) -> OperatorChain {
         assert!(!nodes.is_empty(), "internal: a chain has at least its head");
+        let kinds = nodes.iter().map(|node| node_kinds(&node.body)).collect();
         OperatorChain {
             nodes,
+            kinds,
             writers,
+            work: Work::default(),
+            serialized_taken: 0,
             sink_records: 0,
             error: None,
             watermark: Watermark::MIN,
@@ -127,6 +150,9 @@ impl OperatorChain {
         if batch.is_empty() {
             return;
         }
+        if !self.takes_elements_one_by_one(node) {
+            self.work.add(self.kinds[node][0], batch.len() as u64);
+        }
         let result = match &mut self.nodes[node].body {
             ChainBody::Source => {
                 self.emit_batch(node, batch);
@@ -161,8 +187,24 @@ impl OperatorChain {
         }
     }
 
+    /// Whether a batch handed to `node` goes on element by element (counted by `deliver`).
+    fn takes_elements_one_by_one(&self, node: usize) -> bool {
+        matches!(&self.nodes[node].body, ChainBody::Operator(Some(operator)) if !operator.takes_batches())
+    }
+
+    /// The work done since the last call: records per operator kind, and the bytes the chain's
+    /// writers serialized (the task adds what it deserialized).
+    pub(super) fn take_work(&mut self) -> Work {
+        let serialized: u64 = self.writers.iter().map(RecordWriter::bytes_written).sum();
+        let mut work = std::mem::take(&mut self.work);
+        work.serialized_bytes += serialized - self.serialized_taken;
+        self.serialized_taken = serialized;
+        work
+    }
+
     /// Hands an element to a node's operator (or sink) on one of its inputs.
     fn deliver(&mut self, node: usize, input: u32, element: Element, timestamp: Option<Timestamp>) {
+        self.work.add(self.kinds[node][input.min(1) as usize], 1);
         let result = match &mut self.nodes[node].body {
             ChainBody::Source => {
                 self.emit(node, element, timestamp);

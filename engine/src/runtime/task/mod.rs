@@ -40,7 +40,7 @@ use crate::graph::{
     TaskInfo,
 };
 use crate::record::{Element, KeySelector, TypeInfo};
-use crate::resources::{CpuMeter, Resources};
+use crate::resources::{CpuMeter, OperatorKind, Resources, Work};
 use crate::rpc::RpcClient;
 use crate::rt::time::Instant;
 use crate::shuffle::buffer::{decode_batch, decode_buffer, for_each_record};
@@ -381,7 +381,6 @@ struct Run<'a> {
     checkpointing: Checkpointing,
     controls: mpsc::UnboundedReceiver<TaskControl>,
     metrics: TaskReport,
-    operators: u64,
     tracer: TracerHandle,
     /// When the operators get their next periodic emit.
     next_emit: Instant,
@@ -433,14 +432,14 @@ impl Run<'_> {
                 self.chain.push_batch(group).await?;
             }
             self.after_elements()?;
-            cpu.charge(count, self.operators).await;
+            cpu.charge(self.chain.take_work()).await;
             self.chain.flush(false).await?;
         }
     }
 
     /// Decodes a buffer of channel `index` and pushes it through the chain: as one batch if it
-    /// is of the first input, element by element if of the second. Returns its records.
-    async fn push_buffer(&mut self, channel: &Channel, bytes: &[u8], index: usize) -> Result<u64, TaskFailure> {
+    /// is of the first input, element by element if of the second.
+    async fn push_buffer(&mut self, channel: &Channel, bytes: &[u8], index: usize) -> Result<(), TaskFailure> {
         let count = if channel.input == 0 {
             let batch = decode_into_batch(channel, bytes, self.descriptor, index)?;
             let count = batch.len() as u64;
@@ -453,7 +452,7 @@ impl Run<'_> {
             count
         };
         self.metrics.records_in += count;
-        Ok(count)
+        Ok(())
     }
 
     /// Reads the input gate element by element, aligning checkpoint barriers and advancing the
@@ -505,13 +504,7 @@ impl Run<'_> {
                     if aligner.is_aligning() {
                         crate::cover!(AlignmentBlockedWhileOtherDelivers);
                     }
-                    if channels[channel].blocking {
-                        self.metrics.disk_bytes_read += bytes.len() as u64;
-                    }
-                    let count = self.push_buffer(&channels[channel], &bytes, channel).await?;
-                    self.after_elements()?;
-                    cpu.charge(count, self.operators).await;
-                    self.chain.flush(false).await?;
+                    self.on_buffer(&channels[channel], &bytes, channel, cpu).await?;
                     Vec::new()
                 }
             };
@@ -526,6 +519,26 @@ impl Run<'_> {
                 }
             }
         }
+    }
+
+    /// A buffer of channel `index`: its records go through the chain, and the task pays for them
+    /// and for deserializing them.
+    async fn on_buffer(
+        &mut self,
+        channel: &Channel,
+        bytes: &[u8],
+        index: usize,
+        cpu: &mut CpuMeter<'_>,
+    ) -> Result<(), TaskFailure> {
+        if channel.blocking {
+            self.metrics.disk_bytes_read += bytes.len() as u64;
+        }
+        self.push_buffer(channel, bytes, index).await?;
+        self.after_elements()?;
+        let mut work = self.chain.take_work();
+        work.serialized_bytes += bytes.len() as u64;
+        cpu.charge(work).await;
+        self.chain.flush(false).await
     }
 
     /// A channel of `input` ended; once it was the input's last, the head operator hears of it.
@@ -552,7 +565,8 @@ impl Run<'_> {
         storage: Arc<dyn Storage>,
         cpu: &mut CpuMeter<'_>,
     ) -> Result<(), TaskFailure> {
-        let sorter = self.sort_input(gate, channels, keys, storage).await?;
+        let (sorter, bytes_in) = self.sort_input(gate, channels, keys, storage).await?;
+        cpu.charge(Work { serialized_bytes: bytes_in, ..Work::of(OperatorKind::Sort, self.metrics.records_in) }).await;
         self.push_sorted(sorter, channels, keys.len(), cpu).await
     }
 
@@ -563,12 +577,12 @@ impl Run<'_> {
         channels: &[Channel],
         keys: &[Option<KeySelector>],
         storage: Arc<dyn Storage>,
-    ) -> Result<KeyedInputSorter, TaskFailure> {
+    ) -> Result<(KeyedInputSorter, u64), TaskFailure> {
         let spill_prefix = format!("spills/{}/{}", self.descriptor.spec.job_id, self.descriptor.execution);
         let budget =
             if crate::buggify!(InputSortSpillsEarly) { BUGGIFIED_SORT_BUDGET_BYTES } else { SORT_BUDGET_BYTES };
         let mut sorter = KeyedInputSorter::new(storage, spill_prefix, budget);
-        let mut records_in = 0u64;
+        let (mut records_in, mut bytes_in) = (0u64, 0u64);
         loop {
             match gate.next().await? {
                 GateEvent::EndOfInput => break,
@@ -579,6 +593,7 @@ impl Run<'_> {
                 }
                 GateEvent::Item { channel, kind, bytes } => {
                     expect_buffer(kind, self.descriptor, channel)?;
+                    bytes_in += bytes.len() as u64;
                     if channels[channel].blocking {
                         self.metrics.disk_bytes_read += bytes.len() as u64;
                     }
@@ -598,7 +613,7 @@ impl Run<'_> {
             }
         }
         self.metrics.records_in = records_in;
-        Ok(sorter)
+        Ok((sorter, bytes_in))
     }
 
     /// Pushes the sorted input through the chain, in runs of one input.
@@ -632,9 +647,8 @@ impl Run<'_> {
                     }
                 }
             }
-            let count = run.len() as u64;
             self.chain.push_all(input, run).await?;
-            cpu.charge(count, self.operators).await;
+            cpu.charge(self.chain.take_work()).await;
             self.chain.flush(false).await?;
         }
         self.end_inputs(0..inputs as u32).await
@@ -681,7 +695,6 @@ pub async fn run_task(environment: TaskEnvironment) -> Result<TaskReport, TaskFa
         checkpointing,
         controls,
         metrics: TaskReport::default(),
-        operators: vertex.chain.len() as u64,
         tracer,
         next_emit: Instant::now() + descriptor.spec.watermark_interval.unwrap_or(AUTO_WATERMARK_INTERVAL),
     };
@@ -716,6 +729,8 @@ pub async fn run_task(environment: TaskEnvironment) -> Result<TaskReport, TaskFa
         });
     }
     metrics.disk_bytes_written = chain.blocking_bytes_written();
+    cpu.charge(chain.take_work()).await;
+    metrics.work = cpu.total();
     cpu.pay().await;
     if descriptor.checkpointing {
         checkpointing.end_of_input(&mut chain, source.as_deref()).await?;

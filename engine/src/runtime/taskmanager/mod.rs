@@ -36,7 +36,7 @@ use super::messages::{
 use super::task::{CheckpointEnvironment, TaskControl, TaskEnvironment, run_task};
 use crate::api::JobRegistry;
 use crate::graph::{ExecutionGraph, ExecutionVertexId};
-use crate::resources::{CostModel, Resources};
+use crate::resources::Resources;
 use crate::rpc::{RpcClient, serve};
 use crate::shuffle::protocol::{ListPartitions, ReleasePartitions, RequestBuffers};
 use crate::shuffle::{PartitionLocation, ResultPartitionManager, ShuffleEnvironmentConfig};
@@ -69,10 +69,9 @@ pub struct TaskManagerConfig {
     /// The memory of the partitions it serves, for every job (the job's own shuffle settings
     /// arrive with each task, in its [`crate::runtime::JobSpec`]).
     pub shuffle: ShuffleEnvironmentConfig,
-    /// How long work takes on its cores, disk and network interface.
-    pub costs: Arc<dyn CostModel>,
-    /// Its cores, shared by the tasks running on it.
-    pub cores: u32,
+    /// Its cores, disk and network interface and how long work takes on them: its own, or a
+    /// machine's that it shares with other TaskManagers. Outlives the process, as the machine.
+    pub resources: Arc<Resources>,
     /// Where its events go.
     pub tracer: TracerHandle,
 }
@@ -119,7 +118,7 @@ pub async fn run_task_manager(config: TaskManagerConfig) {
     let endpoint = crate::rpc::bind(config.address).await.unwrap_or_else(|error| {
         panic!("internal: task manager {} cannot bind {}: {error}", config.name, config.address)
     });
-    let resources = Arc::new(Resources::new(Arc::clone(&config.costs), config.cores as usize));
+    let resources = Arc::clone(&config.resources);
     let task_manager = Arc::new(TaskManager {
         partitions: ResultPartitionManager::new(Arc::clone(&config.storage), config.shuffle, Arc::clone(&resources))
             .serving_at(PartitionLocation::TaskManager { name: config.name.clone(), address: config.address }),
@@ -417,6 +416,7 @@ impl TaskManager {
         let this = Arc::clone(self);
         let key = (job_id.clone(), execution);
         let handle = crate::rt::task::spawn(async move {
+            this.resources.deploy().await;
             this.config.tracer.record(TraceEvent::TaskRunning {
                 attempt: execution.attempt,
                 vertex: execution.vertex.vertex.0,

@@ -36,6 +36,7 @@ fn finished(attempt: u32, vertex: u32, subtask: u32) -> TraceEvent {
         disk_bytes_written: 0,
         backpressure_micros: 0,
         peak_buffered_bytes: 0,
+        work: Default::default(),
     }
 }
 

@@ -289,7 +289,11 @@ impl NetSim {
         if buggify_with_prob(0.1) {
             delay = Duration::from_secs(self.rand.with(|rng| rng.gen_range(1..5)));
         }
-        self.time.sleep(delay).await;
+        if self.network.lock().exact_send_delay() {
+            self.time.sleep_exact(delay).await;
+        } else {
+            self.time.sleep(delay).await;
+        }
         // TODO: inject failure
         Ok(())
     }

@@ -73,6 +73,11 @@ pub struct Config {
     /// The latency range of sending packets.
     #[serde(default = "default_send_latency")]
     pub send_latency: Range<Duration>,
+    /// Sluice's patch: sleep the 0–5 µs drawn before each send for exactly that long, not for
+    /// the 1 ms every `sleep` lasts at least. Off by default, so that a seed does what it does
+    /// upstream; a cluster whose messages take microseconds (a calibrated loopback) turns it on.
+    #[serde(default)]
+    pub exact_send_delay: bool,
 }
 
 impl Default for Config {
@@ -80,6 +85,7 @@ impl Default for Config {
         Config {
             packet_loss_rate: 0.0,
             send_latency: default_send_latency(),
+            exact_send_delay: false,
         }
     }
 }
@@ -124,6 +130,11 @@ impl Network {
             clogged_node_out: HashSet::new(),
             clogged_link: HashSet::new(),
         }
+    }
+
+    /// Whether the delay before a send is slept exactly (see [`Config::exact_send_delay`]).
+    pub(crate) fn exact_send_delay(&self) -> bool {
+        self.config.exact_send_delay
     }
 
     pub fn update_config(&mut self, f: impl FnOnce(&mut Config)) {

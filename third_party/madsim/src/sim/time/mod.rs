@@ -112,6 +112,15 @@ impl TimeHandle {
         self.sleep_until(self.clock.now_instant() + duration)
     }
 
+    /// Waits exactly `duration` (Sluice's patch: no 1 ms minimum; a zero duration is ready at
+    /// once).
+    pub(crate) fn sleep_exact(&self, duration: Duration) -> Sleep {
+        Sleep {
+            handle: self.clone(),
+            deadline: self.clock.now_instant() + duration,
+        }
+    }
+
     /// Waits until `deadline` is reached.
     ///
     /// It will sleep for at least 1ms to be consistent with the behavior of `tokio::time::sleep_until`.

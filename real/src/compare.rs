@@ -1,0 +1,141 @@
+//! `sluice-real compare`: a scenario's variants (batch under every exchange mode, and streaming)
+//! run as real processes, several times each, beside the simulator's run of the same variant
+//! under a cost profile; the fidelity report (`sluice_harness::fidelity`) puts them side by side.
+//!
+//! The simulator cannot run in this binary (the real build has no madsim simulator), so each
+//! simulated run is the `sluice` binary's: `sluice run FILE --mode M --seeds S --trace T`, its
+//! job time read from the trace `T` as a real run's is (`sluice_harness::compare::job_time`). Both
+//! sides run the same variant file, written with the profile's costs; every run must pass its
+//! checks, or the comparison stops and says which.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use sluice_harness::compare::{Variant, job_time};
+use sluice_harness::fidelity::{FidelityRow, render};
+use sluice_harness::scenario::{CostProfile, Scenario};
+use sluice_harness::trace::from_json_lines;
+
+use crate::local::run_mode;
+use crate::trace::now;
+
+/// What `sluice-real compare` does.
+#[derive(Clone, Debug)]
+pub struct CompareOptions {
+    /// The scenarios (one shape each).
+    pub scenarios: Vec<PathBuf>,
+    /// The cost profile the simulator charges.
+    pub profile: PathBuf,
+    /// Real runs of each variant.
+    pub runs: u32,
+    /// The `sluice` binary that runs the simulations.
+    pub sluice: PathBuf,
+    /// Scenario names the profile was calibrated on, reported apart.
+    pub calibrated_on: Vec<String>,
+    /// Where runs put their files [default: a fresh temporary directory, removed after].
+    pub work_dir: Option<PathBuf>,
+}
+
+/// Runs every variant of every scenario, prints the report; the exit status.
+pub fn run_compare(options: &CompareOptions) -> Result<i32, String> {
+    let profile = CostProfile::load(&options.profile).map_err(|error| format!("--profile: {error}"))?;
+    if !options.sluice.is_file() {
+        return Err(format!(
+            "no simulator at {} (build it with `cargo build --release -p sluice-sim`, or give --sluice)",
+            options.sluice.display()
+        ));
+    }
+    let root = match &options.work_dir {
+        Some(directory) => directory.clone(),
+        None => std::env::temp_dir().join(format!("sluice-compare-{}-{}", std::process::id(), now().as_nanos())),
+    };
+    std::fs::create_dir_all(&root).map_err(|error| format!("{}: {error}", root.display()))?;
+    let mut rows = Vec::new();
+    let mut result = Ok(());
+    for path in &options.scenarios {
+        if let Err(error) = compare_scenario(options, &profile, path, &root, &mut rows) {
+            result = Err(error);
+            break;
+        }
+    }
+    if options.work_dir.is_none() {
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    result?;
+    let calibrated_on: Vec<String> = options.calibrated_on.iter().chain(&profile.calibrated_on).cloned().collect();
+    println!("\n{}", render(&rows, &calibrated_on));
+    Ok(0)
+}
+
+fn compare_scenario(
+    options: &CompareOptions,
+    profile: &CostProfile,
+    path: &Path,
+    root: &Path,
+    rows: &mut Vec<FidelityRow>,
+) -> Result<(), String> {
+    let scenario = Scenario::load(path).map_err(|error| error.to_string())?;
+    let seed = scenario.seeds.start;
+    for variant in Variant::all(scenario.failover_strategy) {
+        let mut applied = variant.apply(&scenario);
+        applied.costs = profile.costs.clone();
+        let label = format!("{}-{}-{}", scenario.name, variant.mode, variant.exchange_mode);
+        let file = root.join(format!("{label}.yaml"));
+        std::fs::write(&file, applied.to_yaml()).map_err(|error| format!("{}: {error}", file.display()))?;
+        let simulated = simulate(&options.sluice, &file, seed, &root.join(format!("{label}.jsonl")))?;
+        let mut real = Vec::new();
+        for run in 0..options.runs {
+            let work = root.join(format!("{label}-{run}"));
+            let mode_run = run_mode(&file, &applied, variant.mode, seed, &[], None, &work)?;
+            if let Some(failure) = mode_run.failures.first() {
+                return Err(format!("{label}: real run {run} failed: {failure} (work directory {})", work.display()));
+            }
+            real.push(job_time(&mode_run.report.trace).unwrap_or(mode_run.report.wall_time));
+            let _ = std::fs::remove_dir_all(&work);
+        }
+        let row = FidelityRow { shape: scenario.name.clone(), variant: variant.to_string(), simulated, real };
+        println!(
+            "  {:<22} {:<40} simulated {:>7.3}s  real {:>7.3}s  ({:+.1}%)",
+            row.shape,
+            row.variant,
+            row.simulated.as_secs_f64(),
+            row.real_median(),
+            row.error() * 100.0
+        );
+        rows.push(row);
+    }
+    Ok(())
+}
+
+/// The job time of `sluice run FILE --seeds SEED --trace TRACE` (one mode: the file's).
+pub(crate) fn simulate(sluice: &Path, file: &Path, seed: u64, trace: &Path) -> Result<Duration, String> {
+    let output = Command::new(sluice)
+        .arg("run")
+        .arg(file)
+        .arg("--seeds")
+        .arg(seed.to_string())
+        .arg("--trace")
+        .arg(trace)
+        .output()
+        .map_err(|error| format!("cannot run {}: {error}", sluice.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "the simulation of {} failed ({}):\n{}",
+            file.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stdout)
+        ));
+    }
+    let text = std::fs::read_to_string(trace).map_err(|error| format!("{}: {error}", trace.display()))?;
+    let records = from_json_lines(&text).map_err(|error| format!("{}: {error}", trace.display()))?;
+    job_time(&records).ok_or_else(|| format!("{}: the simulated job never ended", trace.display()))
+}
+
+/// The `sluice` binary beside this one's build: `target/release/sluice` for
+/// `target/real/release/sluice-real`.
+pub fn default_sluice() -> PathBuf {
+    let this = std::env::current_exe().unwrap_or_default();
+    let target = this.ancestors().nth(3).map(Path::to_path_buf).unwrap_or_default();
+    target.join("release").join("sluice")
+}

@@ -1,0 +1,79 @@
+//! `sluice-real calibrate` and `sluice-real compare` on this machine: a calibration on tiny runs
+//! writes a cost profile that loads, describes this machine and is taken by the simulator; and
+//! the comparison runs each variant of a TPC-DS shape for real beside the simulator under the
+//! committed profile of this machine, reporting error and ranking per variant. Files live in
+//! temporary directories removed when the tests end; every process listens on 127.0.0.1 only.
+
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use sluice_harness::scenario::{CostProfile, Machine};
+use support::{ONE_CLUSTER, real_binary, simulator_binary, workspace};
+
+#[test]
+fn a_calibration_on_tiny_runs_writes_a_profile_of_this_machine_that_the_simulator_takes() {
+    let binary = real_binary();
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let work = tempfile::tempdir().expect("a temporary directory");
+    let out = work.path().join("tiny.yaml");
+    let output = Command::new(binary)
+        .args(["calibrate", "--elements", "4000", "--probe-mib", "8", "--out"])
+        .arg(&out)
+        .arg("--work-dir")
+        .arg(work.path().join("runs"))
+        .output()
+        .expect("sluice-real runs");
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "calibrate failed:\n{text}");
+    let profile = CostProfile::load(&out).unwrap_or_else(|error| panic!("{error}\n{text}"));
+    let this = Machine::this();
+    assert_eq!(profile.machine, this, "{text}");
+    let costs = &profile.costs;
+    assert_eq!(costs.shared_machine_cores, Some(this.cores), "a local cluster shares this machine's cores");
+    assert!(costs.disk_mib_per_second > 0 && costs.network_mib_per_second > 0, "{costs:?}");
+    assert!(costs.page_cache_mib > 0 && costs.page_cache_mib <= this.memory_mib, "{costs:?}");
+    let latency = costs.network_latency.expect("a latency was measured");
+    assert!(latency < Duration::from_millis(10), "loopback RPC latency {latency:?}");
+    assert!(costs.cpu.scan.is_some() && costs.cpu.sink.is_some(), "every kind is fitted: {costs:?}");
+    assert!(profile.calibrated_on.is_empty(), "no shapes were given");
+    let run = Command::new(simulator_binary())
+        .current_dir(workspace())
+        .args(["run", "scenarios/wordcount.yaml", "--seeds", "1", "--profile"])
+        .arg(&out)
+        .output()
+        .expect("sluice runs");
+    let ran = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success() && ran.contains("1 passed"), "the simulator under the profile:\n{ran}");
+}
+
+#[test]
+fn a_comparison_puts_each_variants_simulated_job_time_beside_the_real_ones() {
+    let binary = real_binary();
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let work = tempfile::tempdir().expect("a temporary directory");
+    let output = Command::new(binary)
+        .current_dir(workspace())
+        .args(["compare", "scenarios/tpcds/q3-sf001.yaml", "--runs", "2", "--profile", "profiles/this-machine.yaml"])
+        .arg("--sluice")
+        .arg(simulator_binary())
+        .arg("--work-dir")
+        .arg(work.path())
+        .output()
+        .expect("sluice-real runs");
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "compare failed:\n{text}");
+    let report = text.split_once("\nshape ").map(|(_, report)| report).unwrap_or_else(|| panic!("no report:\n{text}"));
+    let rows: Vec<&str> = report.lines().filter(|line| line.starts_with("tpcds-q3-sf001 ")).collect();
+    assert_eq!(rows.len(), 5, "batch under four exchange modes, and streaming:\n{text}");
+    for row in rows {
+        let figures: Vec<&str> = row.split_whitespace().rev().take(4).collect();
+        assert!(figures.iter().all(|figure| figure.ends_with('s') || figure.ends_with('%')), "{row}");
+    }
+    assert!(report.contains("tpcds-q3-sf001: Kendall τ"), "{text}");
+    assert!(
+        report.contains("held out (1 shapes): error median"),
+        "the committed profile was not fitted to it:\n{text}"
+    );
+}
