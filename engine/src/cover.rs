@@ -74,6 +74,9 @@ marks! {
     JobMasterKeptFinishedWork => "job-master-kept-finished-work",
     /// A TaskManager was lost while a restarted JobMaster reconciled finished work.
     TaskManagerLostDuringReconciliation => "task-manager-lost-during-reconciliation",
+    /// A TaskManager that answered neither a request nor a probe after it was lost at once,
+    /// before its heartbeats timed out: what it held joined one restart round.
+    TaskManagerFoundUnreachable => "task-manager-found-unreachable",
     /// The adaptive batch scheduler decided a vertex's parallelism from its inputs.
     AdaptiveParallelismDecided => "adaptive-parallelism-decided",
     /// A source waited for room in its output: backpressure reached it.

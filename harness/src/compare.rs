@@ -399,6 +399,93 @@ pub fn render_table(summaries: &[Summary]) -> String {
     table
 }
 
+/// What one failover strategy's runs came to at one failure rate (`sluice compare --failover
+/// --mtbf`): a point of the failure-rate curve.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CurvePoint {
+    /// The mean time between failures, as a fraction of the fault-free makespan.
+    pub fraction: f64,
+    /// The strategy.
+    pub failover: FailoverStrategy,
+    /// Runs (seeds).
+    pub runs: usize,
+    /// Makespans of the runs that finished within the time limit, over the fault-free makespan.
+    pub ratios: Vec<f64>,
+    /// TaskManager kills that fired, over all runs.
+    pub kills: u64,
+    /// Restarts, over all runs.
+    pub restarts: u64,
+}
+
+impl CurvePoint {
+    /// The mean makespan of the finished runs, in fault-free makespans.
+    pub fn mean_ratio(&self) -> Option<f64> {
+        (!self.ratios.is_empty()).then(|| self.ratios.iter().sum::<f64>() / self.ratios.len() as f64)
+    }
+}
+
+/// The failure-rate curve as a table: a row per failure rate, restart-all and region failover
+/// side by side (mean makespan in fault-free makespans, runs that finished, restarts per kill).
+pub fn render_curve(points: &[CurvePoint], fault_free: Duration) -> String {
+    let mut text = format!(
+        "fault-free makespan {:.3}s; TaskManager kills at exponential intervals, mean MTBF\n\
+         {:>6} {:>9}   {:<34} {:<34}\n",
+        fault_free.as_secs_f64(),
+        "MTBF",
+        "",
+        "restart-all: makespan, finished, restarts/kill",
+        "region: makespan, finished, restarts/kill"
+    );
+    let mut fractions: Vec<f64> = points.iter().map(|point| point.fraction).collect();
+    fractions.dedup();
+    for fraction in fractions {
+        let cell = |failover: FailoverStrategy| {
+            let Some(point) = points.iter().find(|point| point.fraction == fraction && point.failover == failover)
+            else {
+                return String::new();
+            };
+            let makespan = point.mean_ratio().map_or_else(|| "   -  ".to_string(), |ratio| format!("{ratio:>5.2}×"));
+            let per_kill = if point.kills == 0 { 0.0 } else { point.restarts as f64 / point.kills as f64 };
+            format!("{makespan} {:>3}/{:<3} {per_kill:>5.2}", point.ratios.len(), point.runs)
+        };
+        let _ = writeln!(
+            text,
+            "{:>5.3}T {:>8.3}s   {:<34} {:<34}",
+            fraction,
+            fault_free.as_secs_f64() * fraction,
+            cell(FailoverStrategy::RestartAll),
+            cell(FailoverStrategy::Region)
+        );
+    }
+    text
+}
+
+#[cfg(test)]
+mod curve_tests {
+    use super::*;
+
+    #[test]
+    fn the_curve_puts_both_strategies_of_a_rate_on_one_row() {
+        let point = |failover, ratios: Vec<f64>, kills, restarts| CurvePoint {
+            fraction: 0.2,
+            failover,
+            runs: 2,
+            ratios,
+            kills,
+            restarts,
+        };
+        let points =
+            [point(FailoverStrategy::RestartAll, vec![], 8, 6), point(FailoverStrategy::Region, vec![1.5, 2.5], 10, 5)];
+        let text = render_curve(&points, Duration::from_secs(2));
+        let row = text.lines().nth(2).expect("a row for the rate");
+        assert_eq!(
+            row.split_whitespace().collect::<Vec<_>>(),
+            ["0.200T", "0.400s", "-", "0/2", "0.75", "2.00×", "2/2", "0.50"]
+        );
+        assert!(text.starts_with("fault-free makespan 2.000s"), "{text}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

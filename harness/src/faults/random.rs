@@ -120,6 +120,35 @@ impl RandomFaults {
     }
 }
 
+/// TaskManager kills at exponentially distributed intervals of mean `mtbf` (a Poisson process of
+/// failures, as Metzger's fine-grained recovery experiment injected them), from the submission
+/// up to `horizon`, each of a TaskManager drawn at random and restarted `restart_after` later.
+/// Drawn from a stream of its own (`faults/mtbf`), so the same seed kills at the same times
+/// whichever failover strategy runs.
+pub fn task_manager_kills(
+    seed: u64,
+    mtbf: Duration,
+    horizon: Duration,
+    task_managers: u32,
+    restart_after: Duration,
+) -> Vec<Fault> {
+    let mut prng = Prng::fork(seed, "faults/mtbf");
+    let mut kills = Vec::new();
+    let mut at = Duration::ZERO;
+    loop {
+        // 53 random bits as a uniform draw in [0, 1), then the inverse of the exponential's CDF.
+        let uniform = (prng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        at += mtbf.mul_f64(-(1.0 - uniform).ln());
+        if at > horizon || mtbf.is_zero() {
+            return kills;
+        }
+        let node = format!("tm-{}", prng.below(u64::from(task_managers.max(1))));
+        // Whole milliseconds keep replay files readable.
+        let trigger = Trigger::At(Duration::from_millis(at.as_millis() as u64));
+        kills.push(Fault { trigger, kind: FaultKind::Kill { node, restart_after: Some(restart_after) } });
+    }
+}
+
 fn duration_between(prng: &mut Prng, low: Duration, high: Duration) -> Duration {
     let micros = prng.range_inclusive(low.as_micros() as u64, high.as_micros().max(low.as_micros()) as u64);
     // Whole milliseconds keep replay files readable.
@@ -229,6 +258,30 @@ mod tests {
             remote_shuffle: true,
             checkpointing: true,
         }
+    }
+
+    #[test]
+    fn kills_come_at_exponential_intervals_of_the_mean_given() {
+        let mtbf = Duration::from_millis(100);
+        let kills = task_manager_kills(7, mtbf, Duration::from_secs(100), 3, Duration::from_millis(50));
+        assert_eq!(kills, task_manager_kills(7, mtbf, Duration::from_secs(100), 3, Duration::from_millis(50)));
+        // About 1,000 kills in 100 s at one per 100 ms (a Poisson count: within 10 %).
+        assert!((900..=1100).contains(&kills.len()), "{} kills", kills.len());
+        let times: Vec<Duration> = kills
+            .iter()
+            .map(|kill| match kill.trigger {
+                Trigger::At(at) => at,
+                ref other => panic!("a kill at a time, not {other:?}"),
+            })
+            .collect();
+        assert!(times.windows(2).all(|pair| pair[0] <= pair[1]) && times.last() <= Some(&Duration::from_secs(100)));
+        for kill in &kills {
+            let FaultKind::Kill { node, restart_after } = &kill.kind else { panic!("{kill:?}") };
+            assert!(
+                ["tm-0", "tm-1", "tm-2"].contains(&node.as_str()) && *restart_after == Some(Duration::from_millis(50))
+            );
+        }
+        assert!(task_manager_kills(7, Duration::from_secs(10), Duration::from_millis(1), 3, mtbf).len() <= 1);
     }
 
     fn spec(count: u32) -> RandomFaults {

@@ -7,20 +7,16 @@
 //! plan does not fit in the cluster's slots is skipped with a note.
 
 use std::collections::BTreeMap;
-use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::Arc;
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 
+use super::parallel::{in_parallel, work, write_replay};
 use super::{SeedArgs, limit_memory};
 use crate::compare::{RunMetrics, Summary, Variant, render_table, run_metrics, summarize};
-use crate::replay::write_failure;
 use crate::runner::run;
-use crate::seed::SeedResult;
 use crate::sweep::summary::status;
-use sluice_harness::check::{CheckFailure, Verdict, check_run};
+use sluice_harness::check::{CheckFailure, check_run};
 use sluice_harness::report::RunReport;
 use sluice_harness::scenario::Scenario;
 use sluice_harness::words::counted;
@@ -35,6 +31,19 @@ pub(super) struct CompareArgs {
     /// Compare restart-all with region failover instead of exchange modes.
     #[arg(long)]
     failover: bool,
+    /// With `--failover`: the failure-rate curve instead of the scenario's faults. Each value is
+    /// a mean time between TaskManager kills as a fraction of the fault-free makespan (`2,1,0.5,
+    /// 0.2`); kills come at exponential intervals and restart after 100 ms, restarts never give up,
+    /// and a run may take 10 fault-free makespans.
+    #[arg(long, value_name = "FRACTIONS", value_delimiter = ',', requires = "failover", value_parser = fraction_arg)]
+    mtbf: Vec<f64>,
+}
+
+fn fraction_arg(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if (0.01..=100.0).contains(&value) => Ok(value),
+        _ => Err(format!("`{text}` is not a fraction of the makespan in 0.01..=100")),
+    }
 }
 
 /// One run: its metrics, and its report when it failed.
@@ -82,6 +91,9 @@ pub(super) fn command(arguments: &CompareArgs) -> i32 {
     if scenario.adaptive_batch.is_some() {
         println!("adaptive_batch: runtime-decided parallelism in batch all-edges-blocking only");
     }
+    if !arguments.mtbf.is_empty() {
+        return super::curve::command(&scenario, &variants, seeds, jobs, &arguments.mtbf, &options.failures);
+    }
     let outcomes = run_all(&scenario, work(&variants, seeds), jobs);
     let failed = report_failures(options, &scenario, outcomes.iter().filter(|outcome| !outcome.failures.is_empty()));
     print!("{}", render_table(&summaries(&variants, &outcomes)));
@@ -117,38 +129,10 @@ fn runnable_variants(scenario: &Scenario, failover: bool) -> Vec<Variant> {
     variants.into_iter().filter(fits).collect()
 }
 
-/// Every (variant, seed) pair, seeds innermost.
-fn work(variants: &[Variant], seeds: Range<u64>) -> Vec<(Variant, u64)> {
-    variants.iter().flat_map(|variant| seeds.clone().map(move |seed| (*variant, seed))).collect()
-}
-
 /// Runs the work on `jobs` worker threads; returns the outcomes sorted by variant and seed.
 fn run_all(scenario: &Scenario, work: Vec<(Variant, u64)>, jobs: usize) -> Vec<Outcome> {
-    let bar = ProgressBar::new(work.len() as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} runs  {per_sec}  eta {eta}").expect("a valid template"),
-    );
-    let (work, scenario, next) = (Arc::new(work), Arc::new(scenario.clone()), Arc::new(AtomicUsize::new(0)));
-    let (sender, receiver) = mpsc::channel::<Outcome>();
-    let workers: Vec<_> = (0..jobs)
-        .map(|_| {
-            let (work, scenario, next, sender) =
-                (Arc::clone(&work), Arc::clone(&scenario), Arc::clone(&next), sender.clone());
-            std::thread::spawn(move || {
-                while let Some(&(variant, seed)) = work.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    if sender.send(run_one(&scenario, variant, seed)).is_err() {
-                        return;
-                    }
-                }
-            })
-        })
-        .collect();
-    drop(sender);
-    let mut outcomes: Vec<Outcome> = receiver.iter().inspect(|_| bar.inc(1)).collect();
-    bar.finish_and_clear();
-    for worker in workers {
-        worker.join().expect("a compare worker panicked outside a simulation");
-    }
+    let scenario = Arc::new(scenario.clone());
+    let mut outcomes = in_parallel(work, jobs, move |variant, seed| run_one(&scenario, variant, seed));
     outcomes.sort_by_key(|outcome| (outcome.variant, outcome.seed));
     outcomes
 }
@@ -170,20 +154,9 @@ fn report_failures<'a>(options: &SeedArgs, scenario: &Scenario, failed: impl Ite
             println!("FAIL seed {} {}: {failure}", outcome.seed, outcome.variant);
         }
         let Some(report) = &outcome.failed_report else { continue };
-        let result = SeedResult {
-            seed: outcome.seed,
-            runs: vec![(report.clone(), Verdict::Fail(outcome.failures.clone()))],
-            agreement: None,
-            compared: None,
-            determinism: Vec::new(),
-        };
         let variant =
             format!("{}-{}-{}", outcome.variant.mode, outcome.variant.exchange_mode, outcome.variant.failover);
-        let directory = options.failures.join(variant);
-        match write_failure(&directory, &outcome.variant.apply(scenario), &result) {
-            Ok(path) => println!("    replay: {}", crate::replay::command("replay", path.display())),
-            Err(error) => eprintln!("sluice: cannot write the replay file: {error}"),
-        }
+        write_replay(&options.failures.join(variant), &outcome.variant.apply(scenario), report, &outcome.failures);
     }
     count
 }
@@ -240,7 +213,21 @@ mod tests {
     }
 
     #[test]
+    fn the_failure_rate_curve_runs_both_strategies_under_kills_at_each_rate() {
+        let path = scenario_file("curve", "exchange_mode: all-edges-blocking\n");
+        let failures = path.parent().unwrap().join("failures");
+        let arguments = [path.to_str().unwrap(), "--failover", "--mtbf", "1,0.3", "--seeds", "1..3"];
+        let arguments: Vec<&str> = arguments.into_iter().chain(["--failures", failures.to_str().unwrap()]).collect();
+        assert_eq!(compare(&arguments), 0, "every run under kills passed its checks");
+        assert!(!failures.exists(), "no replay file was written");
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    #[test]
     fn usage_errors_exit_with_two() {
+        assert_eq!(compare(&["scenarios/wordcount.yaml", "--mtbf", "1"]), 2, "--mtbf needs --failover");
+        assert_eq!(compare(&["scenarios/wordcount.yaml", "--failover", "--mtbf", "0"]), 2);
+        assert_eq!(compare(&["scenarios/wordcount.yaml", "--failover", "--mtbf", "often"]), 2);
         assert_eq!(compare(&[]), 2);
         assert_eq!(compare(&["scenarios/does-not-exist.yaml"]), 2);
         assert_eq!(compare(&["scenarios/wordcount.yaml", "--mode", "batch"]), 2);

@@ -9,8 +9,10 @@
 //! command quietly with status 141; see `bin/sluice.rs`.
 
 mod compare;
+mod curve;
 mod diff;
 mod merge;
+mod parallel;
 mod plan;
 mod replay;
 mod run;

@@ -38,6 +38,7 @@ const SUITE: &[(&str, Range<u64>, &[Mark])] = &[
     ("scenarios/tpcds-jm-crash.yaml", 1..2, &[Mark::JobMasterKeptFinishedWork]),
     ("scenarios/tpcds-tm-lost-reconciling.yaml", 1..2, &[Mark::TaskManagerLostDuringReconciliation]),
     ("scenarios/tpcds-adaptive.yaml", 1..2, &[Mark::AdaptiveParallelismDecided]),
+    ("scenarios/tpcds-tm-dead-regions.yaml", 1..2, &[Mark::TaskManagerFoundUnreachable]),
     ("scenarios/tpcds.yaml", 1..2, &[Mark::SortBufferSpilled]),
     ("scenarios/tpcds/q3.yaml", 1..2, &[Mark::BroadcastJoinProbeWaited]),
     (

@@ -419,3 +419,37 @@ fn the_job_master_and_the_harness_count_the_same_restarts() {
         }
     }
 }
+
+/// The failure-rate curve's row at one rate: (mean makespan in fault-free makespans, runs that
+/// finished) for restart-all and for region failover.
+fn curve_row(output: &str, rate: &str) -> [(Option<f64>, u32); 2] {
+    let row = output.lines().find(|line| line.starts_with(rate)).unwrap_or_else(|| panic!("no {rate} row:\n{output}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    let cell = |at: usize| {
+        let ratio = cells[at].strip_suffix('×').map(|ratio| ratio.parse::<f64>().expect("a ratio"));
+        let finished = cells[at + 1].split('/').next().and_then(|count| count.parse().ok()).expect("finished/runs");
+        (ratio, finished)
+    };
+    [cell(2), cell(5)]
+}
+
+#[test]
+fn region_failover_pays_off_when_task_managers_fail_often_and_the_shuffle_keeps_their_results() {
+    // Kills every fifth of the fault-free makespan, the blocking results in the shuffle service
+    // (Metzger's setup): restart-all starts over at every kill and often does not finish within
+    // ten makespans; region failover re-runs what the kill was running.
+    let (status, output, _) = super::support::sluice(&[
+        "compare",
+        "scenarios/tpcds-remote-shuffle.yaml",
+        "--failover",
+        "--mtbf",
+        "0.2",
+        "--seeds",
+        "1..9",
+    ]);
+    assert_eq!(status, 0, "{output}");
+    let [(restart_all, all_finished), (region, region_finished)] = curve_row(&output, "0.200T");
+    let region = region.expect("region failover finished runs");
+    assert!(region_finished >= all_finished && region_finished >= 7, "{output}");
+    assert!(restart_all.is_none_or(|restart_all| region < restart_all * 0.75), "{output}");
+}

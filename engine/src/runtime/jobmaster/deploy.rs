@@ -275,7 +275,16 @@ impl JobMaster {
             subtask: vertex.subtask,
             slot: slot.to_string(),
         });
-        let address = self.task_managers[&slot.task_manager].address;
+        self.submit_task(descriptor, &slot.task_manager);
+    }
+
+    /// Sends the task to its TaskManager; the answer comes back as an event. An unanswered
+    /// submission is followed by a probe: a TaskManager that answers neither is lost at once,
+    /// with this deployment and what it holds, in one restart round.
+    fn submit_task(&self, descriptor: TaskDeploymentDescriptor, task_manager: &str) {
+        let execution = descriptor.execution;
+        let info = &self.task_managers[task_manager];
+        let (name, instance, address) = (task_manager.to_string(), info.instance, info.address);
         let client = self.client.clone();
         let events = self.events.clone();
         crate::rt::task::spawn(async move {
@@ -285,7 +294,13 @@ impl JobMaster {
                     return;
                 }
                 Ok(Err(refused)) => refused,
-                Err(error) => error.to_string(),
+                Err(error) => {
+                    let why = format!("SubmitTask of {execution}: {error}");
+                    if super::task_managers::probe(&client, &events, address, name, instance, why).await {
+                        return;
+                    }
+                    error.to_string()
+                }
             };
             let _ = events.send(Event::DeployFailed { execution, error });
         });

@@ -129,6 +129,12 @@ enum Event {
         asked: Vec<ResultPartitionId>,
         held: Vec<ResultPartitionId>,
     },
+    /// A TaskManager answered neither a request nor the probe that followed.
+    TaskManagerUnreachable {
+        name: String,
+        instance: u64,
+        why: String,
+    },
     /// The ticker fired at this time.
     Tick(Instant),
 }
@@ -501,6 +507,9 @@ impl JobMaster {
             Event::RemotePartitions(held) => self.on_remote_partitions(held),
             Event::PartitionsHeld { name, instance, asked, held } => {
                 self.on_partitions_held(name, instance, asked, held).await;
+            }
+            Event::TaskManagerUnreachable { name, instance, why } => {
+                self.on_task_manager_unreachable(&name, instance, &why).await;
             }
             Event::Tick(at) => self.on_tick(at).await,
         }

@@ -34,8 +34,14 @@ impl JobMaster {
         let (client, events, address, instance) =
             (self.client.clone(), self.events.clone(), info.address, info.instance);
         crate::rt::task::spawn(async move {
-            if let Ok(held) = client.call(address, ListPartitions, CONTROL_TIMEOUT).await {
-                let _ = events.send(Event::PartitionsHeld { name, instance, asked, held });
+            match client.call(address, ListPartitions, CONTROL_TIMEOUT).await {
+                Ok(held) => {
+                    let _ = events.send(Event::PartitionsHeld { name, instance, asked, held });
+                }
+                Err(error) => {
+                    let why = format!("ListPartitions: {error}");
+                    super::task_managers::probe(&client, &events, address, name, instance, why).await;
+                }
             }
         });
     }

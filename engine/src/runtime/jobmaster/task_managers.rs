@@ -12,11 +12,15 @@ use std::sync::{Arc, Mutex};
 use crate::rt::time::Instant;
 
 use super::failover::Failure;
-use super::{CONTROL_TIMEOUT, JobMaster};
+use tokio::sync::mpsc;
+
+use super::{CONTROL_TIMEOUT, Event, JobMaster};
 use crate::graph::ExecutionVertexId;
+use crate::rpc::RpcClient;
 use crate::runtime::messages::{CancelJobAttempts, CancelTasks, ExecutionAttemptId, RegisterTaskManager};
 use crate::scheduler::SlotId;
 use crate::shuffle::ResultPartitionId;
+use crate::shuffle::protocol::ListPartitions;
 use crate::trace::TraceEvent;
 
 /// A registered TaskManager as the heartbeat handler sees it.
@@ -143,6 +147,18 @@ impl JobMaster {
         }
     }
 
+    /// A TaskManager answered neither a request nor a probe: unless it registered anew
+    /// meanwhile, it is lost now rather than when its heartbeats time out, so that its running
+    /// subtasks and the partitions it held fail together (Flink's
+    /// `stopTrackingAndReleasePartitionsFor`), not one consumer at a time.
+    pub(super) async fn on_task_manager_unreachable(&mut self, name: &str, instance: u64, why: &str) {
+        if self.task_managers.get(name).is_none_or(|info| info.instance != instance) {
+            return; // lost meanwhile, or back as a new instance: handled then
+        }
+        crate::cover!(TaskManagerFoundUnreachable);
+        self.lose_task_manager(name, &format!("unreachable ({why}, then a probe)"), &BTreeSet::new()).await;
+    }
+
     /// Judges heartbeats as of `now`, the tick's time: heartbeats are stamped when they arrive,
     /// even while the actor waits for the durable store.
     pub(super) async fn lose_silent_task_managers(&mut self, now: Instant) {
@@ -191,4 +207,25 @@ impl JobMaster {
             });
         }
     }
+}
+
+/// How long a probe of a TaskManager that left a request unanswered waits: a live one answers in
+/// well under a millisecond on a quiet network, and the request already waited its timeout.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Probes the TaskManager at `address` after `why` went unanswered: if the probe is unanswered
+/// too, reports it unreachable and returns true; false if it answered.
+pub(super) async fn probe(
+    client: &RpcClient,
+    events: &mpsc::UnboundedSender<Event>,
+    address: SocketAddr,
+    name: String,
+    instance: u64,
+    why: String,
+) -> bool {
+    if client.call(address, ListPartitions, PROBE_TIMEOUT).await.is_ok() {
+        return false;
+    }
+    let _ = events.send(Event::TaskManagerUnreachable { name, instance, why });
+    true
 }
