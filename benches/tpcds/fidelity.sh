@@ -4,7 +4,7 @@
 # measures this machine into profiles/this-machine.yaml, fitting its CPU costs to the
 # calibration programs and to at most 3 shapes (q3, q72, q95); `sluice-real compare` then runs
 # every shape's variants RUNS times (default 3) for real beside the simulator under that profile
-# and judges the held-out shapes apart.
+# and judges the held-out shapes apart; benches/tpcds/fidelity.svg draws the report.
 #   benches/tpcds/setup.sh && benches/tpcds/fidelity.sh [SF]
 #   CALIBRATE=0 benches/tpcds/fidelity.sh   # compare with the committed profile as it is
 # Needs no cargo running meanwhile: the real runs share the machine's cores.
@@ -29,5 +29,6 @@ if [ "${CALIBRATE:-1}" = 1 ]; then
     --shape "$shapes/q3.yaml" --shape "$shapes/q72.yaml" --shape "$shapes/q95.yaml"
 fi
 ./target/real/release/sluice-real compare --profile profiles/this-machine.yaml --runs "$runs" \
+  --svg benches/tpcds/fidelity.svg \
   "$shapes"/q3.yaml "$shapes"/q42.yaml "$shapes"/q55.yaml "$shapes"/q7.yaml "$shapes"/q19.yaml \
   "$shapes"/q72.yaml "$shapes"/q95.yaml | tee "$work/fidelity.txt"

@@ -195,6 +195,95 @@ pub fn render(rows: &[FidelityRow], calibrated_on: &[String]) -> String {
     text
 }
 
+/// Where the bars of [`render_svg`] start, and how long the longest one is, in pixels.
+const LABEL_WIDTH: f64 = 330.0;
+const BAR_SPACE: f64 = 520.0;
+const ROW_HEIGHT: f64 = 22.0;
+const TOP: f64 = 46.0;
+
+/// The report as an SVG chart: a row per shape and variant, the simulated job time as a filled
+/// bar, the real median as an outlined one with a whisker from the fastest to the slowest real
+/// run, and the error at the end of the row; a line between shapes.
+pub fn render_svg(rows: &[FidelityRow]) -> String {
+    let longest = rows
+        .iter()
+        .flat_map(|row| row.real.iter().copied().chain([row.simulated]))
+        .map(|time| time.as_secs_f64())
+        .fold(0.0, f64::max)
+        .max(1e-3);
+    let scale = BAR_SPACE / longest;
+    let height = TOP + ROW_HEIGHT * rows.len() as f64 + 30.0;
+    let width = LABEL_WIDTH + BAR_SPACE + 90.0;
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <rect x=\"{LABEL_WIDTH}\" y=\"8\" width=\"12\" height=\"10\" fill=\"#4a78b5\"/><text x=\"{}\" y=\"17\">simulated</text>\n\
+         <rect x=\"{}\" y=\"8\" width=\"12\" height=\"10\" fill=\"none\" stroke=\"#d2691e\" stroke-width=\"2\"/><text x=\"{}\" y=\"17\">real (median; fastest to slowest run)</text>\n",
+        LABEL_WIDTH + 16.0,
+        LABEL_WIDTH + 100.0,
+        LABEL_WIDTH + 116.0
+    );
+    grid(&mut svg, longest, scale, height);
+    let mut previous: Option<&str> = None;
+    for (index, row) in rows.iter().enumerate() {
+        let y = TOP + ROW_HEIGHT * index as f64;
+        if previous.is_some_and(|shape| shape != row.shape) {
+            let _ = writeln!(svg, "<line x1=\"0\" x2=\"{width}\" y1=\"{y}\" y2=\"{y}\" stroke=\"#999\"/>");
+        }
+        previous = Some(&row.shape);
+        bar_row(&mut svg, row, y, scale);
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// Vertical lines at round numbers of seconds, labelled under the chart.
+fn grid(svg: &mut String, longest: f64, scale: f64, height: f64) {
+    let step = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
+        .into_iter()
+        .find(|step| longest / step <= 8.0)
+        .unwrap_or(longest / 8.0);
+    let mut at = 0.0;
+    while at <= longest * 1.0001 {
+        let x = LABEL_WIDTH + at * scale;
+        let _ = writeln!(
+            svg,
+            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{TOP}\" y2=\"{:.1}\" stroke=\"#eee\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{at:.2}s</text>",
+            height - 26.0,
+            height - 12.0
+        );
+        at += step;
+    }
+}
+
+fn bar_row(svg: &mut String, row: &FidelityRow, y: f64, scale: f64) {
+    let label = format!("{} · {}", row.shape, row.variant).replace('&', "&amp;").replace('<', "&lt;");
+    let seconds: Vec<f64> = row.real.iter().map(Duration::as_secs_f64).collect();
+    let fastest = seconds.iter().copied().fold(f64::MAX, f64::min).min(row.real_median());
+    let slowest = seconds.iter().copied().fold(0.0, f64::max);
+    let middle = y + ROW_HEIGHT / 2.0;
+    let _ = writeln!(
+        svg,
+        "<text x=\"4\" y=\"{:.1}\">{label}</text>\n\
+         <rect x=\"{LABEL_WIDTH}\" y=\"{:.1}\" width=\"{:.1}\" height=\"7\" fill=\"#4a78b5\"/>\n\
+         <rect x=\"{LABEL_WIDTH}\" y=\"{:.1}\" width=\"{:.1}\" height=\"7\" fill=\"none\" stroke=\"#d2691e\" stroke-width=\"1.5\"/>\n\
+         <line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#d2691e\"/>\n\
+         <text x=\"{:.1}\" y=\"{:.1}\">{:+.1}%</text>",
+        middle + 4.0,
+        y + 3.0,
+        row.simulated.as_secs_f64() * scale,
+        y + 11.0,
+        row.real_median() * scale,
+        LABEL_WIDTH + fastest * scale,
+        LABEL_WIDTH + slowest * scale,
+        y + 14.5,
+        y + 14.5,
+        LABEL_WIDTH + BAR_SPACE + 8.0,
+        middle + 4.0,
+        row.error() * 100.0
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,6 +317,17 @@ mod tests {
         let clear = [row("q", "b", 200, &[400, 401]), row("q", "c", 300, &[200, 201])];
         assert_eq!(ranking(&clear.iter().collect::<Vec<_>>()).clear_inversions, 1);
         assert_eq!(ranking(&clear.iter().collect::<Vec<_>>()).tau(), -1.0);
+    }
+
+    #[test]
+    fn the_chart_has_a_row_of_bars_per_shape_and_variant() {
+        let rows = [row("q3", "a", 100, &[90, 110]), row("q3", "b", 200, &[200]), row("q7", "a<b", 150, &[100])];
+        let svg = render_svg(&rows);
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"), "{svg}");
+        assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
+        assert_eq!(svg.matches("fill=\"#4a78b5\"/>").count(), 3 + 1, "a simulated bar per row, and the legend's");
+        assert!(svg.contains("q7 · a&lt;b") && svg.contains("+50.0%"), "{svg}");
+        assert_eq!(svg.matches("stroke=\"#999\"").count(), 1, "one line between the two shapes");
     }
 
     #[test]

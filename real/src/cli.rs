@@ -112,6 +112,9 @@ enum Command {
         /// Where to put the runs' files [default: a fresh temporary directory, removed after].
         #[arg(long, value_name = "DIR")]
         work_dir: Option<PathBuf>,
+        /// Also draw the report as an SVG chart into this file.
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
     },
     /// Run one process of a cluster: jm, tm-N, durable-store, txn-store, log or shuffle-service.
     Serve {
@@ -201,9 +204,9 @@ pub fn main_process() -> i32 {
             let sluice = sluice.unwrap_or_else(default_sluice);
             run_calibrate(&CalibrateOptions { out, elements, probe_mib, work_dir, shapes, sluice })
         }
-        Command::Compare { scenarios, profile, runs, sluice, calibrated_on, work_dir } => {
+        Command::Compare { scenarios, profile, runs, sluice, calibrated_on, work_dir, svg } => {
             let sluice = sluice.unwrap_or_else(default_sluice);
-            run_compare(&CompareOptions { scenarios, profile, runs, sluice, calibrated_on, work_dir })
+            run_compare(&CompareOptions { scenarios, profile, runs, sluice, calibrated_on, work_dir, svg })
         }
         Command::Submit { scenario, cluster, mode, seed } => run_submit(&scenario, &cluster, mode, seed),
         Command::Serve { node, cluster, data, trace, scenario, seed, input, exit_with_stdin } => {

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use sluice_harness::compare::{Variant, job_time};
-use sluice_harness::fidelity::{FidelityRow, render};
+use sluice_harness::fidelity::{FidelityRow, render, render_svg};
 use sluice_harness::scenario::{CostProfile, Scenario};
 use sluice_harness::trace::from_json_lines;
 
@@ -35,6 +35,8 @@ pub struct CompareOptions {
     pub calibrated_on: Vec<String>,
     /// Where runs put their files [default: a fresh temporary directory, removed after].
     pub work_dir: Option<PathBuf>,
+    /// Where to write the report as an SVG chart, if anywhere.
+    pub svg: Option<PathBuf>,
 }
 
 /// Runs every variant of every scenario, prints the report; the exit status.
@@ -65,6 +67,10 @@ pub fn run_compare(options: &CompareOptions) -> Result<i32, String> {
     result?;
     let calibrated_on: Vec<String> = options.calibrated_on.iter().chain(&profile.calibrated_on).cloned().collect();
     println!("\n{}", render(&rows, &calibrated_on));
+    if let Some(path) = &options.svg {
+        std::fs::write(path, render_svg(&rows)).map_err(|error| format!("{}: {error}", path.display()))?;
+        println!("chart written to {}", path.display());
+    }
     Ok(0)
 }
 

@@ -59,11 +59,15 @@ fn a_comparison_puts_each_variants_simulated_job_time_beside_the_real_ones() {
         .arg("--sluice")
         .arg(simulator_binary())
         .arg("--work-dir")
-        .arg(work.path())
+        .arg(work.path().join("runs"))
+        .arg("--svg")
+        .arg(work.path().join("q3.svg"))
         .output()
         .expect("sluice-real runs");
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert!(output.status.success(), "compare failed:\n{text}");
+    let svg = std::fs::read_to_string(work.path().join("q3.svg")).expect("the chart was written");
+    assert_eq!(svg.matches("tpcds-q3-sf001 · ").count(), 5, "a row per variant:\n{svg}");
     let report = text.split_once("\nshape ").map(|(_, report)| report).unwrap_or_else(|| panic!("no report:\n{text}"));
     let rows: Vec<&str> = report.lines().filter(|line| line.starts_with("tpcds-q3-sf001 ")).collect();
     assert_eq!(rows.len(), 5, "batch under four exchange modes, and streaming:\n{text}");
