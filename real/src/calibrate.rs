@@ -75,6 +75,13 @@ pub enum Keys {
 
 /// Measures, writes the profile, prints what it found; the exit status.
 pub fn run_calibrate(options: &CalibrateOptions) -> Result<i32, String> {
+    if !options.shapes.is_empty() && !options.sluice.is_file() {
+        // Found before the runs, not after them: the shapes are simulated last.
+        return Err(format!(
+            "--shape needs the simulator at {} (build it with `cargo build --release -p sluice-sim`, or give --sluice)",
+            options.sluice.display()
+        ));
+    }
     let root = match &options.work_dir {
         Some(directory) => directory.clone(),
         None => std::env::temp_dir().join(format!("sluice-calibrate-{}-{}", std::process::id(), now().as_nanos())),

@@ -38,6 +38,8 @@ pub const MAX_PAGE_CACHE_MIB: u64 = 16 << 20;
 pub const MAX_NETWORK_LATENCY: Duration = Duration::from_secs(10);
 /// The longest time to deploy a task.
 pub const MAX_DEPLOY_TASK: Duration = Duration::from_secs(60);
+/// The longest time to make a file durable.
+pub const MAX_DISK_SYNC: Duration = Duration::from_secs(60);
 /// Cores per TaskManager.
 pub const MAX_CORES: u32 = 64;
 /// Restarts a strategy may allow, and `expect.max_restarts`.

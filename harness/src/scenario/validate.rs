@@ -177,7 +177,7 @@ pub(super) fn check_costs(costs: &CostSpec, text: &str, least_bandwidth: u64) ->
     if let Some(read) = costs.disk_read_mib_per_second {
         within(text, &field("disk_read_mib_per_second"), read, least_bandwidth, MAX_BANDWIDTH)?;
     }
-    within_time(text, &field("disk_sync"), costs.disk_sync, Duration::ZERO, MAX_DEPLOY_TASK)?;
+    within_time(text, &field("disk_sync"), costs.disk_sync, Duration::ZERO, MAX_DISK_SYNC)?;
     within(text, &field("page_cache_mib"), costs.page_cache_mib, 0, MAX_PAGE_CACHE_MIB)?;
     if costs.page_cache_mib > 0 {
         within(text, &field("memory_mib_per_second"), costs.memory_mib_per_second, least_bandwidth, MAX_BANDWIDTH)?;
