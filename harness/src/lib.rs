@@ -8,6 +8,7 @@
 //! | [`faults`] | fault schedules as data: kinds, triggers, random and buggify swarms |
 //! | [`harness_crash`] | a scenario's test-only crash of the harness (the simulation carries it out) |
 //! | [`compare`] | what a run cost (makespan, slot-time, disk bytes, peak slots), per exchange mode or failover strategy |
+//! | [`failure_curve`] | the failure-rate curve: a scenario under kills at a rate, its table, real beside simulated |
 //! | [`cost`] | the scenario's cost model: what a simulated CPU, disk and network charge |
 //! | [`report`] | what one run reports (outcome, committed view, trace, late data); a seed's input |
 //! | [`client`] | the client that submits a job and waits for it, on either cluster |
@@ -33,6 +34,7 @@ pub mod compare;
 pub mod cost;
 pub mod coverage;
 pub mod failover_sets;
+pub mod failure_curve;
 pub mod faults;
 pub mod fidelity;
 pub mod harness_crash;

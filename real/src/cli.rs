@@ -113,8 +113,18 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         work_dir: Option<PathBuf>,
         /// Also draw the report as an SVG chart into this file.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", conflicts_with = "failover")]
         svg: Option<PathBuf>,
+        /// Compare restart-all with region failover under TaskManager kills instead of exchange
+        /// modes: the failure-rate curve, for real and simulated (give --mtbf).
+        #[arg(long, requires = "mtbf")]
+        failover: bool,
+        /// With `--failover`: each value a mean time between TaskManager kills as a fraction of
+        /// the fault-free makespan (`1,0.5,0.2`). Kills come at exponential intervals, the
+        /// TaskManager starts again at once, restarts never give up, and a run may take 10
+        /// fault-free makespans; --runs seeds per rate and strategy.
+        #[arg(long, value_name = "FRACTIONS", value_delimiter = ',', requires = "failover", value_parser = sluice_harness::failure_curve::parse_fraction)]
+        mtbf: Vec<f64>,
     },
     /// Run one process of a cluster: jm, tm-N, durable-store, txn-store, log or shuffle-service.
     Serve {
@@ -204,9 +214,9 @@ pub fn main_process() -> i32 {
             let sluice = sluice.unwrap_or_else(default_sluice);
             run_calibrate(&CalibrateOptions { out, elements, probe_mib, work_dir, shapes, sluice })
         }
-        Command::Compare { scenarios, profile, runs, sluice, calibrated_on, work_dir, svg } => {
+        Command::Compare { scenarios, profile, runs, sluice, calibrated_on, work_dir, svg, failover: _, mtbf } => {
             let sluice = sluice.unwrap_or_else(default_sluice);
-            run_compare(&CompareOptions { scenarios, profile, runs, sluice, calibrated_on, work_dir, svg })
+            run_compare(&CompareOptions { scenarios, profile, runs, sluice, calibrated_on, work_dir, svg, mtbf })
         }
         Command::Submit { scenario, cluster, mode, seed } => run_submit(&scenario, &cluster, mode, seed),
         Command::Serve { node, cluster, data, trace, scenario, seed, input, exit_with_stdin } => {

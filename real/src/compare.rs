@@ -6,7 +6,8 @@
 //! simulated run is the `sluice` binary's: `sluice run FILE --mode M --seeds S --trace T`, its
 //! job time read from the trace `T` as a real run's is (`sluice_harness::compare::job_time`). Both
 //! sides run the same variant file, written with the profile's costs; every run must pass its
-//! checks, or the comparison stops and says which.
+//! checks, or the comparison stops and says which. With `--failover --mtbf`, the failure-rate
+//! curve instead ([`crate::failure_curve`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,8 +16,9 @@ use std::time::Duration;
 use sluice_harness::compare::{Variant, job_time};
 use sluice_harness::fidelity::{FidelityRow, render, render_svg};
 use sluice_harness::scenario::{CostProfile, Scenario};
-use sluice_harness::trace::from_json_lines;
+use sluice_harness::trace::{TraceRecord, from_json_lines};
 
+use crate::failure_curve::{CurveOptions, compare_failover};
 use crate::local::run_mode;
 use crate::trace::now;
 
@@ -37,6 +39,9 @@ pub struct CompareOptions {
     pub work_dir: Option<PathBuf>,
     /// Where to write the report as an SVG chart, if anywhere.
     pub svg: Option<PathBuf>,
+    /// If any: the failure-rate curve at these rates (`--failover --mtbf`) instead of the
+    /// exchange modes.
+    pub mtbf: Vec<f64>,
 }
 
 /// Runs every variant of every scenario, prints the report; the exit status.
@@ -55,8 +60,20 @@ pub fn run_compare(options: &CompareOptions) -> Result<i32, String> {
     std::fs::create_dir_all(&root).map_err(|error| format!("{}: {error}", root.display()))?;
     let mut rows = Vec::new();
     let mut result = Ok(());
+    let curve = CurveOptions {
+        sluice: &options.sluice,
+        profile: &profile,
+        runs: options.runs,
+        fractions: &options.mtbf,
+        root: &root,
+    };
     for path in &options.scenarios {
-        if let Err(error) = compare_scenario(options, &profile, path, &root, &mut rows) {
+        let compared = if options.mtbf.is_empty() {
+            compare_scenario(options, &profile, path, &root, &mut rows)
+        } else {
+            compare_failover(&curve, path)
+        };
+        if let Err(error) = compared {
             result = Err(error);
             break;
         }
@@ -65,6 +82,9 @@ pub fn run_compare(options: &CompareOptions) -> Result<i32, String> {
         let _ = std::fs::remove_dir_all(&root);
     }
     result?;
+    if !options.mtbf.is_empty() {
+        return Ok(0);
+    }
     let calibrated_on: Vec<String> = options.calibrated_on.iter().chain(&profile.calibrated_on).cloned().collect();
     println!("\n{}", render(&rows, &calibrated_on));
     if let Some(path) = &options.svg {
@@ -116,6 +136,23 @@ fn compare_scenario(
 
 /// The job time of `sluice run FILE --seeds SEED --trace TRACE` (one mode: the file's).
 pub(crate) fn simulate(sluice: &Path, file: &Path, seed: u64, trace: &Path) -> Result<Duration, String> {
+    let run = simulate_run(sluice, file, seed, trace)?;
+    if !run.passed {
+        return Err(format!("the simulation of {} failed:\n{}", file.display(), run.stdout));
+    }
+    job_time(&run.trace).ok_or_else(|| format!("{}: the simulated job never ended", trace.display()))
+}
+
+/// A run of the `sluice` binary: whether it passed, what it printed, its trace.
+pub(crate) struct SimulatedRun {
+    pub(crate) passed: bool,
+    pub(crate) stdout: String,
+    pub(crate) trace: Vec<TraceRecord>,
+}
+
+/// Runs `sluice run FILE --seeds SEED --trace TRACE`; an error only if it could not run or
+/// left no trace (a run whose checks fail is a [`SimulatedRun`] that did not pass).
+pub(crate) fn simulate_run(sluice: &Path, file: &Path, seed: u64, trace: &Path) -> Result<SimulatedRun, String> {
     let output = Command::new(sluice)
         .arg("run")
         .arg(file)
@@ -123,19 +160,22 @@ pub(crate) fn simulate(sluice: &Path, file: &Path, seed: u64, trace: &Path) -> R
         .arg(seed.to_string())
         .arg("--trace")
         .arg(trace)
+        .arg("--failures")
+        .arg(trace.with_extension("failures"))
         .output()
         .map_err(|error| format!("cannot run {}: {error}", sluice.display()))?;
-    if !output.status.success() {
-        return Err(format!(
-            "the simulation of {} failed ({}):\n{}",
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let text = std::fs::read_to_string(trace).map_err(|error| {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        format!(
+            "{}: {error} (the simulation of {} exited {}: {stderr})",
+            trace.display(),
             file.display(),
-            output.status,
-            String::from_utf8_lossy(&output.stdout)
-        ));
-    }
-    let text = std::fs::read_to_string(trace).map_err(|error| format!("{}: {error}", trace.display()))?;
+            output.status
+        )
+    })?;
     let records = from_json_lines(&text).map_err(|error| format!("{}: {error}", trace.display()))?;
-    job_time(&records).ok_or_else(|| format!("{}: the simulated job never ended", trace.display()))
+    Ok(SimulatedRun { passed: output.status.success(), stdout, trace: records })
 }
 
 /// The `sluice` binary beside this one's build: `target/release/sluice` for

@@ -12,6 +12,9 @@
 //! | [`ready`] | readiness: waiting until roles answer the probe, and saying when one does |
 //! | [`trace`] | each process's trace file, merged for the checks |
 //! | [`local`] | `sluice-real local`: a loopback cluster of processes, SIGKILL faults, the verdict |
+//! | [`calibrate`] | `sluice-real calibrate`: this machine's cost profile, measured and fitted |
+//! | [`compare`] | `sluice-real compare`: each variant for real beside the simulator, the fidelity report |
+//! | [`failure_curve`] | `sluice-real compare --failover --mtbf`: the failure-rate curve, real beside simulated |
 //! | [`submit`] | `sluice-real submit`: a job on a cluster started by hand, checked |
 //! | [`cli`] | the `sluice-real` command |
 //!
@@ -25,6 +28,7 @@ pub mod cli;
 pub mod cluster;
 pub mod compare;
 pub mod disk;
+pub mod failure_curve;
 pub mod local;
 pub mod ready;
 pub mod roles;

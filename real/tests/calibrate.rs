@@ -1,8 +1,10 @@
 //! `sluice-real calibrate` and `sluice-real compare` on this machine: a calibration on tiny runs
 //! writes a cost profile that loads, describes this machine and is taken by the simulator; and
 //! the comparison runs each variant of a TPC-DS shape for real beside the simulator under the
-//! committed profile of this machine, reporting error and ranking per variant. Files live in
-//! temporary directories removed when the tests end; every process listens on 127.0.0.1 only.
+//! committed profile of this machine, reporting error and ranking per variant; and the
+//! failure-rate curve runs both failover strategies under kills, for real and simulated. Files
+//! live in temporary directories removed when the tests end; every process listens on 127.0.0.1
+//! only.
 
 mod support;
 
@@ -85,4 +87,61 @@ fn a_comparison_puts_each_variants_simulated_job_time_beside_the_real_ones() {
         report.contains("held out (1 shapes): error median"),
         "the committed profile was not fitted to it:\n{text}"
     );
+}
+
+#[test]
+fn the_failure_rate_curve_runs_both_strategies_under_kills_for_real_and_simulated() {
+    let binary = real_binary();
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let work = tempfile::tempdir().expect("a temporary directory");
+    // MTBF a tenth of a run: a kill almost surely lands while the job runs.
+    let output = Command::new(binary)
+        .current_dir(workspace())
+        .args(["compare", "scenarios/tpcds-failover-curve.yaml", "--failover", "--mtbf", "0.1", "--runs", "1"])
+        .arg("--sluice")
+        .arg(simulator_binary())
+        .arg("--work-dir")
+        .arg(work.path().join("runs"))
+        .output()
+        .expect("sluice-real runs");
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "compare --failover failed:\n{text}");
+    for side in ["real", "simulated"] {
+        let line = |strategy: &str| {
+            let start = format!("  {side:<9} MTBF 0.100T {strategy:<12}");
+            text.lines().find(|line| line.starts_with(&start)).unwrap_or_else(|| panic!("no {start}:\n{text}"))
+        };
+        for strategy in ["restart-all", "region"] {
+            let kills: u64 = line(strategy)
+                .split(", ")
+                .next()
+                .and_then(|head| head.split_whitespace().rev().nth(1))
+                .and_then(|kills| kills.parse().ok())
+                .unwrap_or_else(|| panic!("no kill count:\n{text}"));
+            assert!(kills > 0, "{side} {strategy}: no kill fired:\n{text}");
+        }
+    }
+    assert!(text.contains("tpcds-failover-curve for real:\nfault-free makespan"), "{text}");
+    assert!(text.contains("tpcds-failover-curve simulated:\nfault-free makespan"), "{text}");
+    let fidelity = text.lines().skip_while(|line| !line.contains("restart-all: real, simulated")).nth(1);
+    assert!(fidelity.is_some_and(|row| row.trim_start().starts_with("0.100T")), "{text}");
+}
+
+#[test]
+fn a_failure_rate_curve_needs_its_rates() {
+    let output = Command::new(real_binary())
+        .current_dir(workspace())
+        .args(["compare", "scenarios/tpcds-failover-curve.yaml", "--failover"])
+        .output()
+        .expect("sluice-real runs");
+    let text = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert!(text.contains("--mtbf"), "{text}");
+    let output = Command::new(real_binary())
+        .current_dir(workspace())
+        .args(["compare", "scenarios/tpcds-failover-curve.yaml", "--failover", "--mtbf", "0"])
+        .output()
+        .expect("sluice-real runs");
+    let text = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.code() == Some(2) && text.contains("not a fraction of the makespan"), "{text}");
 }

@@ -35,15 +35,8 @@ pub(super) struct CompareArgs {
     /// a mean time between TaskManager kills as a fraction of the fault-free makespan (`2,1,0.5,
     /// 0.2`); kills come at exponential intervals and restart after 100 ms, restarts never give up,
     /// and a run may take 10 fault-free makespans.
-    #[arg(long, value_name = "FRACTIONS", value_delimiter = ',', requires = "failover", value_parser = fraction_arg)]
+    #[arg(long, value_name = "FRACTIONS", value_delimiter = ',', requires = "failover", value_parser = sluice_harness::failure_curve::parse_fraction)]
     mtbf: Vec<f64>,
-}
-
-fn fraction_arg(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(value) if (0.01..=100.0).contains(&value) => Ok(value),
-        _ => Err(format!("`{text}` is not a fraction of the makespan in 0.01..=100")),
-    }
 }
 
 /// One run: its metrics, and its report when it failed.

@@ -14,14 +14,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_engine::failover::RestartStrategy;
-use sluice_engine::trace::TraceEvent;
 use sluice_harness::check::{CheckFailure, check_run};
-use sluice_harness::compare::{CurvePoint, Variant, render_curve};
-use sluice_harness::faults::random::task_manager_kills;
+use sluice_harness::compare::Variant;
+use sluice_harness::failure_curve::{
+    CurvePoint, RunUnderKills, kills_fired, render_curve, under_kills, without_faults,
+};
 use sluice_harness::report::{RunOutcome, RunReport};
 use sluice_harness::scenario::Scenario;
-use sluice_harness::scenario::limits::MAX_ATTEMPTS;
 
 use super::parallel::{in_parallel, work, write_replay};
 use crate::runner::run;
@@ -29,16 +28,12 @@ use crate::sweep::summary::status;
 
 /// How long a killed TaskManager stays down.
 const RESTART_AFTER: Duration = Duration::from_millis(100);
-/// A run may take this many fault-free makespans.
-const PATIENCE: u32 = 10;
 
 /// One run under kills: what the curve needs of it.
 struct KilledRun {
     variant: Variant,
     seed: u64,
-    finished: Option<Duration>,
-    kills: u64,
-    restarts: u64,
+    outcome: RunUnderKills,
     failures: Vec<CheckFailure>,
     /// Kept only when it failed a check, for its replay file.
     failed_report: Option<RunReport>,
@@ -82,20 +77,6 @@ pub(super) fn command(
     status::PASSED
 }
 
-/// The scenario without its faults, its restarts never giving up.
-fn without_faults(scenario: &Scenario) -> Scenario {
-    let delay = match scenario.restart_strategy {
-        RestartStrategy::FixedDelay { delay, .. } => delay,
-        _ => Duration::from_millis(200),
-    };
-    Scenario {
-        faults: Vec::new(),
-        random_faults: None,
-        restart_strategy: RestartStrategy::FixedDelay { delay, attempts: MAX_ATTEMPTS },
-        ..scenario.clone()
-    }
-}
-
 fn killed_runs(
     quiet: &Arc<Scenario>,
     variants: &[Variant],
@@ -106,44 +87,27 @@ fn killed_runs(
 ) -> Vec<KilledRun> {
     let quiet = Arc::clone(quiet);
     let mut runs = in_parallel(work(variants, seeds), jobs, move |variant, seed| {
-        let horizon = makespan * PATIENCE;
-        let kills =
-            task_manager_kills(seed, makespan.mul_f64(fraction), horizon, quiet.cluster.task_managers, RESTART_AFTER);
-        let scenario = Scenario { faults: kills, time_limit: horizon, ..(*quiet).clone() };
+        let scenario = under_kills(&quiet, seed, makespan, fraction, RESTART_AFTER);
         let report = run(&variant.apply(&scenario), variant.mode, seed);
         let mut failures = check_run(&report);
         let timed_out = matches!(report.outcome, RunOutcome::TimedOut(_));
         if timed_out {
             failures.retain(|failure| !matches!(failure.check, "completed" | "liveness"));
         }
-        let kills = report
-            .trace
-            .iter()
-            .filter(|record| matches!(&record.event, TraceEvent::FaultInjected { kind, .. } if kind == "tm-crash"))
-            .count() as u64;
+        let kills = kills_fired(&report.trace);
         let restarts = report.recovery.restarts;
         let finished = (report.outcome == RunOutcome::Finished).then_some(report.makespan);
         let failed_report = (!failures.is_empty()).then_some(report);
-        KilledRun { variant, seed, finished, kills, restarts, failures, failed_report }
+        KilledRun { variant, seed, outcome: RunUnderKills { finished, kills, restarts }, failures, failed_report }
     });
     runs.sort_by_key(|run| (run.variant, run.seed));
     runs
 }
 
 fn point(fraction: f64, variant: Variant, runs: &[KilledRun], makespan: Duration) -> CurvePoint {
-    let of_variant: Vec<&KilledRun> = runs.iter().filter(|run| run.variant == variant).collect();
-    CurvePoint {
-        fraction,
-        failover: variant.failover,
-        runs: of_variant.len(),
-        ratios: of_variant
-            .iter()
-            .filter_map(|run| run.finished)
-            .map(|finished| finished.as_secs_f64() / makespan.as_secs_f64())
-            .collect(),
-        kills: of_variant.iter().map(|run| run.kills).sum(),
-        restarts: of_variant.iter().map(|run| run.restarts).sum(),
-    }
+    let of_variant: Vec<RunUnderKills> =
+        runs.iter().filter(|run| run.variant == variant).map(|run| run.outcome).collect();
+    CurvePoint::of(fraction, variant.failover, &of_variant, makespan)
 }
 
 /// Prints each run that failed a check, with a replay file under `directory`; how many.
