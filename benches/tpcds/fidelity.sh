@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The simulator held against real runs, per TPC-DS shape and variant (batch under every exchange
+# The simulator held against real runs, per TPC-DS shape (eight of them) and variant (batch under every exchange
 # mode, and streaming), over DuckDB's tables at SF (default 0.1): `sluice-real calibrate`
 # measures this machine into profiles/this-machine.yaml, fitting its CPU costs to the
 # calibration programs and to at most 3 shapes (q3, q72, q95); `sluice-real compare` then runs
@@ -18,7 +18,7 @@ cargo build --release -q -p sluice-sim
 cargo real-build -q
 shapes=$work/shapes
 mkdir -p "$shapes"
-for q in q3 q42 q55 q7 q19 q72; do
+for q in q3 q42 q55 q7 q19 q64 q72; do
   sed "s|../../catalog/tests/data/tpcds-sf0.01|$PWD/$work|; s|^name: .*|name: $q-sf$sf|; /^params:/d; s|^seeds: .*|seeds: 1..2|" \
     "scenarios/tpcds/$q-sf001.yaml" > "$shapes/$q.yaml"
 done
@@ -31,4 +31,4 @@ fi
 ./target/real/release/sluice-real compare --profile profiles/this-machine.yaml --runs "$runs" \
   --svg benches/tpcds/fidelity.svg \
   "$shapes"/q3.yaml "$shapes"/q42.yaml "$shapes"/q55.yaml "$shapes"/q7.yaml "$shapes"/q19.yaml \
-  "$shapes"/q72.yaml "$shapes"/q95.yaml | tee "$work/fidelity.txt"
+  "$shapes"/q64.yaml "$shapes"/q72.yaml "$shapes"/q95.yaml | tee "$work/fidelity.txt"

@@ -20,7 +20,7 @@ import sys
 import tpcds_duck
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-QUERIES = ["q3", "q7", "q19", "q42", "q55", "q72", "q95"]
+QUERIES = ["q3", "q7", "q19", "q42", "q55", "q64", "q72", "q95"]
 
 TABLES = {
     "date_dim": "d_date_sk, d_year, d_moy, d_week_seq",

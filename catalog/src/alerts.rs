@@ -166,7 +166,7 @@ fn reference(_params: &JobParams, input: &ExternalInput, _mode: ExecutionMode) -
         for purchase in &purchases {
             let count = counts.entry(purchase.2).or_insert(0);
             for (key, value) in apply(&user, purchase, &mut total, count) {
-                rows.push(Row { key, value });
+                rows.push(Row::new(key, value));
             }
         }
     }
@@ -185,8 +185,8 @@ mod tests {
         let streaming = reference(&params, &input, ExecutionMode::Streaming);
         assert_eq!(streaming, reference(&params, &input, ExecutionMode::Batch));
         let rows = &streaming[TABLE].rows;
-        assert!(rows.iter().any(|row| row.value.starts_with("spent over")), "{rows:?}");
-        assert!(rows.iter().any(|row| row.value.starts_with("third purchase")), "{rows:?}");
+        assert!(rows.iter().any(|row| row.shown_value().starts_with("spent over")), "{rows:?}");
+        assert!(rows.iter().any(|row| row.shown_value().starts_with("third purchase")), "{rows:?}");
     }
 
     #[test]

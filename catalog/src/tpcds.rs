@@ -140,7 +140,7 @@ fn reference(_params: &JobParams, input: &ExternalInput, mode: ExecutionMode) ->
             *updates.entry(name.clone()).or_insert(0) += 1;
         }
     }
-    let rows = totals.into_iter().map(|(key, total)| Row { key, value: total.to_string() }).collect();
+    let rows = totals.into_iter().map(|(key, total)| Row::new(key, total.to_string())).collect();
     let updates = match mode {
         ExecutionMode::Streaming => Updates::CountPerKey(updates),
         ExecutionMode::Batch => Updates::CountPerKey(updates.into_keys().map(|key| (key, 1)).collect()),

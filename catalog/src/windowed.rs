@@ -128,14 +128,13 @@ fn reference(_params: &JobParams, input: &ExternalInput, _mode: ExecutionMode) -
     // Every window fires exactly once, in both modes: one row per (user, window).
     let mut tumbling_rows: Vec<Row> = totals
         .into_iter()
-        .map(|((user, window), (count, sum))| Row {
-            key: window_key(&user, window),
-            value: format!("{count} clicks, {sum} total"),
+        .map(|((user, window), (count, sum))| {
+            Row::new(window_key(&user, window), format!("{count} clicks, {sum} total"))
         })
         .collect();
     let mut sliding_rows: Vec<Row> = largest
         .into_iter()
-        .map(|((user, window), amount)| Row { key: window_key(&user, window), value: amount.to_string() })
+        .map(|((user, window), amount)| Row::new(window_key(&user, window), amount.to_string()))
         .collect();
     tumbling_rows.sort();
     sliding_rows.sort();
@@ -191,7 +190,7 @@ mod tests {
         assert_eq!(streaming, reference(&params, &input, ExecutionMode::Batch));
         let tumbling = &streaming[TUMBLING_TABLE].rows;
         let counted: u64 =
-            tumbling.iter().map(|row| row.value.split(' ').next().unwrap().parse::<u64>().unwrap()).sum();
+            tumbling.iter().map(|row| row.shown_value().split(' ').next().unwrap().parse::<u64>().unwrap()).sum();
         assert_eq!(counted, 2_000, "every click is in exactly one tumbling window");
         let keys: std::collections::BTreeSet<&String> =
             streaming[SLIDING_TABLE].rows.iter().map(|row| &row.key).collect();

@@ -142,7 +142,7 @@ fn summary_of_lines(lines: impl Iterator<Item = String>) -> ExpectedOutput {
         }
     }
     let counts: BTreeMap<String, (i64, UpdateDigest)> = counts.into_iter().collect();
-    let rows = counts.iter().map(|(key, (count, _))| Row { key: key.clone(), value: count.to_string() }).collect();
+    let rows = counts.iter().map(|(key, (count, _))| Row::new(key.clone(), count.to_string())).collect();
     let digests = counts.into_iter().map(|(key, (_, digest))| (key, digest)).collect();
     let table = ExpectedTable { kind: SinkKind::Upsert, rows, updates: Updates::Digest(digests) };
     BTreeMap::from([(TABLE.to_string(), table)])
@@ -161,13 +161,13 @@ fn reference_of_lines(lines: impl Iterator<Item = String>, mode: ExecutionMode) 
             };
             *count += 1;
             if mode == ExecutionMode::Streaming {
-                updates.push(Row { key: word.to_string(), value: count.to_string() });
+                updates.push(Row::new(word.to_string(), count.to_string()));
             }
         }
     }
     let mut rows = match mode {
         ExecutionMode::Streaming => updates,
-        ExecutionMode::Batch => counts.into_iter().map(|(key, count)| Row { key, value: count.to_string() }).collect(),
+        ExecutionMode::Batch => counts.into_iter().map(|(key, count)| Row::new(key, count.to_string())).collect(),
     };
     rows.sort_unstable(); // the hash map's order never reaches the expectation
     BTreeMap::from([(TABLE.to_string(), ExpectedTable { kind: SinkKind::Upsert, rows, updates: Updates::Exact })])

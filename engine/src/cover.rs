@@ -88,6 +88,9 @@ marks! {
     /// A broadcast hash join held a probe element until its build side ended (the probe side
     /// arrived first: a pipelined build edge, or a restart).
     BroadcastJoinProbeWaited => "broadcast-join-probe-waited",
+    /// An operator over an updating stream took back a result it had emitted: a group's old
+    /// value (`-U`), or a group or a joined pair deleted (`-D`).
+    ChangelogRetracted => "changelog-retracted",
     /// The durable store found a retried append already applied (the reply to its first try
     /// was lost) and answered it without applying it again.
     RetriedAppendFoundApplied => "retried-append-found-applied",

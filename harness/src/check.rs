@@ -105,9 +105,17 @@ fn sorted<'a>(rows: impl Iterator<Item = RowRef<'a>>) -> Vec<RowRef<'a>> {
     sorted
 }
 
+/// `key=value`, or `key deleted` for a tombstone.
+fn shown(row: &RowRef<'_>) -> String {
+    match row.value {
+        Some(value) => format!("{}={value}", row.key),
+        None => format!("{} deleted", row.key),
+    }
+}
+
 fn describe(rows: &[(RowRef<'_>, i64)]) -> String {
     let shown: Vec<String> =
-        rows.iter().take(WITNESSES).map(|(row, count)| format!("{}={} ×{count}", row.key, row.value)).collect();
+        rows.iter().take(WITNESSES).map(|(row, count)| format!("{} ×{count}", shown(row))).collect();
     let more = rows.len().saturating_sub(WITNESSES);
     if more > 0 { format!("{} and {more} more", shown.join(", ")) } else { shown.join(", ") }
 }
@@ -158,6 +166,7 @@ fn compare(
         let problem = match &expectation.updates {
             Updates::Exact => exact_difference(&expectation.rows, &view.log, complete),
             Updates::CountPerKey(counts) => count_difference(&expectation.rows, counts, view, complete),
+            Updates::FinalOnly => final_difference(&expectation.rows, view, complete),
             Updates::Digest(digests) => match digest_difference(&expectation.rows, digests, view, complete) {
                 None if complete => None,
                 summary => {
@@ -191,7 +200,7 @@ fn digest_difference(
 ) -> Option<String> {
     let mut committed: std::collections::HashMap<&str, UpdateDigest> = std::collections::HashMap::new();
     for row in view.log.iter() {
-        committed.entry(row.key).or_default().add(row.value);
+        committed.entry(row.key).or_default().add_row(row.value);
     }
     // Sorted, so that the witnesses do not depend on the hash map's order.
     let committed: BTreeMap<&str, UpdateDigest> = committed.into_iter().collect();
@@ -222,8 +231,10 @@ fn digest_difference(
 
 /// The keys whose latest committed value is not their final row.
 fn final_rows_differ(finals: &[Row], view: &TableView) -> Vec<String> {
-    let differ = finals.iter().filter(|row| view.latest.get(&row.key) != Some(&row.value));
-    differ.map(|row| format!("{} ends at {:?}, expected {}", row.key, view.latest.get(&row.key), row.value)).collect()
+    let differ = finals.iter().filter(|row| view.latest.get(&row.key) != row.value.as_ref());
+    differ
+        .map(|row| format!("{} ends at {:?}, expected {}", row.key, view.latest.get(&row.key), row.shown_value()))
+        .collect()
 }
 
 /// A few problems and how many more, or `None` if there are none.
@@ -283,6 +294,19 @@ fn count_difference(
         }
         problems.extend(final_rows_differ(finals, view));
     }
+    witnesses(problems)
+}
+
+/// Under [`Updates::FinalOnly`]: the table must end exactly at the final rows, no key more. A
+/// run cut short is not judged: its table may hold any intermediate state of the changelog.
+fn final_difference(finals: &[Row], view: &TableView, complete: bool) -> Option<String> {
+    if !complete {
+        return None;
+    }
+    let mut problems = final_rows_differ(finals, view);
+    let wanted: std::collections::BTreeSet<&str> = finals.iter().map(|row| row.key.as_str()).collect();
+    let extra = view.latest.iter().filter(|(key, _)| !wanted.contains(key.as_str()));
+    problems.extend(extra.map(|(key, value)| format!("{key} ends at {value:?}, expected no row")));
     witnesses(problems)
 }
 
@@ -638,7 +662,7 @@ fn late_table_holds_the_late_elements(
     let mut held: BTreeMap<i64, u64> = BTreeMap::new();
     for row in &rows {
         let Some(timestamp) = (late.timestamp)(row) else {
-            return failure(format!("table `{}` row {}={} is not a late element", late.table, row.key, row.value));
+            return failure(format!("table `{}` row {} is not a late element", late.table, shown(&row.as_ref())));
         };
         *held.entry(timestamp).or_insert(0) += 1;
     }
@@ -751,12 +775,13 @@ mod tests {
     use sluice_services::txn_store::TableView;
 
     fn row(key: &str, value: &str) -> Row {
-        Row { key: key.to_string(), value: value.to_string() }
+        Row::new(key.to_string(), value.to_string())
     }
 
     fn view(rows: Vec<Row>) -> CommittedView {
-        let latest = rows.iter().map(|row| (row.key.clone(), row.value.clone())).collect();
-        BTreeMap::from([("t".to_string(), TableView { kind: SinkKind::Upsert, log: rows.into(), latest })])
+        let mut table = TableView::new(SinkKind::Upsert);
+        table.append(&rows.into());
+        BTreeMap::from([("t".to_string(), table)])
     }
 
     fn expected(rows: Vec<Row>) -> ExpectedOutput {
@@ -784,6 +809,22 @@ mod tests {
         assert!(failure.detail.contains("lost: b=1 ×1"), "{}", failure.detail);
         let failure = exactly_once(&CommittedView::new(), &expected(vec![row("a", "1")])).unwrap_err();
         assert!(failure.detail.contains("lost: a=1"), "{}", failure.detail);
+    }
+
+    #[test]
+    fn a_changelog_table_is_judged_by_where_it_ends_deletions_included() {
+        let expected: ExpectedOutput = BTreeMap::from([(
+            "t".to_string(),
+            ExpectedTable { kind: SinkKind::Upsert, rows: vec![row("a", "2")], updates: Updates::FinalOnly },
+        )]);
+        let changelog = vec![row("a", "1"), row("b", "1"), Row::tombstone("a"), row("a", "2"), Row::tombstone("b")];
+        assert_eq!(exactly_once(&view(changelog.clone()), &expected), Ok(()));
+        let kept = exactly_once(&view(changelog[..4].to_vec()), &expected).unwrap_err();
+        assert!(kept.detail.contains("b ends at \"1\", expected no row"), "a lost deletion: {}", kept.detail);
+        let deleted = exactly_once(&view(changelog[..3].to_vec()), &expected).unwrap_err();
+        assert!(deleted.detail.contains("a ends at None, expected 2"), "{}", deleted.detail);
+        // A run cut short may hold any state of the changelog.
+        assert_eq!(nothing_beyond_reference(&view(changelog[..2].to_vec()), &expected), Ok(()));
     }
 
     #[test]
@@ -842,7 +883,7 @@ mod tests {
             event: TraceEvent::TransactionCommitted { txn_id: txn_id.to_string(), epoch: 0, rows },
         };
         let view = |rows: usize| -> CommittedView {
-            let row = Row { key: "k".to_string(), value: "v".to_string() };
+            let row = Row::new("k".to_string(), "v".to_string());
             BTreeMap::from([(
                 "t".to_string(),
                 TableView { kind: SinkKind::Append, log: vec![row; rows].into(), latest: BTreeMap::new() },
@@ -892,7 +933,7 @@ mod tests {
     #[test]
     fn a_late_table_that_differs_from_the_elements_late_for_every_window_is_caught() {
         fn timestamp(row: &Row) -> Option<i64> {
-            row.value.parse().ok()
+            row.value.as_deref()?.parse().ok()
         }
         fn windowed(
             _: &sluice_catalog::JobParams,

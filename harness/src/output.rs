@@ -4,8 +4,9 @@
 //! A run's committed tables are written to `DIR/seed-<seed>/<mode>/`: `<table>.csv` holds the
 //! table's final rows (an upsert table's latest value per key, sorted by key; an append table's
 //! rows, sorted), and an upsert table in streaming mode also gets `<table>.updates.csv`, every
-//! committed update in commit order. Each file starts with a `key,value` header. Every table the
-//! run owes ([`owed_tables`]) gets its files, with only the header if nothing was committed to it,
+//! committed update in commit order, as Flink prints a changelog: `key,value,kind` with kind
+//! `+U` for a value and `-D` for a key's deletion (its value empty). The other files start with a
+//! `key,value` header. Every table the run owes ([`owed_tables`]) gets its files, with only the header if nothing was committed to it,
 //! so that both modes write the same files.
 //!
 //! [`diff`] compares the final tables of two such directories, or of any directories of CSV files
@@ -47,12 +48,24 @@ fn csv_of<'a>(rows: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<u8> {
     out
 }
 
+/// An upsert table's updates in commit order: `key,value,kind`, `+U` or `-D`.
+fn changelog_of(view: &TableView) -> Vec<u8> {
+    let mut out = b"key,value,kind\n".to_vec();
+    for row in view.log.iter() {
+        write_csv_row(&mut out, row.key, row.value.unwrap_or(""));
+        out.pop();
+        out.extend_from_slice(if row.value.is_some() { b",+U\n" } else { b",-D\n" });
+    }
+    out
+}
+
 /// The final rows of a table, sorted.
 fn final_rows(view: &TableView) -> Vec<(&str, &str)> {
     match view.kind {
         SinkKind::Upsert => view.latest.iter().map(|(key, value)| (key.as_str(), value.as_str())).collect(),
         SinkKind::Append => {
-            let mut rows: Vec<(&str, &str)> = view.log.iter().map(|row| (row.key, row.value)).collect();
+            // An append table holds no tombstones (the store refuses them).
+            let mut rows: Vec<(&str, &str)> = view.log.iter().filter_map(|row| Some((row.key, row.value?))).collect();
             rows.sort_unstable();
             rows
         }
@@ -93,7 +106,7 @@ pub fn write_tables(
         written.push(path);
         if view.kind == SinkKind::Upsert && mode == ExecutionMode::Streaming {
             let path = directory.join(format!("{table}.updates.csv"));
-            std::fs::write(&path, csv_of(view.log.iter().map(|row| (row.key, row.value))))?;
+            std::fs::write(&path, changelog_of(view))?;
             written.push(path);
         }
     }
@@ -202,10 +215,10 @@ mod tests {
     use sluice_engine::connectors::Row;
 
     fn table(kind: SinkKind, rows: &[(&str, &str)]) -> TableView {
-        let log: Vec<Row> =
-            rows.iter().map(|(key, value)| Row { key: key.to_string(), value: value.to_string() }).collect();
-        let latest = log.iter().map(|row| (row.key.clone(), row.value.clone())).collect();
-        TableView { kind, log: log.into(), latest }
+        let log: Vec<Row> = rows.iter().map(|(key, value)| Row::new(key.to_string(), value.to_string())).collect();
+        let mut table = TableView::new(kind);
+        table.append(&log.into());
+        table
     }
 
     #[test]
@@ -222,7 +235,10 @@ mod tests {
         let (left, right) = (scratch.path().join("s"), scratch.path().join("b"));
         let written = write_tables(&left, &streaming, &BTreeMap::new(), ExecutionMode::Streaming).unwrap();
         assert_eq!(written.len(), 3, "{written:?}");
-        assert_eq!(std::fs::read_to_string(left.join("counts.updates.csv")).unwrap(), "key,value\na,1\nb,1\na,2\n");
+        assert_eq!(
+            std::fs::read_to_string(left.join("counts.updates.csv")).unwrap(),
+            "key,value,kind\na,1,+U\nb,1,+U\na,2,+U\n"
+        );
         assert_eq!(std::fs::read_to_string(left.join("counts.csv")).unwrap(), "key,value\na,2\nb,1\n");
         write_tables(&right, &batch, &BTreeMap::new(), ExecutionMode::Batch).unwrap();
         let same = diff(&left, &right).unwrap();
@@ -267,7 +283,7 @@ mod tests {
         let written = files(write_tables(&streaming, &committed, &owed, ExecutionMode::Streaming).unwrap());
         assert_eq!(written, ["counts.csv", "counts.updates.csv", "late.csv", "totals.csv", "totals.updates.csv"]);
         assert_eq!(std::fs::read_to_string(streaming.join("late.csv")).unwrap(), "key,value\n");
-        assert_eq!(std::fs::read_to_string(streaming.join("totals.updates.csv")).unwrap(), "key,value\n");
+        assert_eq!(std::fs::read_to_string(streaming.join("totals.updates.csv")).unwrap(), "key,value,kind\n");
         let written = files(write_tables(&batch, &committed, &owed, ExecutionMode::Batch).unwrap());
         assert_eq!(written, ["counts.csv", "late.csv", "totals.csv"]);
     }

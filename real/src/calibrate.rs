@@ -29,8 +29,8 @@ use sluice_harness::compare::job_time;
 use sluice_harness::cost::CostSpec;
 use sluice_harness::scenario::{CostProfile, Machine, Scenario};
 
-use crate::compare::simulate;
 use crate::local::run_mode;
+use crate::simulator::simulate;
 use crate::trace::now;
 
 /// What `sluice-real calibrate` does.

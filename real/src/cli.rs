@@ -8,9 +8,10 @@ use sluice_engine::graph::ExecutionMode;
 
 use crate::calibrate::{CalibrateOptions, run_calibrate};
 use crate::cluster::ClusterFile;
-use crate::compare::{CompareOptions, default_sluice, run_compare};
+use crate::compare::{CompareOptions, run_compare};
 use crate::local::{Kill, LocalOptions, run_local};
 use crate::roles::{Dirs, Role, run};
+use crate::simulator::default_sluice;
 use crate::submit::run_submit;
 
 /// Sluice's engine as real processes on TCP and disk.

@@ -23,8 +23,8 @@ use sluice_harness::recovery::recovery_metrics;
 use sluice_harness::report::RunOutcome;
 use sluice_harness::scenario::{CostProfile, Scenario};
 
-use crate::compare::simulate_run;
 use crate::local::{Kill, run_mode};
+use crate::simulator::simulate_run;
 
 /// What the curve runs: where the simulator is, how many seeds, which rates.
 pub(crate) struct CurveOptions<'a> {

@@ -15,6 +15,7 @@
 //! | [`calibrate`] | `sluice-real calibrate`: this machine's cost profile, measured and fitted |
 //! | [`compare`] | `sluice-real compare`: each variant for real beside the simulator, the fidelity report |
 //! | [`failure_curve`] | `sluice-real compare --failover --mtbf`: the failure-rate curve, real beside simulated |
+//! | [`simulator`] | the `sluice` binary's run of a scenario file beside a real one, its job time |
 //! | [`submit`] | `sluice-real submit`: a job on a cluster started by hand, checked |
 //! | [`cli`] | the `sluice-real` command |
 //!
@@ -32,6 +33,7 @@ pub mod failure_curve;
 pub mod local;
 pub mod ready;
 pub mod roles;
+pub mod simulator;
 pub mod submit;
 pub mod trace;
 

@@ -53,9 +53,10 @@ impl TableView {
     /// Commits `rows`, in order.
     pub fn append(&mut self, rows: &PackedRows) {
         for row in rows.iter() {
-            match self.latest.get_mut(row.key) {
-                Some(value) => row.value.clone_into(value),
-                None => drop(self.latest.insert(row.key.to_string(), row.value.to_string())),
+            match (self.latest.get_mut(row.key), row.value) {
+                (Some(value), Some(new)) => new.clone_into(value),
+                (None, Some(new)) => drop(self.latest.insert(row.key.to_string(), new.to_string())),
+                (_, None) => drop(self.latest.remove(row.key)),
             }
         }
         self.log.extend_from(rows);
@@ -527,6 +528,9 @@ impl TxnStoreState {
                 _ => Err(TxnError::NotPrepared),
             };
         }
+        if transaction.kind == SinkKind::Append && request.rows.has_tombstones() {
+            return Err(TxnError::TombstoneInAppendTable);
+        }
         transaction.staged.insert(request.batch, request.rows);
         Ok(TxnOutcome::Done)
     }
@@ -741,7 +745,7 @@ mod tests {
     use super::*;
 
     fn row(key: &str, value: &str) -> Row {
-        Row { key: key.to_string(), value: value.to_string() }
+        Row::new(key.to_string(), value.to_string())
     }
 
     fn begin(state: &mut TxnStoreState, epoch: u64) -> Result<TxnOutcome, TxnError> {
@@ -768,6 +772,24 @@ mod tests {
         assert_eq!(state.commit(commit), Ok(TxnOutcome::AlreadyCommitted));
         assert_eq!(state.committed()["t"].log.to_rows(), vec![row("a", "1")]);
         assert_eq!(begin(&mut state, 1), Ok(TxnOutcome::AlreadyCommitted));
+    }
+
+    #[test]
+    fn a_tombstone_deletes_its_key_from_an_upsert_table_and_is_refused_by_an_append_table() {
+        let mut state = TxnStoreState::default();
+        begin(&mut state, 0).unwrap();
+        let changes = vec![row("a", "1"), row("b", "1"), Row::tombstone("a"), Row::tombstone("c"), row("b", "2")];
+        stage(&mut state, 0, 0, changes.clone()).unwrap();
+        state.prepare(PrepareTransaction { txn_id: "x".into(), epoch: 0, batches: 1 }).unwrap();
+        state.commit(CommitTransaction { txn_id: "x".into(), epoch: 0 }).unwrap();
+        let table = &state.committed()["t"];
+        assert_eq!(table.latest, BTreeMap::from([("b".to_string(), "2".to_string())]));
+        assert_eq!(table.log.to_rows(), changes, "the log keeps the deletions in order");
+        assert_eq!(table_from_log(SinkKind::Upsert, changes), *table);
+        let append = BeginTransaction { table: "log".into(), kind: SinkKind::Append, txn_id: "y".into(), epoch: 0 };
+        state.begin(append).unwrap();
+        let staged = StageRows { txn_id: "y".into(), epoch: 0, batch: 0, rows: vec![Row::tombstone("a")].into() };
+        assert_eq!(state.stage(staged), Err(TxnError::TombstoneInAppendTable));
     }
 
     #[test]

@@ -140,7 +140,7 @@ mod tests {
     }
 
     fn rows(expected: &ExpectedOutput, table: &str) -> Vec<String> {
-        expected[table].rows.iter().map(|row| format!("{}={}", row.key, row.value)).collect()
+        expected[table].rows.iter().map(|row| format!("{}={}", row.key, row.shown_value())).collect()
     }
 
     #[test]

@@ -134,10 +134,8 @@ pub(super) fn evaluate(
 /// A reduce's table: the final value per key, and in streaming one update per element.
 fn reduce_table(events: &[Event], agg: Agg, mode: ExecutionMode) -> ExpectedTable {
     let keys = by_key(events);
-    let rows: Vec<Row> = keys
-        .iter()
-        .map(|(key, events)| Row { key: key.to_string(), value: aggregate(events, agg).to_string() })
-        .collect();
+    let rows: Vec<Row> =
+        keys.iter().map(|(key, events)| Row::new(key.to_string(), aggregate(events, agg).to_string())).collect();
     let updates = match mode {
         ExecutionMode::Batch => Updates::Exact,
         ExecutionMode::Streaming => {
@@ -156,7 +154,7 @@ pub(super) fn tables(program: &Program, outputs: &[Vec<Event>], mode: ExecutionM
             _ => {
                 let mut rows: Vec<Row> = outputs[leaf]
                     .iter()
-                    .map(|event| Row { key: event.0.to_string(), value: format!("{}:{}", event.1, event.2) })
+                    .map(|event| Row::new(event.0.to_string(), format!("{}:{}", event.1, event.2)))
                     .collect();
                 rows.sort();
                 ExpectedTable { kind: SinkKind::Append, rows, updates: Updates::Exact }

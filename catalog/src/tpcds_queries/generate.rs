@@ -35,7 +35,6 @@ const PROMOTIONS_SF1: u64 = 300;
 const STORES_SF1: u64 = 12;
 const WEB_SALES_SF1: u64 = 719_384;
 const CATALOG_SALES_SF1: u64 = 1_441_548;
-const CATALOG_RETURNS_SF1: u64 = 144_067;
 /// Household demographics at every scale.
 const HOUSEHOLDS: u64 = 7_200;
 const WEB_SITES_SF1: u64 = 30;
@@ -60,6 +59,42 @@ const COMPANY_SHARE_PPM: u64 = 133_333;
 const RETURNED_ORDER_PPM: u64 = 704_000;
 /// A NULL in a fact table's foreign key or measure, in millionths (dsdgen: about 4.5 %).
 const NULL_PPM: u64 = 45_000;
+/// The share of items of a query's colors in its price band at SF 1 (q64: 12 of 18,000), in
+/// millionths.
+const COLOR_PRICE_SHARE_PPM: u64 = 667;
+/// The share of store sales lines returned at SF 1 (287,514 of 2,880,404), in millionths.
+const RETURNED_STORE_LINE_PPM: u64 = 99_818;
+/// The share of catalog sales lines returned at SF 1 (144,067 of 1,441,548), in millionths.
+const RETURNED_CATALOG_LINE_PPM: u64 = 99_939;
+/// Income bands at every scale.
+const INCOME_BANDS: u64 = 20;
+/// Colors of items, as dsdgen names them (q64's defaults among them).
+const COLORS: [&str; 24] = [
+    "almond",
+    "antique",
+    "aquamarine",
+    "azure",
+    "beige",
+    "bisque",
+    "black",
+    "blue",
+    "burlywood",
+    "chartreuse",
+    "chiffon",
+    "coral",
+    "cornsilk",
+    "cream",
+    "floral",
+    "indian",
+    "khaki",
+    "lace",
+    "medium",
+    "orchid",
+    "purple",
+    "rose",
+    "spring",
+    "tan",
+];
 
 /// The values a query filters on: the generator gives them their SF 1 share of the rows.
 #[derive(Clone, Debug, Default)]
@@ -72,6 +107,11 @@ pub struct Wanted {
     pub state: Option<String>,
     /// `web_company_name` (`pri` if none).
     pub company: Option<String>,
+    /// `i_color`s a query asks for, with [`Wanted::price`]: its items have both.
+    pub colors: Vec<String>,
+    /// `i_current_price` in whole dollars: the items of [`Wanted::colors`] cost `price + 1` to
+    /// `price + 10`.
+    pub price: Option<i64>,
 }
 
 /// Rows of a table of `sf1` rows at SF 1, at `scale` (SF in thousandths), at least `floor`.
@@ -107,34 +147,57 @@ impl Sizes {
     }
 }
 
-/// The tables `inputs` at `scale`, as CSV files `<table>/part-00000`.
+/// The tables `inputs` at `scale`, as CSV files `<table>/part-00000`. Returns are drawn from
+/// their sales' lines (the sales table is drawn again from its own seed when both are asked
+/// for, or from a seed of the returns' own when the sales are not).
 pub fn tables(scale: u64, wanted: &Wanted, inputs: &[&InputSpec], prng: &mut Prng) -> ExternalInput {
     let sizes = Sizes::at(scale, wanted);
+    let seeds: Vec<u64> = inputs.iter().map(|_| prng.next_u64()).collect();
+    let seed_of = |name: &str, or: u64| {
+        inputs.iter().position(|spec| spec.name == name).map_or(or ^ 0x5a1e_5eed, |index| seeds[index])
+    };
     let mut input = ExternalInput::default();
-    for spec in inputs {
-        let mut prng = Prng::fork(prng.next_u64(), spec.name);
+    for (spec, seed) in inputs.iter().zip(&seeds) {
+        let mut prng = Prng::fork(*seed, spec.name);
         let lines: Vec<String> = match spec.name {
-            "date_dim" => date_dim(),
-            "item" => items(&sizes, wanted, &mut prng),
-            "store_sales" => store_sales(rows(STORE_SALES_SF1, scale, 1), &sizes, &mut prng),
-            "customer_demographics" => demographics(&sizes),
-            "promotion" => promotions(&sizes, &mut prng),
-            "customer" => customers(&sizes, &mut prng),
-            "customer_address" => addresses(&sizes, wanted, &mut prng),
-            "web_sales" => web_sales(rows(WEB_SALES_SF1, scale, 16), &sizes, &mut prng),
-            "web_returns" => web_returns(rows(WEB_SALES_SF1, scale, 16), &mut prng),
-            "web_site" => web_sites(&sizes, wanted, &mut prng),
-            "catalog_sales" => catalog_sales(rows(CATALOG_SALES_SF1, scale, 10), &sizes, &mut prng),
-            "catalog_returns" => catalog_returns(rows(CATALOG_RETURNS_SF1, scale, 1), &sizes, &mut prng),
-            "household_demographics" => households(),
-            "inventory" => inventory(&sizes, &mut prng),
-            "warehouse" => (1..=WAREHOUSES).map(|sk| format!("{sk},warehouse {sk}")).collect(),
-            "store" => stores(&sizes, &mut prng),
-            other => panic!("job bug: no generator for TPC-DS table `{other}`"),
+            "store_returns" => {
+                let sales = table(scale, &sizes, wanted, "store_sales", seed_of("store_sales", *seed));
+                store_returns(&sales, &mut prng)
+            }
+            "catalog_returns" => {
+                let sales = table(scale, &sizes, wanted, "catalog_sales", seed_of("catalog_sales", *seed));
+                catalog_returns(&sales, &mut prng)
+            }
+            name => table(scale, &sizes, wanted, name, *seed),
         };
         input.files.insert(format!("{}/part-00000", spec.name), csv(spec, lines));
     }
     input
+}
+
+/// The lines of table `name`, drawn from `seed`.
+fn table(scale: u64, sizes: &Sizes, wanted: &Wanted, name: &str, seed: u64) -> Vec<String> {
+    let mut prng = Prng::fork(seed, name);
+    let prng = &mut prng;
+    match name {
+        "date_dim" => date_dim(),
+        "item" => items(sizes, wanted, prng),
+        "store_sales" => store_sales(rows(STORE_SALES_SF1, scale, 1), sizes, prng),
+        "customer_demographics" => demographics(sizes),
+        "promotion" => promotions(sizes, prng),
+        "customer" => customers(sizes, prng),
+        "customer_address" => addresses(sizes, wanted, prng),
+        "web_sales" => web_sales(rows(WEB_SALES_SF1, scale, 16), sizes, prng),
+        "web_returns" => web_returns(rows(WEB_SALES_SF1, scale, 16), prng),
+        "web_site" => web_sites(sizes, wanted, prng),
+        "catalog_sales" => catalog_sales(rows(CATALOG_SALES_SF1, scale, 10), sizes, prng),
+        "household_demographics" => households(),
+        "income_band" => (1..=INCOME_BANDS).map(|sk| sk.to_string()).collect(),
+        "inventory" => inventory(sizes, prng),
+        "warehouse" => (1..=WAREHOUSES).map(|sk| format!("{sk},warehouse {sk}")).collect(),
+        "store" => stores(sizes, prng),
+        other => panic!("job bug: no generator for TPC-DS table `{other}`"),
+    }
 }
 
 /// A CSV file: the header naming `spec`'s columns, then `lines`.
@@ -249,6 +312,11 @@ fn items(sizes: &Sizes, wanted: &Wanted, prng: &mut Prng) -> Vec<String> {
     for manager in &wanted.managers {
         managers.extend(std::iter::repeat_n(*manager, share(MANAGER_SHARE_PPM) as usize));
     }
+    let mut colored: Vec<i64> = match wanted.price {
+        Some(_) if !wanted.colors.is_empty() => (0..share(COLOR_PRICE_SHARE_PPM) as i64).collect(),
+        _ => Vec::new(),
+    };
+    let others: Vec<&str> = COLORS.iter().copied().filter(|color| !wanted.colors.iter().any(|w| w == color)).collect();
     (1..=sizes.items as i64)
         .map(|sk| {
             // The planted values go to random items, every one of them to some item.
@@ -257,11 +325,19 @@ fn items(sizes: &Sizes, wanted: &Wanted, prng: &mut Prng) -> Vec<String> {
             let manager = planted(&mut managers, left, prng).unwrap_or_else(|| other(100, &wanted.managers, prng));
             let (category, class) = (1 + prng.below(10) as i64, 1 + prng.below(16) as i64);
             let brand = category * 1_000_000 + class * 1_000 + 1 + prng.below(10) as i64;
-            let price = prng.range_inclusive(9, 9_999);
+            let (color, price) = match (planted(&mut colored, left, prng), wanted.price) {
+                (Some(index), Some(dollars)) => {
+                    let color = wanted.colors[index as usize % wanted.colors.len()].as_str();
+                    (color, prng.range_inclusive((dollars as u64 + 1) * 100, (dollars as u64 + 10) * 100))
+                }
+                _ => {
+                    let price = prng.range_inclusive(9, 9_999);
+                    (*prng.pick(&others), price)
+                }
+            };
             format!(
-                "{sk},AAAAAAAA{:08},item {sk},{brand},brand #{brand},{manufact},manufact #{manufact},{manager},{category},category {category},{price},color {},product {sk}",
+                "{sk},AAAAAAAA{:08},item {sk},{brand},brand #{brand},{manufact},manufact #{manufact},{manager},{category},category {category},{price},{color},product {sk}",
                 (sk + 1) / 2,
-                prng.below(92)
             )
         })
         .collect()
@@ -413,14 +489,41 @@ fn current_item(day: i64, items: u64, prng: &mut Prng) -> i64 {
     }
 }
 
-/// Catalog returns: distinct (item, order) pairs, as dsdgen's are.
-fn catalog_returns(count: u64, sizes: &Sizes, prng: &mut Prng) -> Vec<String> {
-    (1..=count)
-        .map(|order| {
-            let money = |prng: &mut Prng| field((!prng.chance(Ratio::new(2, 100))).then(|| prng.below(10_000)));
-            format!("{},{order},{},{},{}", 1 + prng.below(sizes.items), money(prng), money(prng), money(prng))
-        })
-        .collect()
+/// Catalog returns: a tenth of the catalog sales lines `sales` (as [`catalog_sales`] writes
+/// them), each (item, order) once, as dsdgen's are; what a return gives back (cash, reversed
+/// charge, store credit) is up to three fifths of the line's list price, each part NULL at 2 %.
+fn catalog_returns(sales: &[String], prng: &mut Prng) -> Vec<String> {
+    let mut returned = std::collections::BTreeSet::new();
+    let mut lines = Vec::new();
+    for line in sales {
+        let fields: Vec<&str> = line.split(',').collect();
+        let (item, order, price) = (fields[4], fields[6], fields[8].parse::<u64>().unwrap_or(10_000));
+        if !prng.chance(Ratio::new(RETURNED_CATALOG_LINE_PPM, 1_000_000)) || !returned.insert((item, order)) {
+            continue;
+        }
+        let back = price * prng.below(61) / 100;
+        let cash = prng.below(back + 1);
+        let reversed = prng.below(back - cash + 1);
+        let mut money = |amount: u64| field((!prng.chance(Ratio::new(2, 100))).then_some(amount));
+        let (cash, reversed, credit) = (money(cash), money(reversed), money(back - cash - reversed));
+        lines.push(format!("{item},{order},{cash},{reversed},{credit}"));
+    }
+    lines
+}
+
+/// Store returns: a tenth of the store sales lines `sales` (as [`store_sales`] writes them),
+/// each (item, ticket) once.
+fn store_returns(sales: &[String], prng: &mut Prng) -> Vec<String> {
+    let mut returned = std::collections::BTreeSet::new();
+    let mut lines = Vec::new();
+    for line in sales {
+        let fields: Vec<&str> = line.split(',').collect();
+        let (item, ticket) = (fields[1], fields[8]);
+        if prng.chance(Ratio::new(RETURNED_STORE_LINE_PPM, 1_000_000)) && returned.insert((item, ticket)) {
+            lines.push(format!("{item},{ticket}"));
+        }
+    }
+    lines
 }
 
 /// dsdgen's household demographics: income band and buying potential from the key.

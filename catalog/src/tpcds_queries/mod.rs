@@ -31,6 +31,7 @@ mod q03;
 mod q07;
 mod q19;
 mod q42_55;
+mod q64;
 mod q72;
 mod q95;
 pub mod tables;
@@ -39,6 +40,7 @@ pub(crate) use q03::Q3;
 pub(crate) use q07::Q7;
 pub(crate) use q19::Q19;
 pub(crate) use q42_55::{Q42, Q55};
+pub(crate) use q64::Q64;
 pub(crate) use q72::Q72;
 pub(crate) use q95::Q95;
 
@@ -106,7 +108,7 @@ impl<V: Default> Groups<V> {
 
     /// What the job must commit in `mode`, each group's value shown by `show`.
     pub(crate) fn expected(self, show: impl Fn(&V) -> String, mode: ExecutionMode) -> ExpectedOutput {
-        let rows = self.0.iter().map(|(key, (value, _))| Row { key: key.clone(), value: show(value) }).collect();
+        let rows = self.0.iter().map(|(key, (value, _))| Row::new(key.clone(), show(value))).collect();
         let updates = self.0.into_iter().map(|(key, (_, count))| match mode {
             ExecutionMode::Streaming => (key, count),
             ExecutionMode::Batch => (key, 1),

@@ -24,6 +24,7 @@
 //! operators), [`crate::sink`] and [`crate::record`]. Invariant: user functions are plain
 //! functions of their input; the API never hands them a clock or a random source.
 
+pub mod changelog;
 mod datastream;
 mod join;
 mod operators;

@@ -29,6 +29,12 @@ pub trait KeyedProcessFunction<K, I, O>: Send + Sync + 'static {
     fn on_timer(&self, _timestamp: Timestamp, _context: &mut KeyedContext<'_, K, O>) -> Result<(), OperatorError> {
         Ok(())
     }
+
+    /// What the cost model charges an element as: an aggregation's per-key state update,
+    /// unless the function does other work (a join of changelogs probes, say).
+    fn cost_kind(&self) -> crate::resources::OperatorKind {
+        crate::resources::OperatorKind::Aggregate
+    }
 }
 
 /// Where a keyed process function's timers go.
@@ -168,7 +174,7 @@ impl<I: Record, K: Key, O: Record> KeyedProcessOperator<I, K, O> {
 
 impl<I: Record, K: Key, O: Record> StreamOperator for KeyedProcessOperator<I, K, O> {
     fn cost_kind(&self, _input: u32) -> crate::resources::OperatorKind {
-        crate::resources::OperatorKind::Aggregate
+        self.functions.function.cost_kind()
     }
 
     fn process_element(&mut self, element: Element, output: &mut dyn Output) -> Result<(), OperatorError> {

@@ -244,7 +244,7 @@ pub fn parse_csv_rows(bytes: &[u8]) -> Result<Vec<Row>, String> {
         let [key, value]: [String; 2] = std::mem::take(fields)
             .try_into()
             .map_err(|fields: Vec<String>| format!("record {record} has {} fields, not 2", fields.len()))?;
-        rows.push(Row { key, value });
+        rows.push(Row::new(key, value));
         Ok(())
     })?;
     Ok(rows)
@@ -584,8 +584,7 @@ mod tests {
         }
         assert!(bytes.starts_with(b"plain,1\n\"a,b\",\"say \"\"hi\"\"\"\n"));
         let parsed = parse_csv_rows(&bytes).unwrap();
-        let expected: Vec<Row> =
-            rows.iter().map(|(key, value)| Row { key: key.to_string(), value: value.to_string() }).collect();
+        let expected: Vec<Row> = rows.iter().map(|(key, value)| Row::new(key.to_string(), value.to_string())).collect();
         assert_eq!(parsed, expected);
         assert_eq!(parse_csv_rows(b"a,b\r\nc,d\n").unwrap().len(), 2, "CRLF records too");
         assert!(parse_csv_rows(b"a,b,c\n").unwrap_err().contains("3 fields"));

@@ -32,7 +32,7 @@ use crate::rpc_request;
 pub enum SinkKind {
     /// Every committed row is kept: the table is a multiset of rows.
     Append,
-    /// A committed row replaces the previous value of its key.
+    /// A committed row replaces the previous value of its key; a tombstone deletes the key.
     Upsert,
 }
 
@@ -59,6 +59,8 @@ pub enum TxnError {
     Unavailable,
     /// The store failed the commit and applied nothing; retry.
     CommitFailed,
+    /// A staged batch deletes a key of an append table, which has no keys to delete.
+    TombstoneInAppendTable,
 }
 
 impl TxnError {
@@ -77,6 +79,7 @@ impl fmt::Display for TxnError {
             TxnError::NotPrepared => f.write_str("transaction not prepared"),
             TxnError::Unavailable => f.write_str("store unavailable"),
             TxnError::CommitFailed => f.write_str("commit failed"),
+            TxnError::TombstoneInAppendTable => f.write_str("a deletion staged for an append table"),
         }
     }
 }
@@ -172,7 +175,8 @@ impl Record for TxnCommittable {
     }
 }
 
-type RowFunction<T> = Arc<dyn Fn(&T) -> (String, String) + Send + Sync>;
+/// An element's row: its key, and its value or `None` for the key's deletion.
+type RowFunction<T> = Arc<dyn Fn(&T) -> (String, Option<String>) + Send + Sync>;
 
 /// An exactly-once sink into a table of the transactional store; see the module doc.
 pub struct TxnStoreSink<T> {
@@ -185,11 +189,28 @@ pub struct TxnStoreSink<T> {
 impl<T: Record> TxnStoreSink<T> {
     /// A sink whose committed rows replace earlier values of the same key.
     pub fn upsert(table: &str, to_row: impl Fn(&T) -> (String, String) + Send + Sync + 'static) -> TxnStoreSink<T> {
-        TxnStoreSink { table: table.to_string(), kind: SinkKind::Upsert, to_row: Arc::new(to_row), batch_rows: 512 }
+        TxnStoreSink::upsert_changelog(table, move |element| {
+            let (key, value) = to_row(element);
+            (key, Some(value))
+        })
+    }
+
+    /// An upsert sink of an updating stream (Flink's upsert sink by primary key): an element
+    /// whose value is `Some` puts it, one whose value is `None` deletes its key (`+I` and `+U`
+    /// put, `-D` deletes; the caller drops `-U`, which the following `+U` replaces).
+    pub fn upsert_changelog(
+        table: &str,
+        to_change: impl Fn(&T) -> (String, Option<String>) + Send + Sync + 'static,
+    ) -> TxnStoreSink<T> {
+        TxnStoreSink { table: table.to_string(), kind: SinkKind::Upsert, to_row: Arc::new(to_change), batch_rows: 512 }
     }
 
     /// A sink whose committed rows are all kept.
     pub fn append(table: &str, to_row: impl Fn(&T) -> (String, String) + Send + Sync + 'static) -> TxnStoreSink<T> {
+        let to_row = move |element: &T| {
+            let (key, value) = to_row(element);
+            (key, Some(value))
+        };
         TxnStoreSink { table: table.to_string(), kind: SinkKind::Append, to_row: Arc::new(to_row), batch_rows: 512 }
     }
 
@@ -450,7 +471,10 @@ impl<T: Record> TxnStoreWriter<T> {
 impl<T: Record> SinkWriter<T, TxnCommittable> for TxnStoreWriter<T> {
     fn write(&mut self, element: T) -> Result<(), OperatorError> {
         let (key, value) = (self.to_row)(&element);
-        self.buffer.push(&key, &value);
+        match value {
+            Some(value) => self.buffer.push(&key, &value),
+            None => self.buffer.push_tombstone(&key),
+        }
         Ok(())
     }
 

@@ -462,4 +462,28 @@ mod tests {
         assert!(channels.iter().all(|channel| channel.subpartitions == (100..128)));
         assert_eq!(graph.regions().len(), 5);
     }
+
+    #[test]
+    fn a_vertex_that_feeds_a_fixed_one_keeps_its_parallelism_too() {
+        let config = JobConfig::new(crate::graph::ExecutionMode::Batch, 2).with_adaptive_parallelism(true);
+        let env = StreamEnv::new("adaptive", config);
+        // v1 (hash in, hash out) could be decided at runtime, but it feeds v2, whose FORWARD edge
+        // into a broadcast join (v4) keeps it fixed; v5 after a HASH edge is free.
+        let dimension = env.from_source(LogSource::<u64>::new("b"));
+        env.from_source(LogSource::<u64>::new("a"))
+            .key_by(|value| *value)
+            .reduce(|left, right| left + right)
+            .key_by(|value| *value % 7)
+            .reduce(|left, right| left.max(right))
+            .broadcast_join(&dimension, crate::api::JoinType::Inner, |value| *value, |value| *value, |value, _| *value)
+            .key_by(|value| *value)
+            .reduce(|left, right| left + right)
+            .sink_to(sink());
+        let job_graph =
+            JobGraph::from_stream_graph(env.into_stream_graph().unwrap(), ExchangeMode::AllEdgesBlocking).unwrap();
+        let auto: Vec<bool> = job_graph.vertices.iter().map(|vertex| vertex.auto_parallelism).collect();
+        assert_eq!(auto, [false, false, false, false, false, true], "{job_graph}");
+        let graph = ExecutionGraph::new(Arc::new(job_graph));
+        assert_eq!(graph.uninitialized_vertices(), vec![JobVertexId(5)]);
+    }
 }

@@ -209,6 +209,21 @@ fn may_decide_at_runtime(vertex: &JobVertex, edges: &[JobEdge], stream_graph: &S
         && vertex.outputs.iter().all(splittable)
 }
 
+/// `auto` (whether each vertex may have its parallelism decided at runtime) with every vertex
+/// that feeds a fixed one made fixed too: a fixed vertex's subtasks exist from the start, and
+/// their channels need their producers' parallelism (the execution graph's invariant: a consumer
+/// is initialized only after its producers). Vertex ids are a topological order, so one pass from
+/// the last vertex back settles it.
+fn fixed_upstream_of_fixed(mut auto: Vec<bool>, edges: &[JobEdge]) -> Vec<bool> {
+    for vertex in (0..auto.len()).rev() {
+        let feeds_fixed = edges.iter().any(|edge| edge.source.0 as usize == vertex && !auto[edge.target.0 as usize]);
+        if feeds_fixed {
+            auto[vertex] = false;
+        }
+    }
+    auto
+}
+
 /// The job vertices of a stream graph, each a chain of nodes (without edges yet), and the vertex
 /// of each node, by node id.
 fn chain(stream_graph: &StreamGraph) -> (Vec<JobVertex>, Vec<JobVertexId>) {
@@ -285,8 +300,10 @@ impl JobGraph {
             }
         }
         if stream_graph.adaptive_parallelism && exchange_mode == ExchangeMode::AllEdgesBlocking {
-            for vertex in &mut vertices {
-                vertex.auto_parallelism = may_decide_at_runtime(vertex, &edges, &stream_graph);
+            let decided: Vec<bool> =
+                vertices.iter().map(|vertex| may_decide_at_runtime(vertex, &edges, &stream_graph)).collect();
+            for (vertex, auto) in vertices.iter_mut().zip(fixed_upstream_of_fixed(decided, &edges)) {
+                vertex.auto_parallelism = auto;
             }
         }
         Ok(JobGraph {

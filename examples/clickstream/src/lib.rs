@@ -175,7 +175,7 @@ fn late_row(click: &Click) -> (String, String) {
 
 /// A late click's event time, from its row.
 fn late_timestamp(row: &Row) -> Option<i64> {
-    row.value.split_once(',')?.0.parse().ok()
+    row.value.as_deref()?.split_once(',')?.0.parse().ok()
 }
 
 /// The clicks of every file of the input, in file order.
@@ -201,7 +201,7 @@ fn windowed_reference(params: &JobParams, input: &ExternalInput, late: &mut Late
     }
     let mut rows: Vec<Row> = per_window
         .into_iter()
-        .map(|((user, start), count)| Row { key: format!("{user}@{start}"), value: count.to_string() })
+        .map(|((user, start), count)| Row::new(format!("{user}@{start}"), count.to_string()))
         .collect();
     rows.sort();
     BTreeMap::from([(
@@ -219,14 +219,12 @@ fn reference(params: &JobParams, input: &ExternalInput, mode: ExecutionMode) -> 
     for (_, page, _) in read_clicks(input) {
         let count = per_page.entry(page.clone()).or_insert(0);
         *count += 1;
-        page_updates.push(Row { key: page, value: count.to_string() });
+        page_updates.push(Row::new(page, count.to_string()));
     }
     let mut tables = windowed_reference(params, input, &mut LateElements::none());
     let mut page_rows = match mode {
         ExecutionMode::Streaming => page_updates,
-        ExecutionMode::Batch => {
-            per_page.into_iter().map(|(key, count)| Row { key, value: count.to_string() }).collect()
-        }
+        ExecutionMode::Batch => per_page.into_iter().map(|(key, count)| Row::new(key, count.to_string())).collect(),
     };
     page_rows.sort();
     tables.insert(

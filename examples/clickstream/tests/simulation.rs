@@ -166,7 +166,7 @@ fn late_clicks_go_to_the_side_output_exactly_and_the_fetch_size_changes_nothing(
                 seed.result.runs.iter().find(|(run, _)| run.mode == ExecutionMode::Streaming).expect("a streaming run");
             let late = &streaming.committed["late_clicks"];
             let mut rows: Vec<(String, String)> =
-                late.log.iter().map(|row| (row.key.to_string(), row.value.to_string())).collect();
+                late.log.iter().map(|row| (row.key.to_string(), row.value.unwrap_or_default().to_string())).collect();
             rows.sort();
             assert_eq!(rows, the_late_clicks(), "fetch size {fetch_size}, seed {}", seed.result.seed);
             assert_eq!(streaming.late_dropped().values().sum::<u64>(), 10, "the report counts them");
@@ -206,7 +206,7 @@ fn a_click_late_for_some_sliding_windows_joins_the_others_and_only_clicks_late_f
         let mut rows: Vec<(String, String)> = streaming.committed["late_clicks"]
             .log
             .iter()
-            .map(|row| (row.key.to_string(), row.value.to_string()))
+            .map(|row| (row.key.to_string(), row.value.unwrap_or_default().to_string()))
             .collect();
         rows.sort();
         assert_eq!(rows, the_late_clicks(), "seed {}", seed.result.seed);
@@ -222,7 +222,7 @@ fn a_windowed_reference_that_ignores_what_the_windows_left_out_is_reported() {
         (CLICKSTREAM.late.expect("late data").windowed_reference)(params, input, &mut none)
     }
     fn timestamp(row: &Row) -> Option<i64> {
-        row.value.split_once(',')?.0.parse().ok()
+        row.value.as_deref()?.split_once(',')?.0.parse().ok()
     }
     static IGNORES_LATE: SimJob = SimJob {
         late: Some(LateData {

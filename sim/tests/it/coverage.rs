@@ -41,6 +41,7 @@ const SUITE: &[(&str, Range<u64>, &[Mark])] = &[
     ("scenarios/tpcds-tm-dead-regions.yaml", 1..2, &[Mark::TaskManagerFoundUnreachable]),
     ("scenarios/tpcds.yaml", 1..2, &[Mark::SortBufferSpilled]),
     ("scenarios/tpcds/q3.yaml", 1..2, &[Mark::BroadcastJoinProbeWaited]),
+    ("scenarios/tpcds/q64.yaml", 1..2, &[Mark::ChangelogRetracted]),
     (
         "scenarios/wordcount-buggify.yaml",
         5..8,

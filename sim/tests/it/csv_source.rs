@@ -39,7 +39,7 @@ fn reference(_: &JobParams, input: &ExternalInput, _: ExecutionMode) -> Expected
     let mut rows: Vec<Row> = input
         .input_files("scores")
         .flat_map(|(_, contents)| parse_records(contents).expect("generated CSV").into_iter().skip(1))
-        .map(|fields| Row { key: fields[0].clone(), value: fields[1].clone() })
+        .map(|fields| Row::new(fields[0].clone(), fields[1].clone()))
         .collect();
     rows.sort();
     BTreeMap::from([("scores".to_string(), ExpectedTable { kind: SinkKind::Append, rows, updates: Updates::Exact })])

@@ -6,6 +6,7 @@
 //! `SLUICE_SEED=N` only seed N, to rerun one failure (every failure prints that command).
 
 mod canary;
+mod changelog;
 mod checkpoints;
 mod cli;
 mod coverage;

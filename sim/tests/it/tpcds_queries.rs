@@ -52,6 +52,13 @@ fn q72_a_fan_out_before_a_hash_join_with_inventory_commits_its_answer_exactly_on
     query("q72");
 }
 
+/// The first query whose streaming run retracts: its committed table is a changelog of puts
+/// and deletions that must end where batch's does.
+#[test]
+fn q64_a_self_join_of_an_aggregate_over_a_retracting_having_commits_its_answer_exactly_once() {
+    query("q64");
+}
+
 /// No -sf001: at SF 0.01 no order ships from two warehouses, so q95's answer is empty there.
 #[test]
 fn q95_self_and_semi_joins_commit_their_answer_exactly_once() {
