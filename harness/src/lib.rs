@@ -10,6 +10,7 @@
 //! | [`compare`] | what a run cost (makespan, slot-time, disk bytes, peak slots), per exchange mode or failover strategy |
 //! | [`failure_curve`] | the failure-rate curve: a scenario under kills at a rate, its table, real beside simulated |
 //! | [`cost`] | the scenario's cost model: what a simulated CPU, disk and network charge |
+//! | [`search`] | coverage-guided search: a run's features, schedule mutations, the corpus |
 //! | [`report`] | what one run reports (outcome, committed view, trace, late data); a seed's input |
 //! | [`client`] | the client that submits a job and waits for it, on either cluster |
 //! | [`check`] | exactly-once, streaming == batch, failover sets, determinism: the verdict |
@@ -43,6 +44,7 @@ pub mod output;
 pub mod recovery;
 pub mod report;
 pub mod scenario;
+pub mod search;
 pub mod timeline;
 pub mod trace;
 pub mod words;

@@ -62,6 +62,7 @@ async fn wait_for_trigger(cluster: &Cluster, trigger: &Trigger) {
                 .wait_for(|record| match (&record.event, wanted) {
                     (TraceEvent::CheckpointCompleted { checkpoint, .. }, CheckpointTrigger::Id(id)) => checkpoint >= id,
                     (TraceEvent::CheckpointCompleted { is_final, .. }, CheckpointTrigger::Final(_)) => *is_final,
+                    (_, CheckpointTrigger::Share(_)) => unreachable_relative(trigger),
                     _ => false,
                 })
                 .await
@@ -75,6 +76,7 @@ async fn wait_for_trigger(cluster: &Cluster, trigger: &Trigger) {
                 })
                 .await
         }
+        Trigger::AtShare(_) | Trigger::PreparedShare(_) => unreachable_relative(trigger),
         Trigger::RecordsCommitted(threshold) => {
             let mut committed = 0;
             cluster
@@ -88,6 +90,10 @@ async fn wait_for_trigger(cluster: &Cluster, trigger: &Trigger) {
                 .await
         }
     }
+}
+
+fn unreachable_relative(trigger: &Trigger) -> ! {
+    panic!("harness invariant: relative triggers are resolved against the pilot before injection ({trigger})")
 }
 
 /// Records what a fault did, where the schedule alone cannot say (which file it hit).

@@ -13,6 +13,7 @@
 //! | [`sweep`] | many seeds in isolated worker processes; records, summaries, shards, JUnit |
 //! | [`replay`] | replay files of failed seeds, and the command that replays one |
 //! | [`shrink`] | a failing seed's fault schedule made minimal |
+//! | [`explore`] | coverage-guided campaigns over fault schedules (`sluice explore`), their corpus directory and chart |
 //! | [`cli`] | the `sluice` command |
 //!
 //! The harness's modules are re-exported under their names ([`scenario`], [`check`],
@@ -28,6 +29,8 @@
 pub mod cli;
 #[cfg(madsim)]
 pub mod cluster;
+#[cfg(madsim)]
+pub mod explore;
 #[cfg(madsim)]
 pub mod harness_crash;
 #[cfg(madsim)]

@@ -19,6 +19,8 @@ use crate::cluster::{CLIENT_IP, Cluster, JOB_MASTER_ADDRESS};
 use sluice_harness::client::submit_and_wait;
 use sluice_harness::coverage::Coverage;
 use sluice_harness::faults::Fault;
+use sluice_harness::faults::Pilot;
+use sluice_harness::faults::relative::{needs_pilot, resolve};
 use sluice_harness::faults::buggify::SwarmPolicy;
 use sluice_harness::recovery::recovery_metrics;
 use sluice_harness::report::{RunOutcome, RunReport, generate_input, with_late_data};
@@ -53,33 +55,15 @@ pub fn run_on(scenario: &Scenario, mode: ExecutionMode, seed: u64, input: Arc<Ex
     };
     let schedule = scenario.schedule(seed);
     let kinds = table_kinds(expected.as_ref());
-    let thread_scenario = scenario.clone();
-    let thread_schedule = schedule.clone();
-    let thread_input = Arc::clone(&input);
-    let records = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let thread_records = Arc::clone(&records);
+    // Relative triggers land in this run: resolved against the same seed's fault-free run.
+    let injected = if needs_pilot(&schedule) {
+        resolve(&schedule, &pilot(scenario, (mode, seed), &input, &kinds))
+    } else {
+        schedule.clone()
+    };
     let started = std::time::Instant::now();
-    let joined = std::thread::Builder::new()
-        .name(format!("sim-{}-{mode}-{seed}", scenario.name))
-        .spawn(move || simulate(&thread_scenario, &thread_schedule, (mode, seed), thread_input, &kinds, thread_records))
-        .expect("cannot spawn a simulation thread")
-        .join();
+    let simulated = simulate_on_thread(scenario, injected, (mode, seed), &input, &kinds);
     let wall_time = started.elapsed();
-    let simulated = joined.unwrap_or_else(|payload| {
-        let message = payload
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| payload.downcast_ref::<&str>().map(ToString::to_string))
-            .unwrap_or_else(|| "a panic without a message".to_string());
-        Simulated {
-            outcome: RunOutcome::Panicked(message),
-            committed: CommittedView::new(),
-            // What happened up to the panic, for the replay to show.
-            trace: sluice_harness::trace::recorded(&records),
-            coverage: Coverage::new(),
-            open_transactions: Vec::new(),
-        }
-    });
     let end = simulated
         .trace
         .iter()
@@ -104,6 +88,48 @@ pub fn run_on(scenario: &Scenario, mode: ExecutionMode, seed: u64, input: Arc<Ex
         coverage: simulated.coverage,
         open_transactions: Some(simulated.open_transactions),
     }
+}
+
+/// The same seed's run in the same mode on the same input, without faults (neither scheduled
+/// nor buggified): what relative triggers are relative to.
+fn pilot(scenario: &Scenario, run: (ExecutionMode, u64), input: &Arc<ExternalInput>, kinds: &BTreeMap<String, SinkKind>) -> Pilot {
+    let quiet = Scenario { faults: Vec::new(), random_faults: None, buggify: false, ..scenario.clone() };
+    Pilot::of(&simulate_on_thread(&quiet, Vec::new(), run, input, kinds).trace)
+}
+
+/// Simulates on a fresh thread (see the module doc); a panic is the run's outcome.
+fn simulate_on_thread(
+    scenario: &Scenario,
+    schedule: Vec<Fault>,
+    (mode, seed): (ExecutionMode, u64),
+    input: &Arc<ExternalInput>,
+    kinds: &BTreeMap<String, SinkKind>,
+) -> Simulated {
+    let thread_scenario = scenario.clone();
+    let thread_input = Arc::clone(input);
+    let thread_kinds = kinds.clone();
+    let records = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let thread_records = Arc::clone(&records);
+    let joined = std::thread::Builder::new()
+        .name(format!("sim-{}-{mode}-{seed}", scenario.name))
+        .spawn(move || simulate(&thread_scenario, &schedule, (mode, seed), thread_input, &thread_kinds, thread_records))
+        .expect("cannot spawn a simulation thread")
+        .join();
+    joined.unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(ToString::to_string))
+            .unwrap_or_else(|| "a panic without a message".to_string());
+        Simulated {
+            outcome: RunOutcome::Panicked(message),
+            committed: CommittedView::new(),
+            // What happened up to the panic, for the replay to show.
+            trace: sluice_harness::trace::recorded(&records),
+            coverage: Coverage::new(),
+            open_transactions: Vec::new(),
+        }
+    })
 }
 
 fn simulate(

@@ -179,7 +179,13 @@ fn simplifications(fault: &Fault, fired_at: Option<Duration>) -> Vec<Fault> {
     match &fault.trigger {
         Trigger::At(time) => simpler.extend(halve(*time).map(|earlier| with_trigger(Trigger::At(earlier)))),
         // An event trigger becomes a time trigger at the moment it fired.
-        Trigger::Task { .. } | Trigger::RecordsCommitted(_) | Trigger::Checkpoint(_) | Trigger::Prepared(_) => simpler
+        // A share of the fault-free run likewise, in the mode that failed first.
+        Trigger::Task { .. }
+        | Trigger::RecordsCommitted(_)
+        | Trigger::Checkpoint(_)
+        | Trigger::Prepared(_)
+        | Trigger::AtShare(_)
+        | Trigger::PreparedShare(_) => simpler
             .extend(fired_at.map(|time| with_trigger(Trigger::At(Duration::from_millis(time.as_millis() as u64))))),
     }
     simpler.extend(simpler_kinds(&fault.kind).into_iter().map(|kind| Fault { trigger: fault.trigger.clone(), kind }));

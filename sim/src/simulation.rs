@@ -173,17 +173,18 @@ impl Simulation {
     }
 
     /// `count` random faults a seed, of `kinds` (as scenarios name them: `tm-crash`, `jm-crash`,
-    /// `partition-loss`, …), within 2 s of the submission.
+    /// `partition-loss`, …), landing in each run: at shares of the seed's fault-free makespan
+    /// in each mode, or at its tasks' states and checkpoints.
     pub fn random_faults(mut self, count: u32, kinds: &[&str]) -> Simulation {
         let kinds = kinds.iter().map(ToString::to_string).collect();
-        self.scenario.random_faults = Some(RandomFaults { count, kinds, window: Duration::from_secs(2) });
+        self.scenario.random_faults = Some(RandomFaults { count, kinds, window: None });
         self
     }
 
-    /// The window random faults fire in.
+    /// Times random faults blind instead, within `window` of the submission.
     pub fn fault_window(mut self, window: Duration) -> Simulation {
         if let Some(random) = &mut self.scenario.random_faults {
-            random.window = window;
+            random.window = Some(window);
         }
         self
     }

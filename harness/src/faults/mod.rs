@@ -4,6 +4,8 @@
 //!   one place to add a kind of fault.
 //! - [`random`]: swarm-style random schedules from a seed: each seed first picks which kinds
 //!   are enabled, then draws the faults, each from its own stream.
+//! - [`relative`]: triggers given as a share of what the same seed's fault-free run went
+//!   through (`at: 40%`), resolved against that run, so that faults land in runs of any length.
 //! - [`buggify`]: the engine's own fault points ([`sluice_engine::buggify`]), enabled per seed
 //!   swarm-style for scenarios with `buggify: true`.
 //!
@@ -19,6 +21,10 @@
 pub mod buggify;
 pub mod model;
 pub mod random;
+pub mod relative;
+pub mod share;
 
 pub use model::{CheckpointTrigger, Fault, FaultKind, FinalKeyword, TaskStateTrigger, Trigger};
 pub use random::RandomFaults;
+pub use relative::Pilot;
+pub use share::Share;

@@ -24,6 +24,8 @@ use serde::{Deserialize, Serialize};
 use sluice_engine::counted::counted;
 use sluice_engine::duration::format_duration;
 
+use super::share::Share;
+
 /// One fault: when it fires and what it does.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "FaultSpec", into = "FaultSpec")]
@@ -55,6 +57,12 @@ pub enum Trigger {
     /// When a sink first pre-commits (the store prepares) a transaction for checkpoint `n`:
     /// the checkpoint is in flight, and what that sink wrote before its barrier is staged.
     Prepared(u64),
+    /// At this share of the same seed's fault-free makespan in this mode (`at: 40%`; see
+    /// [`super::relative`]).
+    AtShare(Share),
+    /// Once a sink pre-commits for the checkpoint this share of the way through the ones the
+    /// fault-free run prepared for (`after_prepared: 40%`).
+    PreparedShare(Share),
 }
 
 /// Which checkpoint a trigger waits for: a number from 1, or `final`.
@@ -65,6 +73,9 @@ pub enum CheckpointTrigger {
     Id(u64),
     /// The final checkpoint of a bounded streaming job.
     Final(FinalKeyword),
+    /// The checkpoint this share of the way through the fault-free run's (`40%`; see
+    /// [`super::relative`]).
+    Share(Share),
 }
 
 impl<'de> Deserialize<'de> for CheckpointTrigger {
@@ -74,7 +85,7 @@ impl<'de> Deserialize<'de> for CheckpointTrigger {
             type Value = CheckpointTrigger;
 
             fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-                formatter.write_str("a checkpoint number, or `final`")
+                formatter.write_str("a checkpoint number, a share like 40%, or `final`")
             }
 
             fn visit_u64<E: serde::de::Error>(self, id: u64) -> Result<CheckpointTrigger, E> {
@@ -88,7 +99,10 @@ impl<'de> Deserialize<'de> for CheckpointTrigger {
             fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<CheckpointTrigger, E> {
                 match text {
                     "final" => Ok(CheckpointTrigger::Final(FinalKeyword::Final)),
-                    other => Err(E::custom(format!("`{other}` is not a checkpoint: a number from 1, or `final`"))),
+                    share if share.ends_with('%') => Share::parse(share).map(CheckpointTrigger::Share).map_err(E::custom),
+                    other => Err(E::custom(format!(
+                        "`{other}` is not a checkpoint: a number from 1, a share like 40%, or `final`"
+                    ))),
                 }
             }
         }
@@ -353,6 +367,13 @@ impl fmt::Display for Trigger {
             Trigger::Checkpoint(CheckpointTrigger::Id(id)) => write!(f, "after checkpoint {id}"),
             Trigger::Checkpoint(CheckpointTrigger::Final(_)) => write!(f, "after the final checkpoint"),
             Trigger::Prepared(id) => write!(f, "once a transaction of checkpoint {id} is prepared"),
+            Trigger::Checkpoint(CheckpointTrigger::Share(share)) => {
+                write!(f, "after the checkpoint {share} of the way through the fault-free run's")
+            }
+            Trigger::AtShare(share) => write!(f, "at {share} of the fault-free makespan"),
+            Trigger::PreparedShare(share) => {
+                write!(f, "once a transaction is prepared {share} of the way through the fault-free run's")
+            }
         }
     }
 }
@@ -367,8 +388,8 @@ impl fmt::Display for Fault {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FaultSpec {
-    #[serde(default, with = "sluice_engine::duration::optional_text", skip_serializing_if = "Option::is_none")]
-    at: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    at: Option<PointSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     when: Option<TaskTriggerSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -376,7 +397,7 @@ pub(crate) struct FaultSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     after_checkpoint: Option<CheckpointTrigger>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    after_prepared: Option<u64>,
+    after_prepared: Option<PreparedSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     kill: Option<String>,
     #[serde(default, with = "sluice_engine::duration::optional_text", skip_serializing_if = "Option::is_none")]
@@ -405,6 +426,63 @@ pub(crate) struct FaultSpec {
     durable_store_unavailable: Option<Duration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     lose_newest_objects: Option<u32>,
+}
+
+/// `at:` a time after the submission (`150ms`) or a share of the fault-free makespan (`40%`).
+#[derive(Clone, Debug)]
+enum PointSpec {
+    Time(Duration),
+    Share(Share),
+}
+
+impl Serialize for PointSpec {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            PointSpec::Time(time) => sluice_engine::duration::text::serialize(time, serializer),
+            PointSpec::Share(share) => share.serialize(serializer),
+        }
+    }
+}
+
+struct PointVisitor;
+
+impl serde::de::Visitor<'_> for PointVisitor {
+    type Value = PointSpec;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a time like 150ms or a share of the fault-free makespan like 40%")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<PointSpec, E> {
+        let point = if text.trim().ends_with('%') {
+            Share::parse(text).map(PointSpec::Share)
+        } else {
+            sluice_engine::duration::parse_duration(text).map(PointSpec::Time)
+        };
+        point.map_err(E::custom)
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, number: u64) -> Result<PointSpec, E> {
+        self.visit_str(&number.to_string())
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, number: i64) -> Result<PointSpec, E> {
+        self.visit_str(&number.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for PointSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<PointSpec, D::Error> {
+        deserializer.deserialize_str(PointVisitor)
+    }
+}
+
+/// `after_prepared:` a checkpoint number (`4`) or a share of the fault-free run's (`40%`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(untagged, expecting = "a checkpoint number from 1, or a share like 40%")]
+enum PreparedSpec {
+    Id(u64),
+    Share(Share),
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -470,8 +548,10 @@ fn partition_holder(node: String, key: &str) -> Result<String, String> {
 
 fn trigger_of(spec: &FaultSpec) -> Result<Trigger, String> {
     let mut triggers = Vec::new();
-    if let Some(at) = spec.at {
-        triggers.push(Trigger::At(at));
+    match spec.at {
+        Some(PointSpec::Time(at)) => triggers.push(Trigger::At(at)),
+        Some(PointSpec::Share(share)) => triggers.push(Trigger::AtShare(share)),
+        None => {}
     }
     if let Some(when) = &spec.when {
         triggers.push(Trigger::Task { vertex: when.vertex, subtask: when.subtask, state: when.state });
@@ -482,11 +562,13 @@ fn trigger_of(spec: &FaultSpec) -> Result<Trigger, String> {
     if let Some(checkpoint) = spec.after_checkpoint {
         triggers.push(Trigger::Checkpoint(checkpoint));
     }
-    if let Some(checkpoint) = spec.after_prepared {
-        if checkpoint == 0 {
+    match spec.after_prepared {
+        Some(PreparedSpec::Id(0)) => {
             return Err("after_prepared: `after_prepared` names a checkpoint, numbered from 1".to_string());
         }
-        triggers.push(Trigger::Prepared(checkpoint));
+        Some(PreparedSpec::Id(checkpoint)) => triggers.push(Trigger::Prepared(checkpoint)),
+        Some(PreparedSpec::Share(share)) => triggers.push(Trigger::PreparedShare(share)),
+        None => {}
     }
     match triggers.len() {
         1 => Ok(triggers.remove(0)),
@@ -578,11 +660,13 @@ impl From<Fault> for FaultSpec {
     fn from(fault: Fault) -> FaultSpec {
         let mut spec = FaultSpec::default();
         match fault.trigger {
-            Trigger::At(at) => spec.at = Some(at),
+            Trigger::At(at) => spec.at = Some(PointSpec::Time(at)),
+            Trigger::AtShare(share) => spec.at = Some(PointSpec::Share(share)),
+            Trigger::PreparedShare(share) => spec.after_prepared = Some(PreparedSpec::Share(share)),
             Trigger::Task { vertex, subtask, state } => spec.when = Some(TaskTriggerSpec { vertex, subtask, state }),
             Trigger::RecordsCommitted(rows) => spec.after_committed = Some(rows),
             Trigger::Checkpoint(checkpoint) => spec.after_checkpoint = Some(checkpoint),
-            Trigger::Prepared(checkpoint) => spec.after_prepared = Some(checkpoint),
+            Trigger::Prepared(checkpoint) => spec.after_prepared = Some(PreparedSpec::Id(checkpoint)),
         }
         match fault.kind {
             FaultKind::Kill { node, restart_after } => {

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use sluice_engine::prng::{Prng, Ratio};
 
+use super::share::Share;
 use super::model::{CheckpointTrigger, Fault, FaultKind, FinalKeyword, KIND_NAMES, TaskStateTrigger, Trigger};
 
 /// A scenario's `random_faults`: how many faults, of which kinds, within which window.
@@ -24,9 +25,12 @@ pub struct RandomFaults {
     /// `object-loss` if unset.
     #[serde(default = "default_kinds")]
     pub kinds: Vec<String>,
-    /// Time-triggered faults fire within this long after submission.
-    #[serde(default = "default_window", with = "sluice_engine::duration::text")]
-    pub window: Duration,
+    /// Time-triggered faults fire within this long after submission, timed blind. Unset (the
+    /// default), they fire at a share of the same seed's fault-free makespan in each mode, and
+    /// checkpoint triggers name a share of its checkpoints, so that they land (see
+    /// [`super::relative`]).
+    #[serde(default, with = "sluice_engine::duration::optional_text", skip_serializing_if = "Option::is_none")]
+    pub window: Option<Duration>,
 }
 
 /// Kinds random schedules leave out unless a scenario lists them: crashing the log or the store
@@ -38,9 +42,9 @@ fn default_kinds() -> Vec<String> {
     KIND_NAMES.iter().filter(|name| !NOT_BY_DEFAULT.contains(name)).map(|name| name.to_string()).collect()
 }
 
-fn default_window() -> Duration {
-    Duration::from_secs(2)
-}
+/// The latest share of the fault-free makespan a relative time trigger names: a faulted run
+/// takes longer than its pilot, seldom shorter by a tenth.
+const LATEST_SHARE: u64 = 900;
 
 /// What the generator needs to know about the cluster and the job.
 #[derive(Clone, Debug)]
@@ -101,22 +105,81 @@ impl RandomFaults {
             .collect()
     }
 
-    fn trigger(&self, prng: &mut Prng, topology: &Topology) -> Trigger {
-        match prng.below(10) {
-            0..=6 => Trigger::At(duration_between(prng, Duration::ZERO, self.window)),
-            7 | 8 => Trigger::Task {
-                vertex: prng.below(u64::from(topology.vertices.max(1))) as u32,
-                subtask: None,
-                state: *prng.pick(&[TaskStateTrigger::Deployed, TaskStateTrigger::Running, TaskStateTrigger::Finished]),
-            },
-            _ if topology.checkpointing => match prng.below(4) {
-                0 => Trigger::Checkpoint(CheckpointTrigger::Id(prng.range_inclusive(1, 4))),
-                1 => Trigger::Prepared(prng.range_inclusive(1, 4)),
-                2 => Trigger::Checkpoint(CheckpointTrigger::Final(FinalKeyword::Final)),
-                _ => Trigger::RecordsCommitted(prng.range_inclusive(1, 1000)),
-            },
-            _ => Trigger::RecordsCommitted(prng.range_inclusive(1, 1000)),
+    /// One fault of a kind this spec draws (from all its kinds, not a seed's swarm), with
+    /// `permanent_losses` TaskManagers already killed for good: what a search inserts.
+    pub fn draw_fault(&self, prng: &mut Prng, topology: &Topology, permanent_losses: &mut u32) -> Fault {
+        let kind_name = prng.pick(&self.kinds).clone();
+        let trigger = self.trigger(prng, topology);
+        let kind = draw_kind(prng, &kind_name, topology, permanent_losses);
+        Fault { trigger, kind }
+    }
+
+    /// A fault of kind `kind_name` (one of [`KIND_NAMES`]) with the given trigger, its node,
+    /// duration or count drawn: what a search aims at an unreached cell.
+    pub fn draw_fault_of_kind(
+        &self,
+        kind_name: &str,
+        trigger: Trigger,
+        prng: &mut Prng,
+        topology: &Topology,
+        permanent_losses: &mut u32,
+    ) -> Fault {
+        Fault { trigger, kind: draw_kind(prng, kind_name, topology, permanent_losses) }
+    }
+
+    /// A fault of the same kind as `fault` with its node, duration or count drawn again.
+    pub fn redraw_kind(&self, fault: &Fault, prng: &mut Prng, topology: &Topology, permanent_losses: &mut u32) -> Fault {
+        Fault { trigger: fault.trigger.clone(), kind: draw_kind(prng, fault.kind.name(), topology, permanent_losses) }
+    }
+
+    /// A trigger as this spec draws them.
+    pub fn trigger(&self, prng: &mut Prng, topology: &Topology) -> Trigger {
+        match self.window {
+            Some(window) => blind_trigger(prng, topology, window),
+            None => landing_trigger(prng, topology),
         }
+    }
+}
+
+/// A trigger relative to the run: seven in ten at a share of the fault-free makespan, two at a
+/// task's state, one (with checkpoints) at a share of the checkpoints or of the prepared
+/// transactions (which batch runs, taking none, turn into a share of the makespan).
+fn landing_trigger(prng: &mut Prng, topology: &Topology) -> Trigger {
+    let share = |prng: &mut Prng, latest: u64| {
+        Share::from_permille(prng.range_inclusive(0, latest)).expect("internal: a share drawn within the whole")
+    };
+    match prng.below(10) {
+        0..=6 => Trigger::AtShare(share(prng, LATEST_SHARE)),
+        7 | 8 => task_trigger(prng, topology),
+        _ if topology.checkpointing => match prng.below(2) {
+            0 => Trigger::Checkpoint(CheckpointTrigger::Share(share(prng, 1000))),
+            _ => Trigger::PreparedShare(share(prng, 1000)),
+        },
+        _ => Trigger::AtShare(share(prng, LATEST_SHARE)),
+    }
+}
+
+fn task_trigger(prng: &mut Prng, topology: &Topology) -> Trigger {
+    Trigger::Task {
+        vertex: prng.below(u64::from(topology.vertices.max(1))) as u32,
+        subtask: None,
+        state: *prng.pick(&[TaskStateTrigger::Deployed, TaskStateTrigger::Running, TaskStateTrigger::Finished]),
+    }
+}
+
+/// A trigger timed blind, within `window` of the submission, as every schedule was before
+/// relative triggers: the baseline they are measured against.
+fn blind_trigger(prng: &mut Prng, topology: &Topology, window: Duration) -> Trigger {
+    match prng.below(10) {
+        0..=6 => Trigger::At(duration_between(prng, Duration::ZERO, window)),
+        7 | 8 => task_trigger(prng, topology),
+        _ if topology.checkpointing => match prng.below(4) {
+            0 => Trigger::Checkpoint(CheckpointTrigger::Id(prng.range_inclusive(1, 4))),
+            1 => Trigger::Prepared(prng.range_inclusive(1, 4)),
+            2 => Trigger::Checkpoint(CheckpointTrigger::Final(FinalKeyword::Final)),
+            _ => Trigger::RecordsCommitted(prng.range_inclusive(1, 1000)),
+        },
+        _ => Trigger::RecordsCommitted(prng.range_inclusive(1, 1000)),
     }
 }
 
@@ -285,7 +348,7 @@ mod tests {
     }
 
     fn spec(count: u32) -> RandomFaults {
-        RandomFaults { count, kinds: default_kinds(), window: default_window() }
+        RandomFaults { count, kinds: default_kinds(), window: None }
     }
 
     #[test]

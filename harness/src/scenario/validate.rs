@@ -328,7 +328,11 @@ fn check_trigger(scenario: &Scenario, plan: &JobGraph, trigger: &Trigger, prefix
             within(text, &field("after_checkpoint"), id, 1, MAX_CHECKPOINT_ID)?;
             needs_checkpoints("after_checkpoint")
         }
-        Trigger::Checkpoint(CheckpointTrigger::Final(_)) => needs_checkpoints("after_checkpoint"),
+        Trigger::Checkpoint(CheckpointTrigger::Final(_) | CheckpointTrigger::Share(_)) => {
+            needs_checkpoints("after_checkpoint")
+        }
+        Trigger::PreparedShare(_) => needs_checkpoints("after_prepared"),
+        Trigger::AtShare(_) => Ok(()),
         Trigger::Prepared(id) => {
             within(text, &field("after_prepared"), id, 1, MAX_CHECKPOINT_ID)?;
             needs_checkpoints("after_prepared")
@@ -385,7 +389,9 @@ fn check_kind(scenario: &Scenario, kind: &FaultKind, prefix: &str, text: &str) -
 fn check_random(scenario: &Scenario, text: &str) -> Checked {
     let Some(random) = &scenario.random_faults else { return Ok(()) };
     within(text, "random_faults.count", random.count, 0, MAX_RANDOM_FAULTS)?;
-    within_time(text, "random_faults.window", random.window, Duration::from_millis(1), scenario.time_limit)?;
+    if let Some(window) = random.window {
+        within_time(text, "random_faults.window", window, Duration::from_millis(1), scenario.time_limit)?;
+    }
     random.validate().map_err(|message| ScenarioError::about(text, "random_faults.kinds", message))?;
     let mut seen = BTreeSet::new();
     for (index, kind) in random.kinds.iter().enumerate() {

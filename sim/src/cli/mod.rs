@@ -11,6 +11,7 @@
 mod compare;
 mod curve;
 mod diff;
+mod explore;
 mod merge;
 mod parallel;
 mod plan;
@@ -60,6 +61,9 @@ enum Command {
     /// Run many seeds of a scenario in isolated worker processes and summarize them.
     #[command(after_help = EXIT_STATUS)]
     Sweep(sweep::SweepArgs),
+    /// A coverage-guided campaign over a scenario's fault schedules (`--against-blind` compares).
+    #[command(after_help = EXIT_STATUS)]
+    Explore(explore::ExploreArgs),
     /// Join the `--format json` outputs of a sweep's shards into one summary.
     #[command(after_help = EXIT_STATUS)]
     Merge(merge::MergeArgs),
@@ -297,6 +301,7 @@ pub fn main(arguments: Vec<String>) -> i32 {
         Command::Run(arguments) => run::command(&arguments),
         Command::Sweep(arguments) => sweep::command(&arguments),
         Command::Merge(arguments) => merge::command(&arguments),
+        Command::Explore(arguments) => explore::command(&arguments),
         Command::Replay(arguments) => replay::command(&arguments),
         Command::Shrink(arguments) => shrink::command(&arguments),
         Command::Timeline(arguments) => timeline::command(&arguments),

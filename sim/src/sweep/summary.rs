@@ -61,6 +61,34 @@ pub struct KindCounts {
     pub crashed: u64,
     /// Faults of this kind that never fired, over all runs.
     pub unfired: u64,
+    /// Faults of this kind scheduled and fired, by mode (`streaming`, `batch`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_mode: BTreeMap<String, Fired>,
+}
+
+/// Faults scheduled in some runs, and how many of them fired.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fired {
+    /// Scheduled, over all runs.
+    pub scheduled: u64,
+    /// Of those, fired.
+    pub fired: u64,
+}
+
+impl Fired {
+    fn add(&mut self, other: Fired) {
+        self.scheduled += other.scheduled;
+        self.fired += other.fired;
+    }
+
+    /// `99.4%`, or `-` when nothing was scheduled.
+    pub fn percent(self) -> String {
+        if self.scheduled == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1}%", 100.0 * self.fired as f64 / self.scheduled as f64)
+        }
+    }
 }
 
 /// Seeds that failed one check (or crashed), and the replay file of the fastest.
@@ -181,12 +209,24 @@ impl Summary {
             } += 1;
         }
         for run in &record.runs {
-            for index in &run.unfired {
-                if let Some(kind) = record.faults.get(*index) {
-                    self.kinds.entry(kind.clone()).or_default().unfired += 1;
-                }
+            for (index, kind) in record.faults.iter().enumerate() {
+                let counts = self.kinds.entry(kind.clone()).or_default();
+                let fired = !run.unfired.contains(&index);
+                counts.unfired += u64::from(!fired);
+                counts.by_mode.entry(run.mode.to_string()).or_default().add(Fired { scheduled: 1, fired: u64::from(fired) });
             }
         }
+    }
+
+    /// Faults scheduled and fired per mode, over every kind.
+    pub fn fired_by_mode(&self) -> BTreeMap<String, Fired> {
+        let mut total: BTreeMap<String, Fired> = BTreeMap::new();
+        for counts in self.kinds.values() {
+            for (mode, fired) in &counts.by_mode {
+                total.entry(mode.clone()).or_default().add(*fired);
+            }
+        }
+        total
     }
 
     /// Folds another summary of the same scenario into this one.
@@ -208,6 +248,9 @@ impl Summary {
             mine.unrecoverable += counts.unrecoverable;
             mine.crashed += counts.crashed;
             mine.unfired += counts.unfired;
+            for (mode, fired) in &counts.by_mode {
+                mine.by_mode.entry(mode.clone()).or_default().add(*fired);
+            }
         }
         let join = |mine: &mut FailureGroup, theirs: &FailureGroup| {
             mine.count += theirs.count;
@@ -277,17 +320,30 @@ impl Summary {
         if self.kinds.is_empty() {
             return String::new();
         }
-        let mut text = format!(
-            "  {:<26} {:>6} {:>7} {:>7} {:>13} {:>7} {:>11}\n",
+        let fired = self.fired_by_mode();
+        let modes: Vec<&String> = fired.keys().collect();
+        let total: Vec<String> = fired
+            .iter()
+            .map(|(mode, counts)| format!("{mode} {} of {} ({})", counts.fired, counts.scheduled, counts.percent()))
+            .collect();
+        let mut text = format!("  faults fired: {}\n", total.join(", "));
+        let mode_columns: String = modes.iter().map(|mode| format!(" {:>10}", format!("{mode:.9}"))).collect();
+        let _ = writeln!(
+            text,
+            "  {:<26} {:>6} {:>7} {:>7} {:>13} {:>7} {:>11}{mode_columns}",
             "fault kind", "seeds", "passed", "failed", "unrecoverable", "crashed", "never fired"
         );
         let known = KIND_NAMES.iter().map(|kind| kind.to_string());
         let others = self.kinds.keys().filter(|kind| !KIND_NAMES.contains(&kind.as_str())).cloned();
         for kind in known.chain(others) {
             if let Some(counts) = self.kinds.get(&kind) {
+                let fired: String = modes
+                    .iter()
+                    .map(|mode| format!(" {:>10}", counts.by_mode.get(*mode).copied().unwrap_or_default().percent()))
+                    .collect();
                 let _ = writeln!(
                     text,
-                    "  {:<26} {:>6} {:>7} {:>7} {:>13} {:>7} {:>11}",
+                    "  {:<26} {:>6} {:>7} {:>7} {:>13} {:>7} {:>11}{fired}",
                     printable(&kind),
                     counts.seeds,
                     counts.passed,
@@ -406,6 +462,11 @@ mod tests {
         assert_eq!(forward.kinds["tm-crash"].seeds, 3);
         assert_eq!(forward.kinds["tm-crash"].unfired, 3, "every run left its first fault unfired");
         assert_eq!(forward.kinds["partition"].crashed, 1);
+        // Seed 2's run scheduled two faults and fired the second: 1 of 4 fired in batch runs.
+        assert_eq!(forward.kinds["tm-crash"].by_mode["batch"], Fired { scheduled: 3, fired: 0 });
+        assert_eq!(forward.kinds["partition"].by_mode["batch"], Fired { scheduled: 1, fired: 1 });
+        assert_eq!(forward.fired_by_mode()["batch"], Fired { scheduled: 4, fired: 1 });
+        assert!(forward.render().contains("faults fired: batch 1 of 4 (25.0%)"), "{}", forward.render());
         assert_eq!(forward.worker_peak_rss_kb, 50);
         assert_eq!(forward.exit_status(), status::CRASHED);
     }

@@ -1,0 +1,281 @@
+//! What a search runs, and how it makes a new one from those it kept.
+//!
+//! A [`Genome`] is a seed and an explicit fault schedule. The seed drives everything madsim
+//! draws (scheduling, message timing, the input, buggify's swarm); the schedule is data, with
+//! relative triggers, mutated with the campaign's own random stream. Editing one fault therefore
+//! changes what that fault changes and nothing else, where mutating madsim's draws would
+//! reshuffle everything after them (RisingWave found driving madsim's RNG with a fuzzer "seems
+//! not working at all", risingwave#5010).
+//!
+//! The operators, each from a tool that reported gains with it (notes: guided-search.md §5):
+//! insert, delete or replace a fault (Mallory's power schedule); draw a fault's trigger again, or
+//! nudge a share trigger earlier or later (FaultFuzz's occurrence, CrashTuner's timing); draw a
+//! fault's node, duration or count again (DistFuzz, Chronos); splice two schedules (AFL); keep
+//! the schedule under a new seed (moonpool's and Antithesis' branching).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use sluice_engine::prng::Prng;
+
+use crate::faults::random::{RandomFaults, Topology};
+use crate::faults::{CheckpointTrigger, Fault, FaultKind, Share, Trigger};
+
+/// A seed and its explicit schedule: one input of a search.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Genome {
+    /// What madsim draws from.
+    pub seed: u64,
+    /// The faults, in schedule order.
+    pub faults: Vec<Fault>,
+}
+
+/// Which operator made a genome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mutation {
+    /// A fresh seed's own random schedule (no parent).
+    Fresh,
+    /// A fault added.
+    Insert,
+    /// A fault removed.
+    Delete,
+    /// A fault replaced by a new one.
+    Replace,
+    /// A fault's trigger drawn again.
+    Retrigger,
+    /// A share trigger moved earlier or later.
+    Nudge,
+    /// A fault's node, duration or count drawn again.
+    Redraw,
+    /// The start of one schedule and the end of another.
+    Splice,
+    /// The same schedule under a new seed.
+    Reseed,
+    /// A fault of a kind not yet seen at a mark the parent reaches, in place of one of its
+    /// faults (same trigger) or added (directed swarm testing: aim at an unreached cell).
+    Aim,
+}
+
+impl fmt::Display for Mutation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = serde_yaml::to_string(self).unwrap_or_default();
+        f.write_str(name.trim())
+    }
+}
+
+/// What mutations may draw from: the scenario's random-fault spec and cluster.
+pub struct Space<'a> {
+    /// Kinds and triggers to draw faults from.
+    pub spec: &'a RandomFaults,
+    /// The cluster and job the faults land on.
+    pub topology: &'a Topology,
+    /// Most faults a schedule holds.
+    pub max_faults: usize,
+}
+
+/// TaskManagers a schedule kills for good.
+fn permanent_losses(faults: &[Fault]) -> u32 {
+    faults
+        .iter()
+        .filter(|fault| matches!(&fault.kind, FaultKind::Kill { node, restart_after: None } if node.starts_with("tm-")))
+        .count() as u32
+}
+
+/// A mutant of `parent`, with `other` (another kept genome) for splicing and `fresh_seed` for
+/// reseeding; see the module doc. Always differs from the parent in its schedule or its seed.
+pub fn mutate(parent: &Genome, other: &Genome, fresh_seed: u64, prng: &mut Prng, space: &Space) -> (Genome, Mutation) {
+    for _ in 0..16 {
+        let mutation = *prng.pick(&OPERATORS);
+        if let Some(child) = apply(mutation, parent, other, fresh_seed, prng, space)
+            && child != *parent
+        {
+            return (child, mutation);
+        }
+    }
+    (Genome { seed: fresh_seed, faults: parent.faults.clone() }, Mutation::Reseed)
+}
+
+const OPERATORS: [Mutation; 8] = [
+    Mutation::Insert,
+    Mutation::Delete,
+    Mutation::Replace,
+    Mutation::Retrigger,
+    Mutation::Nudge,
+    Mutation::Redraw,
+    Mutation::Splice,
+    Mutation::Reseed,
+];
+
+/// One operator; `None` where it does not apply (deleting the only fault, inserting past the most).
+fn apply(
+    mutation: Mutation,
+    parent: &Genome,
+    other: &Genome,
+    fresh_seed: u64,
+    prng: &mut Prng,
+    space: &Space,
+) -> Option<Genome> {
+    let mut faults = parent.faults.clone();
+    let at = |prng: &mut Prng, len: usize| prng.below(len as u64) as usize;
+    let mut losses = permanent_losses(&faults);
+    match mutation {
+        Mutation::Insert if faults.len() < space.max_faults => {
+            let index = at(prng, faults.len() + 1);
+            faults.insert(index, space.spec.draw_fault(prng, space.topology, &mut losses));
+        }
+        Mutation::Delete if faults.len() > 1 => {
+            faults.remove(at(prng, faults.len()));
+        }
+        Mutation::Replace if !faults.is_empty() => {
+            let index = at(prng, faults.len());
+            losses -= permanent_losses(&faults[index..=index]);
+            faults[index] = space.spec.draw_fault(prng, space.topology, &mut losses);
+        }
+        Mutation::Retrigger if !faults.is_empty() => {
+            let index = at(prng, faults.len());
+            faults[index].trigger = space.spec.trigger(prng, space.topology);
+        }
+        Mutation::Nudge => {
+            let shares: Vec<usize> = (0..faults.len()).filter(|index| share_of(&faults[*index].trigger).is_some()).collect();
+            let index = *shares.get(at(prng, shares.len().max(1)))?;
+            faults[index].trigger = nudged(&faults[index].trigger, prng);
+        }
+        Mutation::Redraw if !faults.is_empty() => {
+            let index = at(prng, faults.len());
+            losses -= permanent_losses(&faults[index..=index]);
+            faults[index] = space.spec.redraw_kind(&faults[index], prng, space.topology, &mut losses);
+        }
+        Mutation::Splice if !other.faults.is_empty() => {
+            let keep = at(prng, faults.len() + 1);
+            let from = at(prng, other.faults.len());
+            faults.truncate(keep);
+            faults.extend(other.faults[from..].iter().cloned());
+            faults.truncate(space.max_faults);
+            if faults.is_empty() {
+                return None;
+            }
+        }
+        Mutation::Reseed => return Some(Genome { seed: fresh_seed, faults }),
+        _ => return None,
+    }
+    Some(Genome { seed: parent.seed, faults })
+}
+
+/// A mutant of `parent` aimed at the cell (a mark the parent reaches) × `kind`: one time in two
+/// a fault of `kind` replaces one of the parent's, keeping its trigger (the fault active when the
+/// parent reached the mark may be the one to swap), else one is added with a trigger drawn anew.
+pub fn aim(parent: &Genome, kind: &str, prng: &mut Prng, space: &Space) -> Genome {
+    let mut faults = parent.faults.clone();
+    let mut losses = permanent_losses(&faults);
+    if !faults.is_empty() && (prng.below(2) == 0 || faults.len() >= space.max_faults) {
+        let index = prng.below(faults.len() as u64) as usize;
+        losses -= permanent_losses(&faults[index..=index]);
+        let trigger = faults[index].trigger.clone();
+        faults[index] = space.spec.draw_fault_of_kind(kind, trigger, prng, space.topology, &mut losses);
+    } else {
+        let trigger = space.spec.trigger(prng, space.topology);
+        let index = prng.below(faults.len() as u64 + 1) as usize;
+        faults.insert(index, space.spec.draw_fault_of_kind(kind, trigger, prng, space.topology, &mut losses));
+    }
+    Genome { seed: parent.seed, faults }
+}
+
+/// The share a relative trigger names.
+fn share_of(trigger: &Trigger) -> Option<Share> {
+    match trigger {
+        Trigger::AtShare(share) | Trigger::PreparedShare(share) | Trigger::Checkpoint(CheckpointTrigger::Share(share)) => {
+            Some(*share)
+        }
+        _ => None,
+    }
+}
+
+/// A share trigger moved by up to a tenth of the run, either way, within the whole.
+fn nudged(trigger: &Trigger, prng: &mut Prng) -> Trigger {
+    let share = share_of(trigger).expect("internal: only share triggers are nudged");
+    let step = prng.range_inclusive(1, 100);
+    let permille = if prng.below(2) == 0 { share.permille().saturating_sub(step) } else { (share.permille() + step).min(1000) };
+    let moved = Share::from_permille(permille).expect("internal: a nudged share stays within the whole");
+    match trigger {
+        Trigger::AtShare(_) => Trigger::AtShare(moved),
+        Trigger::PreparedShare(_) => Trigger::PreparedShare(moved),
+        _ => Trigger::Checkpoint(CheckpointTrigger::Share(moved)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topology() -> Topology {
+        Topology {
+            task_managers: 3,
+            slots_per_task_manager: 2,
+            slots_needed: 2,
+            vertices: 3,
+            remote_shuffle: false,
+            checkpointing: true,
+        }
+    }
+
+    fn spec() -> RandomFaults {
+        RandomFaults { count: 3, kinds: vec!["tm-crash".into(), "jm-crash".into(), "partition-loss".into()], window: None }
+    }
+
+    #[test]
+    fn every_operator_is_used_and_every_mutant_differs_within_bounds() {
+        let spec = spec();
+        let topology = topology();
+        let space = Space { spec: &spec, topology: &topology, max_faults: 5 };
+        let parent = Genome { seed: 7, faults: spec.generate(7, &topology) };
+        let other = Genome { seed: 8, faults: spec.generate(8, &topology) };
+        let mut prng = Prng::fork(1, "test");
+        let mut used = std::collections::BTreeSet::new();
+        for round in 0..400 {
+            let (child, mutation) = mutate(&parent, &other, 1000 + round, &mut prng, &space);
+            assert_ne!(child, parent, "{mutation}");
+            assert!((1..=5).contains(&child.faults.len()), "{mutation}: {} faults", child.faults.len());
+            assert_eq!(child.seed != parent.seed, mutation == Mutation::Reseed);
+            used.insert(mutation);
+        }
+        assert_eq!(used.len(), OPERATORS.len(), "{used:?}");
+    }
+
+    #[test]
+    fn mutation_is_a_function_of_the_stream() {
+        let spec = spec();
+        let topology = topology();
+        let space = Space { spec: &spec, topology: &topology, max_faults: 5 };
+        let parent = Genome { seed: 7, faults: spec.generate(7, &topology) };
+        let run = || {
+            let mut prng = Prng::fork(3, "test");
+            (0..50).map(|round| mutate(&parent, &parent, round, &mut prng, &space)).collect::<Vec<_>>()
+        };
+        assert_eq!(run(), run());
+    }
+
+    #[test]
+    fn an_aimed_mutant_holds_a_fault_of_the_kind_aimed_at() {
+        let spec = spec();
+        let topology = topology();
+        let space = Space { spec: &spec, topology: &topology, max_faults: 4 };
+        let parent = Genome { seed: 7, faults: spec.generate(7, &topology) };
+        let mut prng = Prng::fork(9, "test");
+        for _ in 0..100 {
+            let child = aim(&parent, "jm-crash", &mut prng, &space);
+            assert!(child.faults.iter().any(|fault| fault.kind.name() == "jm-crash"));
+            assert!(child.faults.len() <= 4 && child.seed == parent.seed);
+        }
+    }
+
+    #[test]
+    fn a_nudge_stays_within_the_whole() {
+        let mut prng = Prng::fork(5, "test");
+        for _ in 0..200 {
+            let share = Share::from_permille(prng.range_inclusive(0, 1000)).unwrap();
+            let Some(moved) = share_of(&nudged(&Trigger::AtShare(share), &mut prng)) else { panic!() };
+            assert!(moved.permille().abs_diff(share.permille()) <= 100);
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! `sluice explore`: a coverage-guided campaign over a scenario's fault schedules.
+//!
+//! Each run of a campaign is a [`Genome`] (a seed and an explicit schedule) run in the
+//! scenario's modes and judged like any seed. Its features ([`features`]) go to the
+//! [`Corpus`], which keeps it if it reached something new. The next genome is, one time in
+//! [`FRESH_ONE_IN`] (and for the first [`WARMUP`] runs), a fresh seed with the scenario's own
+//! random schedule, the blind sweep's next seed; otherwise a mutant of a kept genome drawn by
+//! rarity ([`mutate`]). A blind campaign (`--blind`) runs only fresh seeds: a sweep with the
+//! same accounting, the baseline a guided campaign is compared with.
+//!
+//! **Determinism.** Genomes are made in batches of [`BATCH`] from the corpus as it stood before
+//! the batch, each from its own stream (`explore/<run>` of the campaign seed), and results are
+//! added in run order; threads only run the batch. So a campaign is a function of the scenario,
+//! the campaign seed, the shard and the build, whatever the machine or thread count, and
+//! resuming from a corpus directory continues it exactly (see [`store`]). A shard `K/N` is an
+//! independent campaign under its own stream and its own fresh seeds (the seeds `≡ K−1 mod N`).
+
+pub mod plot;
+pub mod store;
+
+use sluice_engine::graph::ExecutionMode;
+use sluice_engine::prng::Prng;
+use sluice_harness::scenario::Scenario;
+use sluice_harness::search::corpus::Corpus;
+use sluice_harness::search::features::{Feature, cells, features};
+use sluice_harness::search::mutate::{Genome, Mutation, Space, aim, mutate};
+
+use crate::seed::{DeterminismCheck, SeedOutcome, SeedResult, run_seed};
+
+/// Runs before any mutation: fresh seeds, so that the corpus starts varied.
+pub const WARMUP: u64 = 8;
+
+/// One guided run in this many is a fresh seed: a control group, and the guarantee random
+/// testing gives (Majumdar & Nikšić) kept.
+pub const FRESH_ONE_IN: u64 = 4;
+
+/// Genomes made from one state of the corpus, run concurrently.
+pub const BATCH: u64 = 4;
+
+/// One guided mutant in this many is aimed at an unreached cell, while any is left to aim at.
+pub const AIM_ONE_IN: u64 = 3;
+
+/// Mutants aimed at one cell before it is taken for unreachable (Legolas' budget per site).
+pub const AIM_BUDGET: u32 = 6;
+
+/// What a campaign is.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The scenario, with random faults (their spec is what mutations draw from).
+    pub scenario: Scenario,
+    /// The campaign's seed.
+    pub campaign_seed: u64,
+    /// `(K, N)`: the K-th of N shards (1-based).
+    pub shard: (u64, u64),
+    /// Guided, or blind (fresh seeds only).
+    pub guided: bool,
+    /// Runs to do in all (a resumed campaign counts the runs it had done).
+    pub runs: u64,
+    /// Threads running a batch.
+    pub threads: usize,
+}
+
+/// A failure found by a campaign.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Found {
+    /// The run that found it, from 1.
+    pub run: u64,
+    /// The genome's seed.
+    pub seed: u64,
+    /// The checks that failed, or `crashed`.
+    pub checks: Vec<String>,
+    /// Its replay file, if one could be written.
+    pub replay_file: Option<String>,
+}
+
+/// Where a campaign stands: everything a resumed one needs, and what it reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct State {
+    /// The corpus.
+    pub corpus: Corpus,
+    /// Cells reached after each run: `cells[i]` after run `i + 1`.
+    pub cells: Vec<u32>,
+    /// Per cell (`cell mark × kind`), the runs that reached it.
+    pub cell_runs: std::collections::BTreeMap<String, u64>,
+    /// Per cell, the first run (from 1) that reached it.
+    #[serde(default)]
+    pub cell_first: std::collections::BTreeMap<String, u64>,
+    /// Failures, in run order.
+    pub found: Vec<Found>,
+    /// Fresh seeds used so far.
+    pub fresh: u64,
+    /// Per unreached cell, the mutants aimed at it.
+    #[serde(default)]
+    pub aimed: std::collections::BTreeMap<String, u32>,
+}
+
+impl State {
+    /// Cells a mutant may aim at: a mark some run reached × a kind the scenario draws that no
+    /// run reached it with, not yet aimed at [`AIM_BUDGET`] times; in order.
+    pub fn frontier(&self, kinds: &[String]) -> Vec<(String, String)> {
+        let marks: std::collections::BTreeSet<&str> =
+            self.cell_runs.keys().filter_map(|cell| cell.strip_prefix("cell ")?.split(" × ").next()).collect();
+        let mut frontier = Vec::new();
+        for mark in marks {
+            for kind in kinds {
+                let cell = format!("cell {mark} × {kind}");
+                if !self.cell_runs.contains_key(&cell) && self.aimed.get(&cell).copied().unwrap_or(0) < AIM_BUDGET {
+                    frontier.push((mark.to_string(), kind.clone()));
+                }
+            }
+        }
+        frontier
+    }
+}
+
+impl Plan {
+    /// The fresh seed number `index` of this shard: the scenario's seeds from its start,
+    /// every N-th.
+    fn fresh_seed(&self, index: u64) -> u64 {
+        let (shard, shards) = self.shard;
+        self.scenario.seeds.start + index * shards + (shard - 1)
+    }
+
+    /// The stream of run `run` (from 1).
+    fn stream(&self, run: u64) -> Prng {
+        Prng::fork(self.campaign_seed, &format!("explore/{}/{}/{run}", self.shard.0, self.shard.1))
+    }
+
+    /// The scenario that runs a genome: its schedule explicit, its seed alone.
+    pub fn scenario_of(&self, genome: &Genome) -> Scenario {
+        Scenario {
+            faults: genome.faults.clone(),
+            random_faults: None,
+            seeds: genome.seed..genome.seed + 1,
+            ..self.scenario.clone()
+        }
+    }
+
+    /// The genome of run `run`, from the corpus as it stood before its batch, and the cell it
+    /// was aimed at, if it was.
+    fn genome(&self, run: u64, state: &State, fresh: &mut u64) -> (Genome, Mutation, Option<String>) {
+        let mut prng = self.stream(run);
+        let guided = self.guided && run > WARMUP && !state.corpus.entries.is_empty() && prng.below(FRESH_ONE_IN) != 0;
+        if !guided {
+            let seed = self.fresh_seed(*fresh);
+            *fresh += 1;
+            return (Genome { seed, faults: self.scenario.schedule(seed) }, Mutation::Fresh, None);
+        }
+        let random = self.scenario.random_faults.as_ref().expect("internal: a guided campaign has random faults");
+        let topology = self.scenario.topology();
+        let space = Space { spec: random, topology: &topology, max_faults: random.count as usize + 2 };
+        let frontier = state.frontier(&random.kinds);
+        if !frontier.is_empty() && prng.below(AIM_ONE_IN) == 0 {
+            let (mark, kind) = prng.pick(&frontier).clone();
+            let reaching = format!("cell {mark} × ");
+            let parents: Vec<&Genome> = state
+                .corpus
+                .entries
+                .iter()
+                .filter(|entry| entry.features.iter().any(|feature| feature.starts_with(&reaching)))
+                .map(|entry| &entry.genome)
+                .collect();
+            if let Some(parent) = (!parents.is_empty()).then(|| *prng.pick(&parents)) {
+                let child = aim(parent, &kind, &mut prng, &space);
+                return (child, Mutation::Aim, Some(format!("cell {mark} × {kind}")));
+            }
+        }
+        let parent = state.corpus.pick(&mut prng).expect("internal: a corpus with entries picks one").genome.clone();
+        let other = state.corpus.pick(&mut prng).expect("internal: a corpus with entries picks one").genome.clone();
+        // A reseed takes the next fresh seed; other mutations leave it unused.
+        let (child, mutation) = mutate(&parent, &other, self.fresh_seed(*fresh), &mut prng, &space);
+        if mutation == Mutation::Reseed {
+            *fresh += 1;
+        }
+        (child, mutation, None)
+    }
+}
+
+/// What one run of a genome gave.
+struct Ran {
+    genome: Genome,
+    mutation: Mutation,
+    aimed: Option<String>,
+    features: Vec<Feature>,
+    cells: Vec<String>,
+    result: SeedResult,
+}
+
+fn run_genome(plan: &Plan, (genome, mutation, aimed): (Genome, Mutation, Option<String>)) -> Ran {
+    let scenario = plan.scenario_of(&genome);
+    let modes: Vec<ExecutionMode> = scenario.modes.clone();
+    let result = run_seed(&scenario, genome.seed, &modes, DeterminismCheck::Off);
+    let mut all = std::collections::BTreeSet::new();
+    let mut reached = std::collections::BTreeSet::new();
+    for (report, _) in &result.runs {
+        all.extend(features(report));
+        reached.extend(cells(report).into_iter().map(|cell| cell.to_string()));
+    }
+    Ran { genome, mutation, aimed, features: all.into_iter().collect(), cells: reached.into_iter().collect(), result }
+}
+
+/// Runs a batch's genomes on up to `threads` threads; results in run order.
+fn run_batch(plan: &Plan, genomes: Vec<(Genome, Mutation, Option<String>)>) -> Vec<Ran> {
+    let threads = plan.threads.max(1);
+    let mut slots: Vec<Option<Ran>> = (0..genomes.len()).map(|_| None).collect();
+    let work = std::sync::Mutex::new(genomes.into_iter().enumerate().collect::<Vec<_>>());
+    let done = std::sync::Mutex::new(&mut slots);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let next = work.lock().expect("work lock").pop();
+                    let Some((index, genome)) = next else { return };
+                    let ran = run_genome(plan, genome);
+                    done.lock().expect("results lock")[index] = Some(ran);
+                }
+            });
+        }
+    });
+    slots.into_iter().map(|ran| ran.expect("internal: every genome of a batch ran")).collect()
+}
+
+/// What a campaign reports as it goes.
+pub enum Progress<'a> {
+    /// A run found a failure.
+    Failed(&'a Found),
+    /// A batch was added; the state after it.
+    Batch(&'a State),
+}
+
+/// Runs a campaign from `state` until `plan.runs`; `on_failure` writes a failing seed's replay
+/// file (returning its path), `progress` hears of each batch (and saves it, for a resumable one).
+pub fn run(
+    plan: &Plan,
+    mut state: State,
+    on_failure: &mut dyn FnMut(&Scenario, &SeedResult) -> Option<String>,
+    progress: &mut dyn FnMut(Progress) -> Result<(), String>,
+) -> Result<State, String> {
+    while (state.cells.len() as u64) < plan.runs {
+        let first = state.cells.len() as u64 + 1;
+        let last = (first + BATCH - 1).min(plan.runs);
+        let mut fresh = state.fresh;
+        let genomes: Vec<(Genome, Mutation, Option<String>)> = (first..=last).map(|run| plan.genome(run, &state, &mut fresh)).collect();
+        state.fresh = fresh;
+        for (offset, ran) in run_batch(plan, genomes).into_iter().enumerate() {
+            add(plan, &mut state, first + offset as u64, ran, on_failure, progress)?;
+        }
+        progress(Progress::Batch(&state))?;
+    }
+    Ok(state)
+}
+
+fn add(
+    plan: &Plan,
+    state: &mut State,
+    run: u64,
+    ran: Ran,
+    on_failure: &mut dyn FnMut(&Scenario, &SeedResult) -> Option<String>,
+    progress: &mut dyn FnMut(Progress) -> Result<(), String>,
+) -> Result<(), String> {
+    state.corpus.add(&ran.genome, ran.mutation, &ran.features);
+    if let Some(cell) = ran.aimed {
+        *state.aimed.entry(cell).or_insert(0) += 1;
+    }
+    for cell in ran.cells {
+        *state.cell_runs.entry(cell.clone()).or_insert(0) += 1;
+        state.cell_first.entry(cell).or_insert(run);
+    }
+    state.cells.push(state.cell_runs.len() as u32);
+    if ran.result.outcome() == SeedOutcome::Failed {
+        let mut checks: Vec<String> = ran.result.failures().into_iter().map(|(_, failure)| failure.check.to_string()).collect();
+        checks.sort();
+        checks.dedup();
+        let replay_file = on_failure(&plan.scenario_of(&ran.genome), &ran.result);
+        let found = Found { run, seed: ran.genome.seed, checks, replay_file };
+        progress(Progress::Failed(&found))?;
+        state.found.push(found);
+    }
+    Ok(())
+}
+
+/// The run (from 1) by which a campaign had reached every one of `cells`; `None` if it never did.
+pub fn runs_to_reach<'a>(state: &State, cells: impl IntoIterator<Item = &'a String>) -> Option<u64> {
+    cells.into_iter().map(|cell| state.cell_first.get(cell).copied()).try_fold(0, |latest, first| Some(latest.max(first?)))
+}

@@ -1,0 +1,108 @@
+//! A campaign's directory: `campaign.json`, what was done and what was kept, written after every
+//! batch (to a temporary file, then renamed, so a killed campaign leaves the last whole one).
+//!
+//! A campaign resumes from its directory only if the file is whole and was written for the same
+//! scenario (its fingerprint), campaign seed, shard, kind (guided or blind) and build: a corpus
+//! from another build reached its features under other code, and resuming would mix two
+//! campaigns. Anything else is refused with an error naming the file, never half-used.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Plan, State};
+use crate::replay::GIT_REVISION;
+
+/// The file's format, first in it.
+const FORMAT: &str = "sluice-explore/1";
+
+/// The file a campaign directory holds.
+pub const FILE: &str = "campaign.json";
+
+/// What `campaign.json` holds.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Saved {
+    format: String,
+    scenario: String,
+    fingerprint: String,
+    git_revision: String,
+    campaign_seed: u64,
+    shard: String,
+    guided: bool,
+    state: State,
+}
+
+fn shard_text(plan: &Plan) -> String {
+    format!("{}/{}", plan.shard.0, plan.shard.1)
+}
+
+/// The state saved in `dir` for `plan`, or a fresh one if `dir` holds no campaign yet; an error
+/// (naming the file) if what it holds is not this campaign's.
+pub fn load(dir: &Path, plan: &Plan) -> Result<State, String> {
+    let path = dir.join(FILE);
+    if !path.exists() {
+        if dir.exists() && std::fs::read_dir(dir).map_err(|error| format!("{}: {error}", dir.display()))?.next().is_some() {
+            return Err(format!("{}: not a campaign directory (no {FILE}, and not empty)", dir.display()));
+        }
+        return Ok(State::default());
+    }
+    let text = std::fs::read_to_string(&path).map_err(|error| format!("{}: {error}", path.display()))?;
+    let saved: Saved = serde_json::from_str(&text)
+        .map_err(|error| format!("{}: not a whole campaign file ({error}); start a new campaign elsewhere", path.display()))?;
+    let refuse = |what: &str, theirs: &str, ours: &str| {
+        Err(format!("{}: a campaign of {what} `{theirs}`, not `{ours}`: start a new campaign elsewhere", path.display()))
+    };
+    if saved.format != FORMAT {
+        return refuse("format", &saved.format, FORMAT);
+    }
+    if saved.fingerprint != plan.scenario.fingerprint() {
+        return refuse("scenario", &format!("{} {}", saved.scenario, saved.fingerprint), &plan.scenario.fingerprint());
+    }
+    if saved.git_revision != GIT_REVISION {
+        return refuse("build", &saved.git_revision, GIT_REVISION);
+    }
+    if saved.campaign_seed != plan.campaign_seed {
+        return refuse("campaign seed", &saved.campaign_seed.to_string(), &plan.campaign_seed.to_string());
+    }
+    if saved.shard != shard_text(plan) {
+        return refuse("shard", &saved.shard, &shard_text(plan));
+    }
+    if saved.guided != plan.guided {
+        let kind = |guided: bool| if guided { "guided" } else { "blind" };
+        return refuse("kind", kind(saved.guided), kind(plan.guided));
+    }
+    check_whole(&saved.state).map_err(|problem| format!("{}: {problem}; start a new campaign elsewhere", path.display()))?;
+    Ok(saved.state)
+}
+
+/// What a whole state keeps: one count of cells per run, no more runs counted than done.
+fn check_whole(state: &State) -> Result<(), String> {
+    if state.corpus.runs != state.cells.len() as u64 {
+        return Err(format!("{} runs in the corpus but {} in the cell counts", state.corpus.runs, state.cells.len()));
+    }
+    if state.found.iter().any(|found| found.run > state.corpus.runs) {
+        return Err("a failure found after the last run".to_string());
+    }
+    Ok(())
+}
+
+/// Writes `plan`'s state into `dir`, creating it if needed.
+pub fn save(dir: &Path, plan: &Plan, state: &State) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|error| format!("{}: {error}", dir.display()))?;
+    let saved = Saved {
+        format: FORMAT.to_string(),
+        scenario: plan.scenario.name.clone(),
+        fingerprint: plan.scenario.fingerprint(),
+        git_revision: GIT_REVISION.to_string(),
+        campaign_seed: plan.campaign_seed,
+        shard: shard_text(plan),
+        guided: plan.guided,
+        state: state.clone(),
+    };
+    let text = serde_json::to_string(&saved).expect("a campaign always serializes");
+    let path = dir.join(FILE);
+    let partial: PathBuf = dir.join(format!("{FILE}.partial"));
+    std::fs::write(&partial, text).map_err(|error| format!("{}: {error}", partial.display()))?;
+    std::fs::rename(&partial, &path).map_err(|error| format!("{}: {error}", path.display()))
+}

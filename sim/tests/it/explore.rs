@@ -1,0 +1,63 @@
+//! `sluice explore`: a short campaign is a function of its plan (not of threads), resumes from
+//! its directory exactly, and refuses a directory that is not its own.
+
+use sluice_sim::explore::{self, Plan, Progress, State, store};
+use sluice_sim::scenario::Scenario;
+
+use super::support::load;
+
+fn plan(runs: u64, threads: usize) -> Plan {
+    let mut scenario = load("scenarios/wordcount-failover.yaml");
+    // A small job keeps the campaign short; its faults still land in it.
+    scenario.params.insert("words".to_string(), 2000u64.into());
+    Plan { scenario, campaign_seed: 7, shard: (1, 1), guided: true, runs, threads }
+}
+
+fn campaign(plan: &Plan, state: State, dir: Option<&std::path::Path>) -> State {
+    let mut no_failure = |_: &Scenario, _: &sluice_sim::seed::SeedResult| None;
+    let mut progress = |event: Progress| match (event, dir) {
+        (Progress::Batch(state), Some(dir)) => store::save(dir, plan, state),
+        _ => Ok(()),
+    };
+    explore::run(plan, state, &mut no_failure, &mut progress).unwrap_or_else(|error| panic!("{error}"))
+}
+
+#[test]
+fn a_campaign_is_deterministic_resumable_and_guided() {
+    let whole = campaign(&plan(24, 2), State::default(), None);
+    assert_eq!(whole.cells.len(), 24);
+    assert_eq!(whole, campaign(&plan(24, 1), State::default(), None), "the thread count changed the campaign");
+    let mutations: std::collections::BTreeSet<_> = whole.corpus.entries.iter().map(|entry| entry.mutation).collect();
+    assert!(mutations.len() >= 2, "past the warm-up, kept genomes are mutants too: {mutations:?}");
+    assert!(whole.found.is_empty(), "{:?}", whole.found);
+
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let half = campaign(&plan(12, 2), store::load(dir.path(), &plan(12, 2)).expect("a new campaign"), Some(dir.path()));
+    assert_eq!(half.cells.len(), 12);
+    let resumed = store::load(dir.path(), &plan(24, 2)).expect("its own campaign resumes");
+    assert_eq!(campaign(&plan(24, 2), resumed, Some(dir.path())), whole, "resuming changed the campaign");
+}
+
+#[test]
+fn a_campaign_directory_not_of_this_campaign_is_refused_naming_its_file() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let ours = plan(4, 2);
+    store::save(dir.path(), &ours, &State::default()).expect("saved");
+    let file = dir.path().join(store::FILE).display().to_string();
+    let other_seed = Plan { campaign_seed: 8, ..ours.clone() };
+    let blind = Plan { guided: false, ..ours.clone() };
+    let mut other_scenario = ours.clone();
+    other_scenario.scenario.params.insert("words".to_string(), 3000u64.into());
+    for (plan, what) in [(other_seed, "campaign seed"), (blind, "kind"), (other_scenario, "scenario")] {
+        let error = store::load(dir.path(), &plan).expect_err(what);
+        assert!(error.starts_with(&file) && error.contains(what), "{what}: {error}");
+    }
+    let text = std::fs::read_to_string(dir.path().join(store::FILE)).expect("readable");
+    std::fs::write(dir.path().join(store::FILE), &text[..text.len() / 2]).expect("writable");
+    let error = store::load(dir.path(), &ours).expect_err("truncated");
+    assert!(error.starts_with(&file) && error.contains("not a whole campaign file"), "{error}");
+    let stranger = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(stranger.path().join("notes.txt"), "mine").expect("writable");
+    let error = store::load(stranger.path(), &ours).expect_err("a directory of something else");
+    assert!(error.contains("not a campaign directory"), "{error}");
+}
