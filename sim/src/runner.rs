@@ -90,11 +90,59 @@ pub fn run_on(scenario: &Scenario, mode: ExecutionMode, seed: u64, input: Arc<Ex
     }
 }
 
+/// Pilots kept per process, most: a search runs one seed under many schedules, and a sweep's
+/// determinism check runs each seed twice.
+const PILOTS_KEPT: usize = 4096;
+
+/// Pilots by (the fault-free scenario's fingerprint, mode, seed, the input's fingerprint), and
+/// the order they were kept in (the oldest goes first).
+type PilotCache = (BTreeMap<(String, ExecutionMode, u64, u64), Pilot>, std::collections::VecDeque<(String, ExecutionMode, u64, u64)>);
+
+static PILOTS: std::sync::Mutex<PilotCache> = std::sync::Mutex::new((BTreeMap::new(), std::collections::VecDeque::new()));
+
+/// A fingerprint of a run's input: every topic's and file's bytes, in order.
+fn input_fingerprint(input: &ExternalInput) -> u64 {
+    // FNV-1a over every byte, each piece after its length, so that no two inputs run together.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut mix = |bytes: &[u8]| {
+        for byte in (bytes.len() as u64).to_le_bytes().iter().chain(bytes) {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    for (name, partitions) in &input.topics {
+        mix(name.as_bytes());
+        for partition in partitions {
+            mix(b"partition");
+            for record in partition {
+                mix(record);
+            }
+        }
+    }
+    for (path, contents) in &input.files {
+        mix(path.as_bytes());
+        mix(contents);
+    }
+    hash
+}
+
 /// The same seed's run in the same mode on the same input, without faults (neither scheduled
-/// nor buggified): what relative triggers are relative to.
+/// nor buggified): what relative triggers are relative to. A pure function of its key, so kept.
 fn pilot(scenario: &Scenario, run: (ExecutionMode, u64), input: &Arc<ExternalInput>, kinds: &BTreeMap<String, SinkKind>) -> Pilot {
-    let quiet = Scenario { faults: Vec::new(), random_faults: None, buggify: false, ..scenario.clone() };
-    Pilot::of(&simulate_on_thread(&quiet, Vec::new(), run, input, kinds).trace)
+    let quiet = Scenario { faults: Vec::new(), random_faults: None, buggify: false, seeds: 0..1, replay: None, ..scenario.clone() };
+    let key = (quiet.fingerprint(), run.0, run.1, input_fingerprint(input));
+    if let Some(pilot) = PILOTS.lock().expect("pilot cache lock").0.get(&key) {
+        return pilot.clone();
+    }
+    let pilot = Pilot::of(&simulate_on_thread(&quiet, Vec::new(), run, input, kinds).trace);
+    let mut cache = PILOTS.lock().expect("pilot cache lock");
+    if cache.0.insert(key.clone(), pilot.clone()).is_none() {
+        cache.1.push_back(key);
+    }
+    while cache.1.len() > PILOTS_KEPT {
+        let oldest = cache.1.pop_front().expect("a non-empty queue");
+        cache.0.remove(&oldest);
+    }
+    pilot
 }
 
 /// Simulates on a fresh thread (see the module doc); a panic is the run's outcome.

@@ -10,7 +10,10 @@
 //!   different behaviour from reaching it once;
 //! - a **phase**: a fault kind that fired while the run was in a protocol phase (deploying,
 //!   running, checkpointing, committing, restarting, reconciling), per mode: where a fault
-//!   actually landed, which its trigger only aims at.
+//!   actually landed, which its trigger only aims at; and **landings**, two faults that fired
+//!   one after the other with their phases (AFL's edges, over landings);
+//! - **restarts**: how many times the run restarted, bucketed, per mode (a watermark of how deep
+//!   into recovery it went).
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -39,6 +42,23 @@ pub enum Feature {
         /// The mode.
         mode: String,
     },
+    /// The run restarted this many times (bucketed), in one mode: a watermark of how deep into
+    /// recovery it went (moonpool's `sometimes_greater_than`).
+    Restarts {
+        /// The bucket's lower bound.
+        bucket: u64,
+        /// The mode.
+        mode: String,
+    },
+    /// Two faults fired one after the other, each in its phase: AFL's edges over landings.
+    Landings {
+        /// The first fault's kind and phase.
+        first: (String, Phase),
+        /// The next fault's kind and phase.
+        next: (String, Phase),
+        /// The mode.
+        mode: String,
+    },
     /// A fault kind fired in a protocol phase.
     Phase {
         /// The fault kind.
@@ -56,6 +76,10 @@ impl fmt::Display for Feature {
             Feature::Cell { mark, kind } => write!(f, "cell {mark} × {kind}"),
             Feature::Count { mark, bucket, mode } => write!(f, "count {mark} ≥{bucket} {mode}"),
             Feature::Phase { kind, phase, mode } => write!(f, "phase {kind} in {phase} {mode}"),
+            Feature::Restarts { bucket, mode } => write!(f, "restarts ≥{bucket} {mode}"),
+            Feature::Landings { first, next, mode } => {
+                write!(f, "landings {} in {} then {} in {} {mode}", first.0, first.1, next.0, next.1)
+            }
         }
     }
 }
@@ -176,9 +200,15 @@ pub fn features(report: &RunReport) -> BTreeSet<Feature> {
     for (mark, hits) in &report.coverage {
         features.insert(Feature::Count { mark: mark.name().to_string(), bucket: bucket(hits.hits), mode: mode.clone() });
     }
-    for (_, kind, phase) in fault_phases(&report.trace) {
+    let landed = fault_phases(&report.trace);
+    for pair in landed.windows(2) {
+        let (first, next) = ((pair[0].1.clone(), pair[0].2), (pair[1].1.clone(), pair[1].2));
+        features.insert(Feature::Landings { first, next, mode: mode.clone() });
+    }
+    for (_, kind, phase) in landed {
         features.insert(Feature::Phase { kind, phase, mode: mode.clone() });
     }
+    features.insert(Feature::Restarts { bucket: bucket(report.restarts()), mode });
     features
 }
 

@@ -72,6 +72,9 @@ pub struct Space<'a> {
     pub topology: &'a Topology,
     /// Most faults a schedule holds.
     pub max_faults: usize,
+    /// Fewest faults a schedule is cut down to (by deletion or aiming at no fault); a schedule
+    /// already at or below it is only retimed.
+    pub min_faults: usize,
 }
 
 /// TaskManagers a schedule kills for good.
@@ -124,7 +127,7 @@ fn apply(
             let index = at(prng, faults.len() + 1);
             faults.insert(index, space.spec.draw_fault(prng, space.topology, &mut losses));
         }
-        Mutation::Delete if faults.len() > 1 => {
+        Mutation::Delete if faults.len() > space.min_faults.max(1) => {
             faults.remove(at(prng, faults.len()));
         }
         Mutation::Replace if !faults.is_empty() => {
@@ -165,10 +168,18 @@ fn apply(
 /// A mutant of `parent` aimed at the cell (a mark the parent reaches) × `kind`: one time in two
 /// a fault of `kind` replaces one of the parent's, keeping its trigger (the fault active when the
 /// parent reached the mark may be the one to swap), else one is added with a trigger drawn anew.
+/// Aimed at the cell × `none` (the mark reached with no fault active), a fault is removed, or
+/// the only one drawn a new trigger.
 pub fn aim(parent: &Genome, kind: &str, prng: &mut Prng, space: &Space) -> Genome {
     let mut faults = parent.faults.clone();
     let mut losses = permanent_losses(&faults);
-    if !faults.is_empty() && (prng.below(2) == 0 || faults.len() >= space.max_faults) {
+    if kind == crate::coverage::NO_FAULT {
+        if faults.len() > space.min_faults.max(1) {
+            faults.remove(prng.below(faults.len() as u64) as usize);
+        } else if let Some(only) = faults.first_mut() {
+            only.trigger = space.spec.trigger(prng, space.topology);
+        }
+    } else if !faults.is_empty() && (prng.below(2) == 0 || faults.len() >= space.max_faults) {
         let index = prng.below(faults.len() as u64) as usize;
         losses -= permanent_losses(&faults[index..=index]);
         let trigger = faults[index].trigger.clone();
@@ -227,7 +238,7 @@ mod tests {
     fn every_operator_is_used_and_every_mutant_differs_within_bounds() {
         let spec = spec();
         let topology = topology();
-        let space = Space { spec: &spec, topology: &topology, max_faults: 5 };
+        let space = Space { spec: &spec, topology: &topology, max_faults: 5, min_faults: 1 };
         let parent = Genome { seed: 7, faults: spec.generate(7, &topology) };
         let other = Genome { seed: 8, faults: spec.generate(8, &topology) };
         let mut prng = Prng::fork(1, "test");
@@ -246,7 +257,7 @@ mod tests {
     fn mutation_is_a_function_of_the_stream() {
         let spec = spec();
         let topology = topology();
-        let space = Space { spec: &spec, topology: &topology, max_faults: 5 };
+        let space = Space { spec: &spec, topology: &topology, max_faults: 5, min_faults: 1 };
         let parent = Genome { seed: 7, faults: spec.generate(7, &topology) };
         let run = || {
             let mut prng = Prng::fork(3, "test");
@@ -259,7 +270,7 @@ mod tests {
     fn an_aimed_mutant_holds_a_fault_of_the_kind_aimed_at() {
         let spec = spec();
         let topology = topology();
-        let space = Space { spec: &spec, topology: &topology, max_faults: 4 };
+        let space = Space { spec: &spec, topology: &topology, max_faults: 4, min_faults: 1 };
         let parent = Genome { seed: 7, faults: spec.generate(7, &topology) };
         let mut prng = Prng::fork(9, "test");
         for _ in 0..100 {
@@ -267,6 +278,16 @@ mod tests {
             assert!(child.faults.iter().any(|fault| fault.kind.name() == "jm-crash"));
             assert!(child.faults.len() <= 4 && child.seed == parent.seed);
         }
+    }
+
+    #[test]
+    fn aimed_at_no_fault_a_mutant_holds_fewer() {
+        let spec = spec();
+        let topology = topology();
+        let space = Space { spec: &spec, topology: &topology, max_faults: 4, min_faults: 1 };
+        let parent = Genome { seed: 7, faults: spec.generate(7, &topology) };
+        let mut prng = Prng::fork(9, "test");
+        assert_eq!(aim(&parent, "none", &mut prng, &space).faults.len(), parent.faults.len() - 1);
     }
 
     #[test]

@@ -43,6 +43,9 @@ pub(super) struct ExploreArgs {
     /// Write coverage over runs as an SVG chart here.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
+    /// Stop after the batch that found the first failure (runs to the first failure).
+    #[arg(long)]
+    until_failure: bool,
     /// Where replay files of failures go.
     #[arg(long, value_name = "DIR", default_value = "failures")]
     failures: PathBuf,
@@ -73,6 +76,7 @@ pub(super) fn command(arguments: &ExploreArgs) -> i32 {
         guided: !arguments.blind,
         runs: arguments.runs,
         threads,
+        until_failure: arguments.until_failure,
     };
     let kind = if plan.guided { "guided" } else { "blind" };
     let main = match campaign(&plan, arguments.corpus.as_deref(), &arguments.failures, kind) {
@@ -140,7 +144,7 @@ fn campaign(plan: &Plan, dir: Option<&Path>, failures: &Path, kind: &str) -> Res
         match event {
             Progress::Failed(found) => {
                 let replay = found.replay_file.as_ref().map_or_else(String::new, |file| format!("\n    replay: {}", replay_command("replay", printable(file))));
-                println!("  FAIL run {} seed {}: {}{replay}", found.run, found.seed, found.checks.join(", "));
+                println!("  FAIL run {} seed {} ({}): {}{replay}", found.run, found.seed, found.mutation, found.checks.join(", "));
             }
             Progress::Batch(state) => {
                 if let Some(dir) = dir {

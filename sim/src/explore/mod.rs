@@ -37,6 +37,9 @@ pub const FRESH_ONE_IN: u64 = 4;
 /// Genomes made from one state of the corpus, run concurrently.
 pub const BATCH: u64 = 4;
 
+/// One mutant in this many also runs under the next fresh seed.
+pub const RESEED_ONE_IN: u64 = 2;
+
 /// One guided mutant in this many is aimed at an unreached cell, while any is left to aim at.
 pub const AIM_ONE_IN: u64 = 3;
 
@@ -58,6 +61,8 @@ pub struct Plan {
     pub runs: u64,
     /// Threads running a batch.
     pub threads: usize,
+    /// Stop after the batch that found the first failure.
+    pub until_failure: bool,
 }
 
 /// A failure found by a campaign.
@@ -69,6 +74,8 @@ pub struct Found {
     pub seed: u64,
     /// The checks that failed, or `crashed`.
     pub checks: Vec<String>,
+    /// How the genome was made.
+    pub mutation: Mutation,
     /// Its replay file, if one could be written.
     pub replay_file: Option<String>,
 }
@@ -95,8 +102,8 @@ pub struct State {
 }
 
 impl State {
-    /// Cells a mutant may aim at: a mark some run reached × a kind the scenario draws that no
-    /// run reached it with, not yet aimed at [`AIM_BUDGET`] times; in order.
+    /// Cells a mutant may aim at: a mark some run reached × a kind the scenario draws (or
+    /// `none`) that no run reached it with, not yet aimed at [`AIM_BUDGET`] times; in order.
     pub fn frontier(&self, kinds: &[String]) -> Vec<(String, String)> {
         let marks: std::collections::BTreeSet<&str> =
             self.cell_runs.keys().filter_map(|cell| cell.strip_prefix("cell ")?.split(" × ").next()).collect();
@@ -114,11 +121,13 @@ impl State {
 }
 
 impl Plan {
-    /// The fresh seed number `index` of this shard: the scenario's seeds from its start,
-    /// every N-th.
+    /// The fresh seed number `index` of this shard: every N-th seed from the scenario's start,
+    /// plus a million per campaign seed after the first (campaign seed 1's blind campaign is a
+    /// sweep of the scenario's own seeds).
     fn fresh_seed(&self, index: u64) -> u64 {
         let (shard, shards) = self.shard;
-        self.scenario.seeds.start + index * shards + (shard - 1)
+        let start = self.scenario.seeds.start.wrapping_add(self.campaign_seed.wrapping_sub(1).wrapping_mul(1_000_000));
+        start.wrapping_add(index.wrapping_mul(shards)).wrapping_add(shard - 1)
     }
 
     /// The stream of run `run` (from 1).
@@ -148,8 +157,11 @@ impl Plan {
         }
         let random = self.scenario.random_faults.as_ref().expect("internal: a guided campaign has random faults");
         let topology = self.scenario.topology();
-        let space = Space { spec: random, topology: &topology, max_faults: random.count as usize + 2 };
-        let frontier = state.frontier(&random.kinds);
+        let count = random.count as usize;
+        let space = Space { spec: random, topology: &topology, max_faults: count + 2, min_faults: count.saturating_sub(1) };
+        let mut kinds = random.kinds.clone();
+        kinds.push(sluice_harness::coverage::NO_FAULT.to_string());
+        let frontier = state.frontier(&kinds);
         if !frontier.is_empty() && prng.below(AIM_ONE_IN) == 0 {
             let (mark, kind) = prng.pick(&frontier).clone();
             let reaching = format!("cell {mark} × ");
@@ -161,7 +173,7 @@ impl Plan {
                 .map(|entry| &entry.genome)
                 .collect();
             if let Some(parent) = (!parents.is_empty()).then(|| *prng.pick(&parents)) {
-                let child = aim(parent, &kind, &mut prng, &space);
+                let child = self.maybe_reseed(aim(parent, &kind, &mut prng, &space), &mut prng, fresh);
                 return (child, Mutation::Aim, Some(format!("cell {mark} × {kind}")));
             }
         }
@@ -171,8 +183,20 @@ impl Plan {
         let (child, mutation) = mutate(&parent, &other, self.fresh_seed(*fresh), &mut prng, &space);
         if mutation == Mutation::Reseed {
             *fresh += 1;
+            return (child, mutation, None);
         }
-        (child, mutation, None)
+        (self.maybe_reseed(child, &mut prng, fresh), mutation, None)
+    }
+
+    /// One mutant in [`RESEED_ONE_IN`] also takes the next fresh seed: the schedule is what the
+    /// search learned, and the scheduling a seed brings is a dimension of its own to vary
+    /// (a blind sweep draws a new one every run).
+    fn maybe_reseed(&self, mut child: Genome, prng: &mut Prng, fresh: &mut u64) -> Genome {
+        if prng.below(RESEED_ONE_IN) == 0 {
+            child.seed = self.fresh_seed(*fresh);
+            *fresh += 1;
+        }
+        child
     }
 }
 
@@ -236,7 +260,7 @@ pub fn run(
     on_failure: &mut dyn FnMut(&Scenario, &SeedResult) -> Option<String>,
     progress: &mut dyn FnMut(Progress) -> Result<(), String>,
 ) -> Result<State, String> {
-    while (state.cells.len() as u64) < plan.runs {
+    while (state.cells.len() as u64) < plan.runs && !(plan.until_failure && !state.found.is_empty()) {
         let first = state.cells.len() as u64 + 1;
         let last = (first + BATCH - 1).min(plan.runs);
         let mut fresh = state.fresh;
@@ -272,7 +296,7 @@ fn add(
         checks.sort();
         checks.dedup();
         let replay_file = on_failure(&plan.scenario_of(&ran.genome), &ran.result);
-        let found = Found { run, seed: ran.genome.seed, checks, replay_file };
+        let found = Found { run, seed: ran.genome.seed, checks, mutation: ran.mutation, replay_file };
         progress(Progress::Failed(&found))?;
         state.found.push(found);
     }

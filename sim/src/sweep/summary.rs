@@ -91,6 +91,21 @@ impl Fired {
     }
 }
 
+/// A map by seed as a list of `[seed, value]` pairs (see `Summary::crash_reasons`).
+mod seed_pairs {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(map: &BTreeMap<u64, String>, serializer: S) -> Result<S::Ok, S::Error> {
+        map.iter().collect::<Vec<_>>().serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<BTreeMap<u64, String>, D::Error> {
+        Ok(Vec::<(u64, String)>::deserialize(deserializer)?.into_iter().collect())
+    }
+}
+
 /// Seeds that failed one check (or crashed), and the replay file of the fastest.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailureGroup {
@@ -138,8 +153,10 @@ pub struct Summary {
     pub failures: BTreeMap<String, FailureGroup>,
     /// Crashed seeds.
     pub crashes: FailureGroup,
-    /// How the lowest [`CRASHES_SHOWN`] crashed seeds crashed.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// How the lowest [`CRASHES_SHOWN`] crashed seeds crashed. Written as a list of
+    /// `[seed, how]` pairs: the summary line flattens this struct, and serde reads a flattened
+    /// map's keys back only as strings, so a map keyed by seed would not read back.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", with = "seed_pairs")]
     pub crash_reasons: BTreeMap<u64, String>,
     /// Simulated time over every run, in microseconds.
     pub simulated_us: u64,

@@ -114,3 +114,59 @@ fn the_suite_reaches_every_rare_state_it_declares() {
         );
     }
 }
+
+/// Marks a run without any fault (none scheduled, buggify off) may reach: states of a healthy
+/// job. Every other mark names a state only a fault or a fault point brings about.
+const WITHOUT_FAULTS: &[Mark] = &[
+    Mark::AlignmentBlockedWhileOtherDelivers,
+    // A checkpoint timeout shorter than the job's alignment aborts checkpoints of a healthy job.
+    Mark::CheckpointAbortedByTimeout,
+    Mark::BackpressureReachedSource,
+    Mark::SortBufferSpilled,
+    Mark::InputSortSpilled,
+    Mark::BroadcastJoinProbeWaited,
+    Mark::ChangelogRetracted,
+    Mark::AdaptiveParallelismDecided,
+];
+
+/// Of [`WITHOUT_FAULTS`], the marks a streaming WordCount never reaches: it sorts nothing,
+/// broadcasts nothing, retracts nothing and decides no parallelism at runtime.
+const NOT_IN_STREAMING_WORDCOUNT: &[Mark] = &[
+    Mark::SortBufferSpilled,
+    Mark::InputSortSpilled,
+    Mark::BroadcastJoinProbeWaited,
+    Mark::ChangelogRetracted,
+    Mark::AdaptiveParallelismDecided,
+];
+
+/// The other side of the suite above: a mark that fires whether or not its state occurred
+/// would pass it. Each entry's first seed, run without its faults and without buggify, reaches
+/// no mark that needs a fault, and a streaming WordCount none of the batch or planner marks.
+#[test]
+fn no_mark_is_reached_by_a_run_where_its_state_does_not_occur() {
+    let mut wrong = Vec::new();
+    let mut quiet_runs = 0;
+    let files: BTreeSet<&str> = SUITE.iter().map(|(file, _, _)| *file).collect();
+    for file in files {
+        let mut scenario = load(file);
+        scenario.faults.clear();
+        scenario.random_faults = None;
+        scenario.buggify = false;
+        scenario.harness_crash = None;
+        let seed = scenario.seeds.start;
+        let result = run_seed(&scenario, seed, &scenario.modes, DeterminismCheck::Off);
+        for (report, _) in &result.runs {
+            quiet_runs += 1;
+            for mark in report.coverage.keys().filter(|mark| !WITHOUT_FAULTS.contains(mark)) {
+                wrong.push(format!("{file} seed {seed} {} without faults reached {mark}: {}", report.mode, mark.description()));
+            }
+        }
+    }
+    let wordcount = load("scenarios/wordcount.yaml");
+    let streaming = sluice_sim::runner::run(&wordcount, sluice_engine::graph::ExecutionMode::Streaming, wordcount.seeds.start);
+    for mark in NOT_IN_STREAMING_WORDCOUNT.iter().filter(|mark| streaming.coverage.contains_key(mark)) {
+        wrong.push(format!("scenarios/wordcount.yaml streaming reached {mark}: {}", mark.description()));
+    }
+    assert!(quiet_runs >= 15, "{quiet_runs} runs");
+    assert!(wrong.is_empty(), "marks reached where their state did not occur:\n{}", wrong.join("\n"));
+}

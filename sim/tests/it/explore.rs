@@ -10,7 +10,7 @@ fn plan(runs: u64, threads: usize) -> Plan {
     let mut scenario = load("scenarios/wordcount-failover.yaml");
     // A small job keeps the campaign short; its faults still land in it.
     scenario.params.insert("words".to_string(), 2000u64.into());
-    Plan { scenario, campaign_seed: 7, shard: (1, 1), guided: true, runs, threads }
+    Plan { scenario, campaign_seed: 7, shard: (1, 1), guided: true, runs, threads, until_failure: false }
 }
 
 fn campaign(plan: &Plan, state: State, dir: Option<&std::path::Path>) -> State {

@@ -223,3 +223,40 @@ fn the_text_summary_counts_outcomes_and_memory_and_junit_has_a_case_per_seed() {
     assert_eq!(report.matches("<testcase ").count(), 2, "{report}");
     assert_eq!(report.matches("<failure").count(), 2, "{report}");
 }
+
+/// A merged sweep ends as its worst seed did, for every outcome: shards of passed and
+/// expected-unrecoverable seeds exit 0, a failed seed in any shard 1, a crashed one 3, and each
+/// seed counts once under its outcome.
+#[test]
+fn a_merge_exits_and_counts_as_the_worst_seed_of_any_shard() {
+    let temporary = scratch("merge-outcomes");
+    let directory = temporary.path();
+    let failures = directory.join("failures");
+    let cases = [
+        ("passed", "", 0, "passed"),
+        ("unrecoverable", "faults: [{ at: 0ms, kill: jm }]\n", 0, "expected_unrecoverable"),
+        ("failed", "random_faults: { count: 1, kinds: [tm-crash] }\nexpect: { max_restarts: 0 }\n", 1, "failed"),
+        ("crashed", "harness_crash: { seed: 3, how: abort }\n", 3, "crashed"),
+    ];
+    for (name, extra, want, counted) in cases {
+        let file = small_scenario(directory, name, &format!("modes: [batch]\n{extra}"));
+        let mut shards = Vec::new();
+        for shard in 1..=2 {
+            let shard_text = format!("{shard}/2");
+            let arguments =
+                ["sweep", &file, "--shard", &shard_text, "--format", "json", "--failures", failures.to_str().unwrap()];
+            let (_, stdout, stderr) = sluice(&arguments);
+            let path = directory.join(format!("{name}-{shard}.jsonl"));
+            std::fs::write(&path, &stdout).unwrap_or_else(|error| panic!("{error}: {stderr}"));
+            shards.push(path.display().to_string());
+        }
+        let (status, merged, stderr) = sluice(&["merge", "--format", "json", &shards[0], &shards[1]]);
+        assert_eq!(status, want, "{name}: {stderr}\n{merged}");
+        let (seeds, summary) = json_lines(&merged);
+        assert_eq!(seeds.len(), 5, "{name}");
+        let outcomes = ["passed", "failed", "expected_unrecoverable", "crashed"];
+        let total: u64 = outcomes.iter().map(|outcome| summary[outcome].as_u64().unwrap_or(0)).sum();
+        assert_eq!(total, 5, "{name}: each seed counts once: {summary}");
+        assert!(summary[counted].as_u64().unwrap_or(0) >= 1, "{name}: {summary}");
+    }
+}
