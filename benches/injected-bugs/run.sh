@@ -4,6 +4,7 @@
 # `--until-failure`, reverts the patch. Needs a clean tree for the patched files.
 #
 #   bash benches/injected-bugs/run.sh [RUNS] [CAMPAIGN_SEEDS...]    # default 2000 runs, seed 1
+#   BUGS='[456]' bash benches/injected-bugs/run.sh 800 1               # only bugs 4, 5 and 6
 #
 # Prints one line per (bug, campaign seed): runs to the first failure in each (or `>RUNS`).
 set -euo pipefail
@@ -24,7 +25,7 @@ first_failure() {
   grep -m1 -o 'FAIL run [0-9]*' | awk '{print $3}' | grep . || echo ">$runs"
 }
 # The engine bugs (the h*- patches are the harness's own, caught by `cargo test`: see README.md).
-for patch in benches/injected-bugs/[0-9]*.patch; do
+for patch in benches/injected-bugs/${BUGS:-[0-9]}*.patch; do
   bug="$(basename "$patch" .patch)"
   git apply "$patch"
   trap 'git apply -R "$patch"' EXIT
