@@ -31,9 +31,12 @@ pub(super) struct ExploreArgs {
     /// Run the K-th of N independent campaigns (each its own stream and fresh seeds).
     #[arg(long, value_parser = Shard::parse)]
     shard: Option<Shard>,
-    /// Keep the campaign in this directory and resume from it.
-    #[arg(long, value_name = "DIR")]
+    /// Keep the campaign in this directory, resuming it if it holds one.
+    #[arg(long, value_name = "DIR", conflicts_with = "resume")]
     corpus: Option<PathBuf>,
+    /// Resume the campaign this directory holds (refused if it holds none).
+    #[arg(long, value_name = "DIR")]
+    resume: Option<PathBuf>,
     /// Run fresh seeds only: a blind sweep with the same accounting.
     #[arg(long, conflicts_with = "against_blind")]
     blind: bool,
@@ -79,7 +82,14 @@ pub(super) fn command(arguments: &ExploreArgs) -> i32 {
         until_failure: arguments.until_failure,
     };
     let kind = if plan.guided { "guided" } else { "blind" };
-    let main = match campaign(&plan, arguments.corpus.as_deref(), &arguments.failures, kind) {
+    if let Some(dir) = &arguments.resume
+        && let Err(message) = store::resume(dir, &plan)
+    {
+        eprintln!("sluice explore: {}", printable(&message));
+        return status::USAGE;
+    }
+    let dir = arguments.corpus.as_ref().or(arguments.resume.as_ref());
+    let main = match campaign(&plan, dir.map(PathBuf::as_path), &arguments.failures, kind) {
         Ok(state) => state,
         Err(message) => {
             eprintln!("sluice explore: {}", printable(&message));
@@ -89,7 +99,7 @@ pub(super) fn command(arguments: &ExploreArgs) -> i32 {
     let mut lines = vec![(kind.to_string(), main.clone())];
     if arguments.against_blind {
         let blind_plan = Plan { guided: false, ..plan.clone() };
-        let blind_dir = arguments.corpus.as_ref().map(|dir| dir.join("blind"));
+        let blind_dir = dir.map(|dir| dir.join("blind"));
         match campaign(&blind_plan, blind_dir.as_deref(), &arguments.failures, "blind") {
             Ok(blind) => {
                 print!("{}", compare(&main, &blind));

@@ -20,6 +20,7 @@ pub mod store;
 
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::prng::Prng;
+use sluice_harness::faults::random::Topology;
 use sluice_harness::scenario::Scenario;
 use sluice_harness::search::corpus::Corpus;
 use sluice_harness::search::features::{Feature, cells, features};
@@ -147,7 +148,7 @@ impl Plan {
 
     /// The genome of run `run`, from the corpus as it stood before its batch, and the cell it
     /// was aimed at, if it was.
-    fn genome(&self, run: u64, state: &State, fresh: &mut u64) -> (Genome, Mutation, Option<String>) {
+    fn genome(&self, run: u64, state: &State, fresh: &mut u64, topology: &Topology) -> (Genome, Mutation, Option<String>) {
         let mut prng = self.stream(run);
         let guided = self.guided && run > WARMUP && !state.corpus.entries.is_empty() && prng.below(FRESH_ONE_IN) != 0;
         if !guided {
@@ -156,9 +157,8 @@ impl Plan {
             return (Genome { seed, faults: self.scenario.schedule(seed) }, Mutation::Fresh, None);
         }
         let random = self.scenario.random_faults.as_ref().expect("internal: a guided campaign has random faults");
-        let topology = self.scenario.topology();
         let count = random.count as usize;
-        let space = Space { spec: random, topology: &topology, max_faults: count + 2, min_faults: count.saturating_sub(1) };
+        let space = Space { spec: random, topology, max_faults: count + 2, min_faults: count.saturating_sub(1) };
         let mut kinds = random.kinds.clone();
         kinds.push(sluice_harness::coverage::NO_FAULT.to_string());
         let frontier = state.frontier(&kinds);
@@ -260,11 +260,14 @@ pub fn run(
     on_failure: &mut dyn FnMut(&Scenario, &SeedResult) -> Option<String>,
     progress: &mut dyn FnMut(Progress) -> Result<(), String>,
 ) -> Result<State, String> {
+    // What mutations draw nodes and vertices from: planned once, not per genome.
+    let topology = plan.scenario.topology();
     while (state.cells.len() as u64) < plan.runs && !(plan.until_failure && !state.found.is_empty()) {
         let first = state.cells.len() as u64 + 1;
         let last = (first + BATCH - 1).min(plan.runs);
         let mut fresh = state.fresh;
-        let genomes: Vec<(Genome, Mutation, Option<String>)> = (first..=last).map(|run| plan.genome(run, &state, &mut fresh)).collect();
+        let genomes: Vec<(Genome, Mutation, Option<String>)> =
+            (first..=last).map(|run| plan.genome(run, &state, &mut fresh, &topology)).collect();
         state.fresh = fresh;
         for (offset, ran) in run_batch(plan, genomes).into_iter().enumerate() {
             add(plan, &mut state, first + offset as u64, ran, on_failure, progress)?;

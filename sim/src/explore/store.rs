@@ -87,6 +87,16 @@ fn check_whole(state: &State) -> Result<(), String> {
     Ok(())
 }
 
+/// The state saved in `dir` for `plan`, which must hold one: `--resume` refuses a directory
+/// without a campaign, naming the file it looked for, rather than start a new one there.
+pub fn resume(dir: &Path, plan: &Plan) -> Result<State, String> {
+    let path = dir.join(FILE);
+    if !path.is_file() {
+        return Err(format!("{}: no campaign to resume (use --corpus to start one)", path.display()));
+    }
+    load(dir, plan)
+}
+
 /// Writes `plan`'s state into `dir`, creating it if needed.
 pub fn save(dir: &Path, plan: &Plan, state: &State) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|error| format!("{}: {error}", dir.display()))?;
