@@ -90,6 +90,10 @@ points! {
     /// The durable store applied an append, but its reply was lost: the client retries the
     /// append at the same offset, which the store must recognize as already applied.
     DurableAppendReplyLost => "durable-append-reply-lost", BuggifyDurableAppendReplyLost, 1 in 8,
+    /// The remote shuffle service stored a push, but its reply was lost: the producer pushes
+    /// the same items again, from the same sequence number, and the service must store them
+    /// once.
+    ShufflePushReplyLost => "shuffle-push-reply-lost", BuggifyShufflePushReplyLost, 1 in 8,
 }
 
 impl fmt::Display for FaultPoint {

@@ -94,6 +94,9 @@ marks! {
     /// The durable store found a retried append already applied (the reply to its first try
     /// was lost) and answered it without applying it again.
     RetriedAppendFoundApplied => "retried-append-found-applied",
+    /// The remote shuffle service found a retried push already stored (the reply to its first
+    /// try was lost) and answered it without storing its items again.
+    RetriedPushFoundApplied => "retried-push-found-applied",
     /// The restart strategy gave up: the job failed.
     RestartStrategyGaveUp => "restart-strategy-gave-up",
     /// The fault point `input-sort-spills-early` fired (see [`crate::buggify`]).
@@ -116,6 +119,8 @@ marks! {
     BuggifyTimerLate => "buggify-timer-late",
     /// The fault point `durable-append-reply-lost` fired.
     BuggifyDurableAppendReplyLost => "buggify-durable-append-reply-lost",
+    /// The fault point `shuffle-push-reply-lost` fired.
+    BuggifyShufflePushReplyLost => "buggify-shuffle-push-reply-lost",
 }
 
 impl fmt::Display for Mark {

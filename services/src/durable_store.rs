@@ -111,6 +111,10 @@ pub async fn apply_traced(
     };
     let answer = apply(storage, operation).await;
     if let (Ok(_), Some((txn_id, epoch, path))) = (&answer, commit) {
+        if let Ok(length) = storage.length(&path).await {
+            let promise = "a file sink commits (renames) only a file it synced whole at its pre-commit";
+            sluice_engine::storage::check_synced(storage.synced_length(&path), &path, length, promise);
+        }
         let mut counter = CsvRecordCounter::default();
         let rows = match read_in_pieces(storage, &path, LOCAL_PIECE, |piece| counter.feed(piece)).await {
             Ok(()) => counter.records,

@@ -157,6 +157,12 @@ impl Journal {
         if sync { self.storage.sync_now(&path) } else { Ok(()) }
     }
 
+    /// The invariant of an answer that promises durability: the journal is synced whole.
+    fn check_synced(&self, promise: &str) {
+        let path = image::journal_path(self.generation);
+        sluice_engine::storage::check_synced(self.storage.synced_length_now(&path), &path, self.bytes, promise);
+    }
+
     fn due(&self) -> bool {
         self.bytes >= self.compact_after.max(self.image_bytes)
     }
@@ -369,7 +375,20 @@ impl TxnStoreState {
 
     /// Serves a begin.
     fn serve_begin(&mut self, request: BeginTransaction) -> Result<TxnOutcome, TxnError> {
-        self.serve_step(request, |request| EntryRef::Begin(request), TxnStoreState::begin, true)
+        let answer = self.serve_step(request, |request| EntryRef::Begin(request), TxnStoreState::begin, true);
+        let applied = answer == Ok(TxnOutcome::Done);
+        self.check_durable(answer, applied, "a begun transaction's fence survives a crash")
+    }
+
+    /// What an answer that applied a request and promises its durability checks before it
+    /// goes out: a journaling store (a real one) synced everything it journaled, whatever its
+    /// `sync` flags said. (An answer to a retry that changed nothing relies on an entry synced
+    /// when it was first applied.)
+    fn check_durable<A>(&self, answer: Result<A, TxnError>, applied: bool, promise: &str) -> Result<A, TxnError> {
+        if let (true, Ok(_), Some(journal)) = (applied, &answer, &self.journal) {
+            journal.check_synced(promise);
+        }
+        answer
     }
 
     /// Serves a stage (journaled, not synced: a prepare syncs it).
@@ -379,7 +398,9 @@ impl TxnStoreState {
 
     /// Serves a prepare.
     fn serve_prepare(&mut self, request: PrepareTransaction) -> Result<TxnOutcome, TxnError> {
-        self.serve_step(request, |request| EntryRef::Prepare(request), TxnStoreState::prepare, true)
+        let answer = self.serve_step(request, |request| EntryRef::Prepare(request), TxnStoreState::prepare, true);
+        let applied = answer == Ok(TxnOutcome::Done);
+        self.check_durable(answer, applied, "a prepared transaction survives a crash")
     }
 
     /// Serves an abort of lingering transactions (it always raises a fence).
@@ -389,7 +410,8 @@ impl TxnStoreState {
         }
         let entry = self.entry(EntryRef::Abort(&request));
         let aborted = self.abort_lingering(request);
-        self.persist(entry, Ok(aborted), true, true)
+        let answer = self.persist(entry, Ok(aborted), true, true);
+        self.check_durable(answer, true, "an abort's fence survives a crash")
     }
 
     /// The committed view.
@@ -572,6 +594,7 @@ impl TxnStoreState {
         let answer = self.commit_rows(request);
         let accepted = matches!(answer, Ok((TxnOutcome::Done, _)));
         let answer = self.persist(entry, answer, accepted, true);
+        let answer = self.check_durable(answer, accepted, "a committed transaction survives a crash");
         let lose_reply = self.faults.lost_commit_replies > 0;
         if lose_reply {
             self.faults.lost_commit_replies -= 1;

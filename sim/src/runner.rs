@@ -20,8 +20,8 @@ use sluice_harness::client::submit_and_wait;
 use sluice_harness::coverage::Coverage;
 use sluice_harness::faults::Fault;
 use sluice_harness::faults::Pilot;
-use sluice_harness::faults::relative::{needs_pilot, resolve};
 use sluice_harness::faults::buggify::SwarmPolicy;
+use sluice_harness::faults::relative::{needs_pilot, resolve};
 use sluice_harness::recovery::recovery_metrics;
 use sluice_harness::report::{RunOutcome, RunReport, generate_input, with_late_data};
 use sluice_harness::scenario::Scenario;
@@ -96,9 +96,11 @@ const PILOTS_KEPT: usize = 4096;
 
 /// Pilots by (the fault-free scenario's fingerprint, mode, seed, the input's fingerprint), and
 /// the order they were kept in (the oldest goes first).
-type PilotCache = (BTreeMap<(String, ExecutionMode, u64, u64), Pilot>, std::collections::VecDeque<(String, ExecutionMode, u64, u64)>);
+type PilotCache =
+    (BTreeMap<(String, ExecutionMode, u64, u64), Pilot>, std::collections::VecDeque<(String, ExecutionMode, u64, u64)>);
 
-static PILOTS: std::sync::Mutex<PilotCache> = std::sync::Mutex::new((BTreeMap::new(), std::collections::VecDeque::new()));
+static PILOTS: std::sync::Mutex<PilotCache> =
+    std::sync::Mutex::new((BTreeMap::new(), std::collections::VecDeque::new()));
 
 /// A fingerprint of a run's input: every topic's and file's bytes, in order.
 fn input_fingerprint(input: &ExternalInput) -> u64 {
@@ -127,8 +129,20 @@ fn input_fingerprint(input: &ExternalInput) -> u64 {
 
 /// The same seed's run in the same mode on the same input, without faults (neither scheduled
 /// nor buggified): what relative triggers are relative to. A pure function of its key, so kept.
-fn pilot(scenario: &Scenario, run: (ExecutionMode, u64), input: &Arc<ExternalInput>, kinds: &BTreeMap<String, SinkKind>) -> Pilot {
-    let quiet = Scenario { faults: Vec::new(), random_faults: None, buggify: false, seeds: 0..1, replay: None, ..scenario.clone() };
+fn pilot(
+    scenario: &Scenario,
+    run: (ExecutionMode, u64),
+    input: &Arc<ExternalInput>,
+    kinds: &BTreeMap<String, SinkKind>,
+) -> Pilot {
+    let quiet = Scenario {
+        faults: Vec::new(),
+        random_faults: None,
+        buggify: false,
+        seeds: 0..1,
+        replay: None,
+        ..scenario.clone()
+    };
     let key = (quiet.fingerprint(), run.0, run.1, input_fingerprint(input));
     if let Some(pilot) = PILOTS.lock().expect("pilot cache lock").0.get(&key) {
         return pilot.clone();

@@ -24,6 +24,7 @@ use super::protocol::{
 };
 use super::sort_merge::{Frame, IndexEntry, frames_for, frames_from_index};
 use super::{ItemWriter, PartitionStatistics, ResultPartitionId, ShuffleDescriptor, WriteError};
+use crate::buggify::FaultPoint;
 use crate::future::BoxFuture;
 use crate::record::Record;
 use crate::resources::Resources;
@@ -79,14 +80,21 @@ impl RemoteWriter {
         WriteError::ServiceUnavailable { partition: self.descriptor.partition, detail }
     }
 
+    /// Calls the service until it answers, at most [`PUSH_ATTEMPTS`] times; a reply lost after
+    /// the service applied the request (the fault point `lost_reply`, if any) is retried too.
     async fn call<R: crate::rpc::Request<Response = Result<(), PushError>> + Clone>(
         &self,
         request: R,
+        lost_reply: Option<FaultPoint>,
     ) -> Result<(), WriteError> {
         let address = self.descriptor.location.address();
         let mut last = String::new();
         for _ in 0..PUSH_ATTEMPTS {
             match self.client.call(address, request.clone(), PUSH_TIMEOUT).await {
+                // The fault point: the service stored the push, and its reply was lost.
+                Ok(Ok(())) if lost_reply.is_some_and(crate::buggify::fires) => {
+                    last = "the reply to a stored push was lost".to_string();
+                }
                 Ok(Ok(())) => return Ok(()),
                 Ok(Err(error)) => return Err(self.unavailable(format!("{error:?}"))),
                 Err(error @ RpcError::Timeout { .. }) => last = error.to_string(),
@@ -111,7 +119,7 @@ impl RemoteWriter {
             first_sequence: self.pushed[subpartition as usize],
             items,
         };
-        self.call(request).await?;
+        self.call(request, Some(FaultPoint::ShufflePushReplyLost)).await?;
         self.pushed[subpartition as usize] += count;
         Ok(())
     }
@@ -134,10 +142,10 @@ impl RemoteWriter {
             self.push(subpartition).await?;
         }
         self.check_all_pushed();
-        self.call(FinishPartition {
-            partition: self.descriptor.partition,
-            items_per_subpartition: self.pushed.clone(),
-        })
+        self.call(
+            FinishPartition { partition: self.descriptor.partition, items_per_subpartition: self.pushed.clone() },
+            None,
+        )
         .await?;
         Ok(PartitionStatistics {
             bytes_per_subpartition: self.bytes_per_subpartition.clone(),
@@ -191,7 +199,8 @@ pub struct ShuffleServiceConfig {
 enum FinishStep {
     AlreadyFinished,
     Empty,
-    WriteIndex(Vec<u8>),
+    /// The index to write, over this many bytes of data.
+    WriteIndex(Vec<u8>, u64),
 }
 
 struct Held {
@@ -339,6 +348,7 @@ impl Service {
         let skip = (held_items - request.first_sequence) as usize;
         let fresh = &request.items[skip.min(request.items.len())..];
         if fresh.is_empty() {
+            crate::cover!(RetriedPushFoundApplied);
             return Ok(()); // a retried push that was applied
         }
         let mut bytes = Vec::new();
@@ -374,14 +384,17 @@ impl Service {
     }
 
     async fn finish(&self, request: FinishPartition) -> Result<(), PushError> {
-        let index = match self.finish_step(&request)? {
+        let (index, data_length) = match self.finish_step(&request)? {
             FinishStep::AlreadyFinished => return Ok(()), // a retried finish
             FinishStep::Empty => return self.finish_empty(request).await,
-            FinishStep::WriteIndex(index) => index,
+            FinishStep::WriteIndex(index, data_length) => (index, data_length),
         };
-        self.make_durable(request.partition, &index).await?;
-        self.lock().get_mut(&request.partition).ok_or_else(|| PushError::Rejected("released".to_string()))?.finished =
-            true;
+        self.make_durable(request.partition, data_length, &index).await?;
+        let mut partitions = self.lock();
+        let held = partitions.get_mut(&request.partition).ok_or_else(|| PushError::Rejected("released".to_string()))?;
+        self.check_durable(request.partition, held.data_length, index.len() as u64);
+        held.finished = true;
+        drop(partitions);
         self.finished.notify_waiters();
         Ok(())
     }
@@ -404,18 +417,38 @@ impl Service {
         if held_counts != request.items_per_subpartition {
             return Err(PushError::Gap { held: held_counts.iter().sum() });
         }
-        Ok(FinishStep::WriteIndex(index_bytes(request.partition, &held.frames)))
+        Ok(FinishStep::WriteIndex(index_bytes(request.partition, &held.frames), held.data_length))
     }
 
     async fn finish_empty(&self, request: FinishPartition) -> Result<(), PushError> {
         let frames = vec![Vec::new(); request.items_per_subpartition.len()];
-        self.make_durable(request.partition, &index_bytes(request.partition, &frames)).await?;
+        let index = index_bytes(request.partition, &frames);
+        self.make_durable(request.partition, 0, &index).await?;
+        self.check_durable(request.partition, 0, index.len() as u64);
         self.lock().insert(request.partition, Held { frames, data_length: 0, finished: true });
         self.finished.notify_waiters();
         Ok(())
     }
 
-    async fn make_durable(&self, partition: ResultPartitionId, index: &[u8]) -> Result<(), PushError> {
+    /// A finished partition is acknowledged only once its data and index are synced: a
+    /// restarted service serves it from them.
+    fn check_durable(&self, partition: ResultPartitionId, data_length: u64, index_length: u64) {
+        let storage = self.config.storage.as_ref();
+        let promise = "the shuffle service acknowledges a finished partition";
+        let data = data_path(partition);
+        crate::storage::check_synced(storage.synced_length(&data), &data, data_length, promise);
+        let index = index_path(partition);
+        crate::storage::check_synced(storage.synced_length(&index), &index, index_length, promise);
+    }
+
+    /// Syncs the partition's data, then writes and syncs its index: an index is written only
+    /// over data already synced, or a crash between the two would keep an index of lost data.
+    async fn make_durable(
+        &self,
+        partition: ResultPartitionId,
+        data_length: u64,
+        index: &[u8],
+    ) -> Result<(), PushError> {
         let storage = self.config.storage.as_ref();
         let refused = |error: StorageError| PushError::Rejected(error.to_string());
         match storage.sync(&data_path(partition)).await {
@@ -423,6 +456,9 @@ impl Service {
             Err(StorageError::NotFound(_)) => {}
             Err(error) => return Err(refused(error)),
         }
+        let data = data_path(partition);
+        let promise = "an index is written only over synced data";
+        crate::storage::check_synced(storage.synced_length(&data), &data, data_length, promise);
         storage.delete(&index_path(partition)).await.map_err(refused)?;
         crate::storage::append_durably(storage, &index_path(partition), index).await.map_err(refused)
     }

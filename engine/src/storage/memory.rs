@@ -152,6 +152,10 @@ impl ImmediateStorage for MemoryStorage {
         Ok(())
     }
 
+    fn synced_length_now(&self, path: &str) -> Option<u64> {
+        Some(self.disk().files.get(path).map_or(0, |file| file.synced as u64))
+    }
+
     fn length_now(&self, path: &str) -> Result<u64, StorageError> {
         self.disk()
             .files
@@ -279,6 +283,23 @@ mod tests {
         assert_eq!(disk.newest(""), Some("b".to_string()));
         disk.wipe();
         assert!(disk.paths("").is_empty());
+    }
+
+    #[test]
+    fn the_disk_says_how_much_of_a_file_is_synced_and_the_invariant_holds_acks_to_it() {
+        let disk = MemoryStorage::new();
+        assert_eq!(disk.synced_length("log"), Some(0), "a missing file has nothing synced");
+        now(disk.append("log", b"first ")).unwrap();
+        now(disk.sync("log")).unwrap();
+        now(disk.append("log", b"second")).unwrap();
+        assert_eq!(disk.synced_length("log"), Some(6));
+        crate::storage::check_synced(disk.synced_length("log"), "log", 6, "the first record was acknowledged");
+        let unsynced = std::panic::catch_unwind(|| {
+            crate::storage::check_synced(disk.synced_length("log"), "log", 12, "both records were acknowledged");
+        });
+        let message = *unsynced.expect_err("an ack past the synced bytes panics").downcast::<String>().unwrap();
+        assert!(message.contains("both records were acknowledged, so `log` is synced through byte 12"), "{message}");
+        crate::storage::check_synced(None, "log", 12, "a storage that cannot tell is not checked");
     }
 
     #[test]

@@ -130,6 +130,28 @@ pub trait Storage: Send + Sync {
             Ok(())
         })
     }
+
+    /// How many of the file's first bytes would survive a crash now (0 for a missing file),
+    /// where the storage can tell: the simulated disk can; a remote store cannot (its own node
+    /// checks), nor can a real directory (the kernel knows). For invariants only: see
+    /// [`check_synced`].
+    fn synced_length(&self, _path: &str) -> Option<u64> {
+        None
+    }
+}
+
+/// The invariant of every acknowledgement that promises durability (`promise` says which):
+/// the file's first `end` bytes are synced, so a crash right after the acknowledgement keeps
+/// them. Checked where the storage can tell ([`Storage::synced_length`]); a panic otherwise,
+/// since an acknowledged write that a crash would lose breaks exactly-once only when a crash
+/// lands in that window, and no oracle can count on that.
+pub fn check_synced(synced: Option<u64>, path: &str, end: u64, promise: &str) {
+    if let Some(synced) = synced {
+        assert!(
+            synced >= end,
+            "storage invariant: {promise}, so `{path}` is synced through byte {end}, but only {synced} bytes are"
+        );
+    }
 }
 
 /// A file's length from [`Storage::length`]'s answer, a missing file's being 0.
@@ -157,6 +179,10 @@ pub trait ImmediateStorage: Send + Sync {
     fn list_now(&self, prefix: &str) -> Result<Vec<String>, StorageError>;
     /// [`Storage::rename`].
     fn rename_now(&self, from: &str, to: &str) -> Result<(), StorageError>;
+    /// [`Storage::synced_length`].
+    fn synced_length_now(&self, _path: &str) -> Option<u64> {
+        None
+    }
 }
 
 impl<T: ImmediateStorage> Storage for T {
@@ -193,6 +219,10 @@ impl<T: ImmediateStorage> Storage for T {
 
     fn rename<'a>(&'a self, from: &'a str, to: &'a str) -> BoxFuture<'a, Result<(), StorageError>> {
         Box::pin(std::future::ready(self.rename_now(from, to)))
+    }
+
+    fn synced_length(&self, path: &str) -> Option<u64> {
+        self.synced_length_now(path)
     }
 }
 

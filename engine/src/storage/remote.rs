@@ -248,13 +248,26 @@ pub async fn apply(storage: &dyn Storage, operation: StorageOperation) -> Result
             } else {
                 crate::cover!(RetriedAppendFoundApplied);
             }
+            let end = storage.length(&path).await?;
+            assert_eq!(
+                end,
+                offset + bytes.len() as u64,
+                "storage invariant: an append, retried or not, is applied once: `{path}` ends where its writer expects"
+            );
             Ok(StorageAnswer::Done)
         }
-        StorageOperation::Sync { path, through } => match through {
-            Some(end) => storage.sync_through(&path, end).await,
-            None => storage.sync(&path).await,
+        StorageOperation::Sync { path, through } => {
+            match through {
+                Some(end) => storage.sync_through(&path, end).await?,
+                None => storage.sync(&path).await?,
+            }
+            let end = match through {
+                Some(end) => end,
+                None => storage.length(&path).await?,
+            };
+            super::check_synced(storage.synced_length(&path), &path, end, "the store acknowledges a sync");
+            Ok(StorageAnswer::Done)
         }
-        .map(|()| StorageAnswer::Done),
         StorageOperation::Read { path, offset, length } => {
             storage.read(&path, offset, length).await.map(StorageAnswer::Bytes)
         }

@@ -99,7 +99,9 @@ impl<'de> Deserialize<'de> for CheckpointTrigger {
             fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<CheckpointTrigger, E> {
                 match text {
                     "final" => Ok(CheckpointTrigger::Final(FinalKeyword::Final)),
-                    share if share.ends_with('%') => Share::parse(share).map(CheckpointTrigger::Share).map_err(E::custom),
+                    share if share.ends_with('%') => {
+                        Share::parse(share).map(CheckpointTrigger::Share).map_err(E::custom)
+                    }
                     other => Err(E::custom(format!(
                         "`{other}` is not a checkpoint: a number from 1, a share like 40%, or `final`"
                     ))),

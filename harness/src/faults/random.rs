@@ -12,8 +12,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use sluice_engine::prng::{Prng, Ratio};
 
-use super::share::Share;
 use super::model::{CheckpointTrigger, Fault, FaultKind, FinalKeyword, KIND_NAMES, TaskStateTrigger, Trigger};
+use super::share::Share;
 
 /// A scenario's `random_faults`: how many faults, of which kinds, within which window.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,7 +128,13 @@ impl RandomFaults {
     }
 
     /// A fault of the same kind as `fault` with its node, duration or count drawn again.
-    pub fn redraw_kind(&self, fault: &Fault, prng: &mut Prng, topology: &Topology, permanent_losses: &mut u32) -> Fault {
+    pub fn redraw_kind(
+        &self,
+        fault: &Fault,
+        prng: &mut Prng,
+        topology: &Topology,
+        permanent_losses: &mut u32,
+    ) -> Fault {
         Fault { trigger: fault.trigger.clone(), kind: draw_kind(prng, fault.kind.name(), topology, permanent_losses) }
     }
 

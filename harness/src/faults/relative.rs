@@ -81,9 +81,10 @@ pub fn resolve_trigger(trigger: &Trigger, pilot: &Pilot) -> Trigger {
     let at = |share: Share| Trigger::At(share.of_duration(pilot.makespan));
     match *trigger {
         Trigger::AtShare(share) => at(share),
-        Trigger::Checkpoint(CheckpointTrigger::Share(share)) => share
-            .position_in(pilot.checkpoints.len())
-            .map_or_else(|| at(share), |position| Trigger::Checkpoint(CheckpointTrigger::Id(pilot.checkpoints[position - 1]))),
+        Trigger::Checkpoint(CheckpointTrigger::Share(share)) => share.position_in(pilot.checkpoints.len()).map_or_else(
+            || at(share),
+            |position| Trigger::Checkpoint(CheckpointTrigger::Id(pilot.checkpoints[position - 1])),
+        ),
         Trigger::PreparedShare(share) => share
             .position_in(pilot.prepared.len())
             .map_or_else(|| at(share), |position| Trigger::Prepared(pilot.prepared[position - 1])),
@@ -93,7 +94,10 @@ pub fn resolve_trigger(trigger: &Trigger, pilot: &Pilot) -> Trigger {
 
 /// A schedule with every relative trigger made absolute against a pilot; see the module doc.
 pub fn resolve(schedule: &[Fault], pilot: &Pilot) -> Vec<Fault> {
-    schedule.iter().map(|fault| Fault { trigger: resolve_trigger(&fault.trigger, pilot), kind: fault.kind.clone() }).collect()
+    schedule
+        .iter()
+        .map(|fault| Fault { trigger: resolve_trigger(&fault.trigger, pilot), kind: fault.kind.clone() })
+        .collect()
 }
 
 #[cfg(test)]
@@ -136,7 +140,9 @@ mod tests {
     #[test]
     fn without_checkpoints_a_checkpoint_share_is_a_share_of_the_makespan() {
         let batch = Pilot { makespan: Duration::from_secs(1), ..Pilot::default() };
-        for trigger in [Trigger::Checkpoint(CheckpointTrigger::Share(share("30%"))), Trigger::PreparedShare(share("30%"))] {
+        for trigger in
+            [Trigger::Checkpoint(CheckpointTrigger::Share(share("30%"))), Trigger::PreparedShare(share("30%"))]
+        {
             assert_eq!(resolve_trigger(&trigger, &batch), Trigger::At(Duration::from_millis(300)));
         }
     }

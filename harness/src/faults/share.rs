@@ -52,7 +52,8 @@ impl Share {
                 .then(|| part.parse().ok())
                 .flatten()
         };
-        let permille = digits(whole).zip(digits(tenths)).map(|(whole, tenths)| whole * 10 + tenths).ok_or_else(invalid)?;
+        let permille =
+            digits(whole).zip(digits(tenths)).map(|(whole, tenths)| whole * 10 + tenths).ok_or_else(invalid)?;
         Share::from_permille(permille).ok_or_else(invalid)
     }
 }

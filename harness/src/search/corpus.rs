@@ -65,7 +65,12 @@ impl Corpus {
     /// A kept genome's energy: the rarity of what it reaches, in millionths (integers keep the
     /// draw exact and the same on every machine).
     pub fn energy(&self, entry: &Entry) -> u64 {
-        entry.features.iter().map(|name| 1_000_000 / self.seen.get(name).copied().unwrap_or(1).max(1)).sum::<u64>().max(1)
+        entry
+            .features
+            .iter()
+            .map(|name| 1_000_000 / self.seen.get(name).copied().unwrap_or(1).max(1))
+            .sum::<u64>()
+            .max(1)
     }
 
     /// A parent drawn with probability proportional to its energy; `None` while nothing is kept.

@@ -198,7 +198,11 @@ pub fn features(report: &RunReport) -> BTreeSet<Feature> {
     let mode = report.mode.to_string();
     let mut features = cells(report);
     for (mark, hits) in &report.coverage {
-        features.insert(Feature::Count { mark: mark.name().to_string(), bucket: bucket(hits.hits), mode: mode.clone() });
+        features.insert(Feature::Count {
+            mark: mark.name().to_string(),
+            bucket: bucket(hits.hits),
+            mode: mode.clone(),
+        });
     }
     let landed = fault_phases(&report.trace);
     for pair in landed.windows(2) {

@@ -140,7 +140,8 @@ fn apply(
             faults[index].trigger = space.spec.trigger(prng, space.topology);
         }
         Mutation::Nudge => {
-            let shares: Vec<usize> = (0..faults.len()).filter(|index| share_of(&faults[*index].trigger).is_some()).collect();
+            let shares: Vec<usize> =
+                (0..faults.len()).filter(|index| share_of(&faults[*index].trigger).is_some()).collect();
             let index = *shares.get(at(prng, shares.len().max(1)))?;
             faults[index].trigger = nudged(&faults[index].trigger, prng);
         }
@@ -195,9 +196,9 @@ pub fn aim(parent: &Genome, kind: &str, prng: &mut Prng, space: &Space) -> Genom
 /// The share a relative trigger names.
 fn share_of(trigger: &Trigger) -> Option<Share> {
     match trigger {
-        Trigger::AtShare(share) | Trigger::PreparedShare(share) | Trigger::Checkpoint(CheckpointTrigger::Share(share)) => {
-            Some(*share)
-        }
+        Trigger::AtShare(share)
+        | Trigger::PreparedShare(share)
+        | Trigger::Checkpoint(CheckpointTrigger::Share(share)) => Some(*share),
         _ => None,
     }
 }
@@ -206,7 +207,8 @@ fn share_of(trigger: &Trigger) -> Option<Share> {
 fn nudged(trigger: &Trigger, prng: &mut Prng) -> Trigger {
     let share = share_of(trigger).expect("internal: only share triggers are nudged");
     let step = prng.range_inclusive(1, 100);
-    let permille = if prng.below(2) == 0 { share.permille().saturating_sub(step) } else { (share.permille() + step).min(1000) };
+    let permille =
+        if prng.below(2) == 0 { share.permille().saturating_sub(step) } else { (share.permille() + step).min(1000) };
     let moved = Share::from_permille(permille).expect("internal: a nudged share stays within the whole");
     match trigger {
         Trigger::AtShare(_) => Trigger::AtShare(moved),
@@ -231,7 +233,11 @@ mod tests {
     }
 
     fn spec() -> RandomFaults {
-        RandomFaults { count: 3, kinds: vec!["tm-crash".into(), "jm-crash".into(), "partition-loss".into()], window: None }
+        RandomFaults {
+            count: 3,
+            kinds: vec!["tm-crash".into(), "jm-crash".into(), "partition-loss".into()],
+            window: None,
+        }
     }
 
     #[test]

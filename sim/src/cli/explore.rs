@@ -66,12 +66,16 @@ pub(super) fn command(arguments: &ExploreArgs) -> i32 {
         Err(status) => return status,
     };
     if scenario.random_faults.as_ref().is_none_or(|random| random.count == 0 || random.kinds.is_empty()) {
-        eprintln!("sluice explore: {}: needs `random_faults`: their kinds are what a campaign draws faults from", arguments.file.display());
+        eprintln!(
+            "sluice explore: {}: needs `random_faults`: their kinds are what a campaign draws faults from",
+            arguments.file.display()
+        );
         return status::USAGE;
     }
     limit_memory(arguments.memory_limit);
     let shard = arguments.shard.unwrap_or_else(Shard::whole);
-    let threads = arguments.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, usize::from), |n| n as usize);
+    let threads =
+        arguments.threads.map_or_else(|| std::thread::available_parallelism().map_or(1, usize::from), |n| n as usize);
     let plan = Plan {
         scenario,
         campaign_seed: arguments.campaign_seed,
@@ -153,8 +157,16 @@ fn campaign(plan: &Plan, dir: Option<&Path>, failures: &Path, kind: &str) -> Res
     let mut progress = |event: Progress| -> Result<(), String> {
         match event {
             Progress::Failed(found) => {
-                let replay = found.replay_file.as_ref().map_or_else(String::new, |file| format!("\n    replay: {}", replay_command("replay", printable(file))));
-                println!("  FAIL run {} seed {} ({}): {}{replay}", found.run, found.seed, found.mutation, found.checks.join(", "));
+                let replay = found.replay_file.as_ref().map_or_else(String::new, |file| {
+                    format!("\n    replay: {}", replay_command("replay", printable(file)))
+                });
+                println!(
+                    "  FAIL run {} seed {} ({}): {}{replay}",
+                    found.run,
+                    found.seed,
+                    found.mutation,
+                    found.checks.join(", ")
+                );
             }
             Progress::Batch(state) => {
                 if let Some(dir) = dir {
@@ -171,7 +183,11 @@ fn campaign(plan: &Plan, dir: Option<&Path>, failures: &Path, kind: &str) -> Res
     let state = explore::run(plan, state, &mut on_failure, &mut progress)?;
     let elapsed = started.elapsed().as_secs_f64();
     let ran = state.cells.len() - done_before;
-    println!("{kind}: {ran} runs in {elapsed:.1} s ({:.1} runs/s); {}", ran as f64 / elapsed.max(1e-9), status_line(&state));
+    println!(
+        "{kind}: {ran} runs in {elapsed:.1} s ({:.1} runs/s); {}",
+        ran as f64 / elapsed.max(1e-9),
+        status_line(&state)
+    );
     Ok(state)
 }
 
@@ -195,10 +211,17 @@ const RARE_PER_MILLE: u64 = 10;
 fn compare(guided: &State, blind: &State) -> String {
     let runs = blind.cells.len() as u64;
     let reach = |state: &State, cells: &[&String]| {
-        runs_to_reach(state, cells.iter().copied()).map_or_else(|| "not within the budget".to_string(), |run| format!("run {run}"))
+        runs_to_reach(state, cells.iter().copied())
+            .map_or_else(|| "not within the budget".to_string(), |run| format!("run {run}"))
     };
     let of_blind: Vec<&String> = blind.cell_runs.keys().collect();
-    let either: Vec<&String> = guided.cell_runs.keys().chain(blind.cell_runs.keys()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    let either: Vec<&String> = guided
+        .cell_runs
+        .keys()
+        .chain(blind.cell_runs.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let mut text = format!(
         "compared over {runs} runs each: guided reached {} cells, blind {}, either {}\n",
         guided.cell_runs.len(),
@@ -217,14 +240,20 @@ fn compare(guided: &State, blind: &State) -> String {
         reach(guided, &either),
         reach(blind, &either)
     ));
-    let rare: Vec<(&String, &u64)> = blind.cell_runs.iter().filter(|(_, count)| **count * 1000 < runs * RARE_PER_MILLE).collect();
+    let rare: Vec<(&String, &u64)> =
+        blind.cell_runs.iter().filter(|(_, count)| **count * 1000 < runs * RARE_PER_MILLE).collect();
     let guided_rare: u64 = rare.iter().map(|(cell, _)| guided.cell_runs.get(*cell).copied().unwrap_or(0)).sum();
     let blind_rare: u64 = rare.iter().map(|(_, count)| **count).sum();
     text.push_str(&format!(
         "  rare cells (in < 1% of blind runs): {}; runs reaching them: guided {guided_rare}, blind {blind_rare}\n",
         rare.len()
     ));
-    let first = |state: &State| state.found.first().map_or_else(|| "none".to_string(), |found| format!("run {} ({})", found.run, found.checks.join(", ")));
+    let first = |state: &State| {
+        state
+            .found
+            .first()
+            .map_or_else(|| "none".to_string(), |found| format!("run {} ({})", found.run, found.checks.join(", ")))
+    };
     text.push_str(&format!("  first failure: guided {}, blind {}\n", first(guided), first(blind)));
     text.push_str(&cells_table(guided, blind));
     text

@@ -148,7 +148,13 @@ impl Plan {
 
     /// The genome of run `run`, from the corpus as it stood before its batch, and the cell it
     /// was aimed at, if it was.
-    fn genome(&self, run: u64, state: &State, fresh: &mut u64, topology: &Topology) -> (Genome, Mutation, Option<String>) {
+    fn genome(
+        &self,
+        run: u64,
+        state: &State,
+        fresh: &mut u64,
+        topology: &Topology,
+    ) -> (Genome, Mutation, Option<String>) {
         let mut prng = self.stream(run);
         let guided = self.guided && run > WARMUP && !state.corpus.entries.is_empty() && prng.below(FRESH_ONE_IN) != 0;
         if !guided {
@@ -295,7 +301,8 @@ fn add(
     }
     state.cells.push(state.cell_runs.len() as u32);
     if ran.result.outcome() == SeedOutcome::Failed {
-        let mut checks: Vec<String> = ran.result.failures().into_iter().map(|(_, failure)| failure.check.to_string()).collect();
+        let mut checks: Vec<String> =
+            ran.result.failures().into_iter().map(|(_, failure)| failure.check.to_string()).collect();
         checks.sort();
         checks.dedup();
         let replay_file = on_failure(&plan.scenario_of(&ran.genome), &ran.result);
@@ -308,5 +315,8 @@ fn add(
 
 /// The run (from 1) by which a campaign had reached every one of `cells`; `None` if it never did.
 pub fn runs_to_reach<'a>(state: &State, cells: impl IntoIterator<Item = &'a String>) -> Option<u64> {
-    cells.into_iter().map(|cell| state.cell_first.get(cell).copied()).try_fold(0, |latest, first| Some(latest.max(first?)))
+    cells
+        .into_iter()
+        .map(|cell| state.cell_first.get(cell).copied())
+        .try_fold(0, |latest, first| Some(latest.max(first?)))
 }

@@ -42,17 +42,38 @@ pub fn svg(title: &str, lines: &[Line]) -> String {
     );
     for tick in 0..=4 {
         let (run, cells) = (runs * f64::from(tick) / 4.0, most * f64::from(tick) / 4.0);
-        let _ = writeln!(svg, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{run:.0}</text>", x(run), y(0.0) + 18.0);
-        let _ = writeln!(svg, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{cells:.0}</text>", LEFT - 6.0, y(cells) + 4.0);
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{run:.0}</text>",
+            x(run),
+            y(0.0) + 18.0
+        );
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{cells:.0}</text>",
+            LEFT - 6.0,
+            y(cells) + 4.0
+        );
     }
-    let _ = writeln!(svg, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">runs</text>", x(runs / 2.0), HEIGHT - 12.0);
-    let _ = writeln!(svg, "<text x=\"14\" y=\"{:.1}\" transform=\"rotate(-90 14 {:.1})\" text-anchor=\"middle\">cells reached</text>", y(most / 2.0), y(most / 2.0));
+    let _ =
+        writeln!(svg, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">runs</text>", x(runs / 2.0), HEIGHT - 12.0);
+    let _ = writeln!(
+        svg,
+        "<text x=\"14\" y=\"{:.1}\" transform=\"rotate(-90 14 {:.1})\" text-anchor=\"middle\">cells reached</text>",
+        y(most / 2.0),
+        y(most / 2.0)
+    );
     for (index, line) in lines.iter().enumerate() {
         let points: Vec<String> = std::iter::once((0.0, 0.0))
             .chain(line.cells.iter().enumerate().map(|(run, cells)| (run as f64 + 1.0, f64::from(*cells))))
             .map(|(run, cells)| format!("{:.1},{:.1}", x(run), y(cells)))
             .collect();
-        let _ = writeln!(svg, "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>", line.colour, points.join(" "));
+        let _ = writeln!(
+            svg,
+            "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>",
+            line.colour,
+            points.join(" ")
+        );
         let legend_y = TOP + 16.0 * index as f64;
         let _ = writeln!(
             svg,

@@ -42,16 +42,22 @@ fn shard_text(plan: &Plan) -> String {
 pub fn load(dir: &Path, plan: &Plan) -> Result<State, String> {
     let path = dir.join(FILE);
     if !path.exists() {
-        if dir.exists() && std::fs::read_dir(dir).map_err(|error| format!("{}: {error}", dir.display()))?.next().is_some() {
+        if dir.exists()
+            && std::fs::read_dir(dir).map_err(|error| format!("{}: {error}", dir.display()))?.next().is_some()
+        {
             return Err(format!("{}: not a campaign directory (no {FILE}, and not empty)", dir.display()));
         }
         return Ok(State::default());
     }
     let text = std::fs::read_to_string(&path).map_err(|error| format!("{}: {error}", path.display()))?;
-    let saved: Saved = serde_json::from_str(&text)
-        .map_err(|error| format!("{}: not a whole campaign file ({error}); start a new campaign elsewhere", path.display()))?;
+    let saved: Saved = serde_json::from_str(&text).map_err(|error| {
+        format!("{}: not a whole campaign file ({error}); start a new campaign elsewhere", path.display())
+    })?;
     let refuse = |what: &str, theirs: &str, ours: &str| {
-        Err(format!("{}: a campaign of {what} `{theirs}`, not `{ours}`: start a new campaign elsewhere", path.display()))
+        Err(format!(
+            "{}: a campaign of {what} `{theirs}`, not `{ours}`: start a new campaign elsewhere",
+            path.display()
+        ))
     };
     if saved.format != FORMAT {
         return refuse("format", &saved.format, FORMAT);
@@ -72,7 +78,8 @@ pub fn load(dir: &Path, plan: &Plan) -> Result<State, String> {
         let kind = |guided: bool| if guided { "guided" } else { "blind" };
         return refuse("kind", kind(saved.guided), kind(plan.guided));
     }
-    check_whole(&saved.state).map_err(|problem| format!("{}: {problem}; start a new campaign elsewhere", path.display()))?;
+    check_whole(&saved.state)
+        .map_err(|problem| format!("{}: {problem}; start a new campaign elsewhere", path.display()))?;
     Ok(saved.state)
 }
 

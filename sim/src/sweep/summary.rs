@@ -230,7 +230,11 @@ impl Summary {
                 let counts = self.kinds.entry(kind.clone()).or_default();
                 let fired = !run.unfired.contains(&index);
                 counts.unfired += u64::from(!fired);
-                counts.by_mode.entry(run.mode.to_string()).or_default().add(Fired { scheduled: 1, fired: u64::from(fired) });
+                counts
+                    .by_mode
+                    .entry(run.mode.to_string())
+                    .or_default()
+                    .add(Fired { scheduled: 1, fired: u64::from(fired) });
             }
         }
     }

@@ -38,6 +38,11 @@ const SUITE: &[(&str, Range<u64>, &[Mark])] = &[
     ("scenarios/tpcds-jm-crash.yaml", 1..2, &[Mark::JobMasterKeptFinishedWork]),
     ("scenarios/tpcds-tm-lost-reconciling.yaml", 1..2, &[Mark::TaskManagerLostDuringReconciliation]),
     ("scenarios/tpcds-adaptive.yaml", 1..2, &[Mark::AdaptiveParallelismDecided]),
+    (
+        "scenarios/wordcount-remote-shuffle.yaml",
+        6..7,
+        &[Mark::BuggifyShufflePushReplyLost, Mark::RetriedPushFoundApplied],
+    ),
     ("scenarios/tpcds-tm-dead-regions.yaml", 1..2, &[Mark::TaskManagerFoundUnreachable]),
     ("scenarios/tpcds.yaml", 1..2, &[Mark::SortBufferSpilled]),
     ("scenarios/tpcds/q3.yaml", 1..2, &[Mark::BroadcastJoinProbeWaited]),
@@ -158,12 +163,17 @@ fn no_mark_is_reached_by_a_run_where_its_state_does_not_occur() {
         for (report, _) in &result.runs {
             quiet_runs += 1;
             for mark in report.coverage.keys().filter(|mark| !WITHOUT_FAULTS.contains(mark)) {
-                wrong.push(format!("{file} seed {seed} {} without faults reached {mark}: {}", report.mode, mark.description()));
+                wrong.push(format!(
+                    "{file} seed {seed} {} without faults reached {mark}: {}",
+                    report.mode,
+                    mark.description()
+                ));
             }
         }
     }
     let wordcount = load("scenarios/wordcount.yaml");
-    let streaming = sluice_sim::runner::run(&wordcount, sluice_engine::graph::ExecutionMode::Streaming, wordcount.seeds.start);
+    let streaming =
+        sluice_sim::runner::run(&wordcount, sluice_engine::graph::ExecutionMode::Streaming, wordcount.seeds.start);
     for mark in NOT_IN_STREAMING_WORDCOUNT.iter().filter(|mark| streaming.coverage.contains_key(mark)) {
         wrong.push(format!("scenarios/wordcount.yaml streaming reached {mark}: {}", mark.description()));
     }

@@ -58,7 +58,10 @@ fn a_campaign_directory_not_of_this_campaign_is_refused_naming_its_file() {
     assert!(error.starts_with(&file) && error.contains("not a whole campaign file"), "{error}");
     let missing = dir.path().join("nothing-here");
     let error = store::resume(&missing, &ours).expect_err("a missing campaign");
-    assert!(error.starts_with(&missing.join(store::FILE).display().to_string()) && error.contains("no campaign to resume"), "{error}");
+    assert!(
+        error.starts_with(&missing.join(store::FILE).display().to_string()) && error.contains("no campaign to resume"),
+        "{error}"
+    );
     let stranger = tempfile::tempdir().expect("a temporary directory");
     std::fs::write(stranger.path().join("notes.txt"), "mine").expect("writable");
     let error = store::load(stranger.path(), &ours).expect_err("a directory of something else");
