@@ -324,6 +324,14 @@ pub enum TraceEvent {
         /// Finished partitions recovered from its disk.
         partitions: u32,
     },
+    /// The shuffle service made a finished partition durable (data and index synced) and
+    /// acknowledged it: a restarted service serves it from here on.
+    PartitionStored {
+        /// The partition (`ds{d}.p{p}@a{a}`).
+        partition: String,
+        /// Bytes of its data.
+        bytes: u64,
+    },
     /// The harness injected a fault.
     FaultInjected {
         /// Position in the scenario's fault schedule.
@@ -383,6 +391,7 @@ impl TraceEvent {
             TraceEvent::TransactionsAborted { .. } => "transactions_aborted",
             TraceEvent::TransactionCommitted { .. } => "transaction_committed",
             TraceEvent::ShuffleServiceStarted { .. } => "shuffle_service_started",
+            TraceEvent::PartitionStored { .. } => "partition_stored",
             TraceEvent::FaultInjected { .. } => "fault_injected",
             TraceEvent::FaultHealed { .. } => "fault_healed",
             TraceEvent::Harness { .. } => "harness",
@@ -449,6 +458,7 @@ impl fmt::Display for TraceEvent {
             | TraceEvent::TransactionsAborted { .. }
             | TraceEvent::TransactionCommitted { .. }
             | TraceEvent::ShuffleServiceStarted { .. }
+            | TraceEvent::PartitionStored { .. }
             | TraceEvent::FaultInjected { .. }
             | TraceEvent::FaultHealed { .. }
             | TraceEvent::Harness { .. } => fmt_checkpoints_and_output(self, f),
@@ -484,6 +494,9 @@ fn fmt_checkpoints_and_output(event: &TraceEvent, f: &mut fmt::Formatter<'_>) ->
         }
         TraceEvent::ShuffleServiceStarted { partitions } => {
             write!(f, "shuffle service started ({} on disk)", counted(*partitions, "partition"))
+        }
+        TraceEvent::PartitionStored { partition, bytes } => {
+            write!(f, "shuffle service stored {partition} ({})", counted(*bytes, "byte"))
         }
         TraceEvent::FaultInjected { index, detail, .. } => write!(f, "fault #{index}: {detail}"),
         TraceEvent::FaultHealed { index, detail, .. } => write!(f, "healed #{index}: {detail}"),

@@ -77,6 +77,18 @@ async fn wait_for_trigger(cluster: &Cluster, trigger: &Trigger) {
                 .await
         }
         Trigger::AtShare(_) | Trigger::PreparedShare(_) => unreachable_relative(trigger),
+        Trigger::Step { step, nth } => {
+            let mut seen = 0;
+            cluster
+                .trace()
+                .wait_for(|record| {
+                    if step.events().contains(&record.event.kind()) {
+                        seen += 1;
+                    }
+                    seen >= *nth
+                })
+                .await
+        }
         Trigger::RecordsCommitted(threshold) => {
             let mut committed = 0;
             cluster

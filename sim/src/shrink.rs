@@ -185,7 +185,8 @@ fn simplifications(fault: &Fault, fired_at: Option<Duration>) -> Vec<Fault> {
         | Trigger::Checkpoint(_)
         | Trigger::Prepared(_)
         | Trigger::AtShare(_)
-        | Trigger::PreparedShare(_) => simpler
+        | Trigger::PreparedShare(_)
+        | Trigger::Step { .. } => simpler
             .extend(fired_at.map(|time| with_trigger(Trigger::At(Duration::from_millis(time.as_millis() as u64))))),
     }
     simpler.extend(simpler_kinds(&fault.kind).into_iter().map(|kind| Fault { trigger: fault.trigger.clone(), kind }));

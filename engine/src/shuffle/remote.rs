@@ -394,7 +394,9 @@ impl Service {
         let held = partitions.get_mut(&request.partition).ok_or_else(|| PushError::Rejected("released".to_string()))?;
         self.check_durable(request.partition, held.data_length, index.len() as u64);
         held.finished = true;
+        let bytes = held.data_length;
         drop(partitions);
+        self.config.tracer.record(TraceEvent::PartitionStored { partition: request.partition.to_string(), bytes });
         self.finished.notify_waiters();
         Ok(())
     }
@@ -426,6 +428,7 @@ impl Service {
         self.make_durable(request.partition, 0, &index).await?;
         self.check_durable(request.partition, 0, index.len() as u64);
         self.lock().insert(request.partition, Held { frames, data_length: 0, finished: true });
+        self.config.tracer.record(TraceEvent::PartitionStored { partition: request.partition.to_string(), bytes: 0 });
         self.finished.notify_waiters();
         Ok(())
     }

@@ -24,7 +24,7 @@ pub mod random;
 pub mod relative;
 pub mod share;
 
-pub use model::{CheckpointTrigger, Fault, FaultKind, FinalKeyword, TaskStateTrigger, Trigger};
+pub use model::{CheckpointTrigger, Fault, FaultKind, FinalKeyword, ProtocolStep, TaskStateTrigger, Trigger};
 pub use random::RandomFaults;
 pub use relative::Pilot;
 pub use share::Share;

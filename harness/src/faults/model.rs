@@ -15,6 +15,10 @@
 //!     kill: tm-1
 //!   - when: { vertex: 0, state: finished }
 //!     lose_partition: tm-0            # or corrupt_partition, lose_disk; or shuffle-service
+//!   - after: reconciling              # trigger: a protocol step (its first occurrence)
+//!     kill: tm-0
+//!   - after: { step: committed, nth: 3 }   # the third acknowledged commit
+//!     kill: txn-store
 //! ```
 
 use std::fmt;
@@ -63,6 +67,82 @@ pub enum Trigger {
     /// Once a sink pre-commits for the checkpoint this share of the way through the ones the
     /// fault-free run prepared for (`after_prepared: 40%`).
     PreparedShare(Share),
+    /// Right after the `nth` occurrence (from 1) of a protocol step (`after: reconciling`,
+    /// `after: { step: committed, nth: 3 }`): the moments a fault timed by the clock rarely
+    /// meets, such as a JobMaster reconciling, or a service that just acknowledged a write.
+    Step {
+        /// The step.
+        step: ProtocolStep,
+        /// Which occurrence.
+        nth: u32,
+    },
+}
+
+/// A protocol step a fault can follow (see [`Trigger::Step`]), each seen in the trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProtocolStep {
+    /// A JobMaster recovered the job and is reconciling with the TaskManagers the work that
+    /// finished (`job_recovered`): a fault now lands during reconciliation.
+    Reconciling,
+    /// A failover began: the job or some regions are restarting.
+    Restarting,
+    /// The JobMaster triggered a checkpoint: its barriers are in flight.
+    CheckpointTriggered,
+    /// The transactional store acknowledged a prepare (a sink's pre-commit).
+    Prepared,
+    /// A sink's commit was acknowledged (the transactional store's, or the durable store's
+    /// rename of a committed file).
+    Committed,
+    /// The transactional store acknowledged an abort of lingering transactions (a fence).
+    Aborted,
+    /// The remote shuffle service acknowledged a finished partition as durable.
+    PartitionStored,
+    /// The JobMaster declared a TaskManager lost.
+    TaskManagerLost,
+}
+
+impl ProtocolStep {
+    /// Every step, in declaration order.
+    pub const ALL: [ProtocolStep; 8] = [
+        ProtocolStep::Reconciling,
+        ProtocolStep::Restarting,
+        ProtocolStep::CheckpointTriggered,
+        ProtocolStep::Prepared,
+        ProtocolStep::Committed,
+        ProtocolStep::Aborted,
+        ProtocolStep::PartitionStored,
+        ProtocolStep::TaskManagerLost,
+    ];
+
+    /// The trace events (by [`TraceEvent::kind`](sluice_engine::trace::TraceEvent::kind)) that
+    /// are this step.
+    pub fn events(self) -> &'static [&'static str] {
+        match self {
+            ProtocolStep::Reconciling => &["job_recovered"],
+            ProtocolStep::Restarting => &["job_restarting", "regions_restarting"],
+            ProtocolStep::CheckpointTriggered => &["checkpoint_triggered"],
+            ProtocolStep::Prepared => &["transaction_prepared"],
+            ProtocolStep::Committed => &["transaction_committed"],
+            ProtocolStep::Aborted => &["transactions_aborted"],
+            ProtocolStep::PartitionStored => &["partition_stored"],
+            ProtocolStep::TaskManagerLost => &["task_manager_lost"],
+        }
+    }
+
+    /// Its name in YAML.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProtocolStep::Reconciling => "reconciling",
+            ProtocolStep::Restarting => "restarting",
+            ProtocolStep::CheckpointTriggered => "checkpoint-triggered",
+            ProtocolStep::Prepared => "prepared",
+            ProtocolStep::Committed => "committed",
+            ProtocolStep::Aborted => "aborted",
+            ProtocolStep::PartitionStored => "partition-stored",
+            ProtocolStep::TaskManagerLost => "task-manager-lost",
+        }
+    }
 }
 
 /// Which checkpoint a trigger waits for: a number from 1, or `final`.
@@ -376,6 +456,8 @@ impl fmt::Display for Trigger {
             Trigger::PreparedShare(share) => {
                 write!(f, "once a transaction is prepared {share} of the way through the fault-free run's")
             }
+            Trigger::Step { step, nth: 1 } => write!(f, "right after `{}`", step.name()),
+            Trigger::Step { step, nth } => write!(f, "right after `{}` #{nth}", step.name()),
         }
     }
 }
@@ -400,6 +482,8 @@ pub(crate) struct FaultSpec {
     after_checkpoint: Option<CheckpointTrigger>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     after_prepared: Option<PreparedSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    after: Option<StepSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     kill: Option<String>,
     #[serde(default, with = "sluice_engine::duration::optional_text", skip_serializing_if = "Option::is_none")]
@@ -487,6 +571,40 @@ enum PreparedSpec {
     Share(Share),
 }
 
+/// `after:` a protocol step (`reconciling`), or one of its occurrences
+/// (`{ step: committed, nth: 3 }`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(untagged, try_from = "RawStepSpec")]
+enum StepSpec {
+    First(ProtocolStep),
+    Nth { step: ProtocolStep, nth: u32 },
+}
+
+/// [`StepSpec`] before its step's name is checked, so that an unknown one is named.
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "a protocol step like `reconciling`, or `{ step: committed, nth: 3 }`")]
+enum RawStepSpec {
+    First(String),
+    Nth { step: String, nth: u32 },
+}
+
+impl TryFrom<RawStepSpec> for StepSpec {
+    type Error = String;
+
+    fn try_from(raw: RawStepSpec) -> Result<StepSpec, String> {
+        let step = |name: &str| {
+            ProtocolStep::ALL.into_iter().find(|step| step.name() == name).ok_or_else(|| {
+                let known: Vec<&str> = ProtocolStep::ALL.iter().map(|step| step.name()).collect();
+                format!("unknown protocol step `{name}`; the steps are: {}", known.join(", "))
+            })
+        };
+        Ok(match raw {
+            RawStepSpec::First(name) => StepSpec::First(step(&name)?),
+            RawStepSpec::Nth { step: name, nth } => StepSpec::Nth { step: step(&name)?, nth },
+        })
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TaskTriggerSpec {
@@ -534,7 +652,7 @@ struct SlowSpec {
     duration: Duration,
 }
 
-const TRIGGER_KEYS: &str = "`at`, `when`, `after_committed`, `after_checkpoint` or `after_prepared`";
+const TRIGGER_KEYS: &str = "`at`, `when`, `after_committed`, `after_checkpoint`, `after_prepared` or `after`";
 const KIND_KEYS: &str = "`kill`, `partition`, `packet_loss`, `latency`, `slow`, `store_unavailable`, `commit_fails`, \
      `commit_reply_lost`, `lose_partition`, `corrupt_partition`, `lose_disk`, `durable_store_unavailable` or \
      `lose_newest_objects`";
@@ -570,6 +688,11 @@ fn trigger_of(spec: &FaultSpec) -> Result<Trigger, String> {
         }
         Some(PreparedSpec::Id(checkpoint)) => triggers.push(Trigger::Prepared(checkpoint)),
         Some(PreparedSpec::Share(share)) => triggers.push(Trigger::PreparedShare(share)),
+        None => {}
+    }
+    match spec.after {
+        Some(StepSpec::First(step)) => triggers.push(Trigger::Step { step, nth: 1 }),
+        Some(StepSpec::Nth { step, nth }) => triggers.push(Trigger::Step { step, nth: positive(nth, "after.nth")? }),
         None => {}
     }
     match triggers.len() {
@@ -669,6 +792,8 @@ impl From<Fault> for FaultSpec {
             Trigger::RecordsCommitted(rows) => spec.after_committed = Some(rows),
             Trigger::Checkpoint(checkpoint) => spec.after_checkpoint = Some(checkpoint),
             Trigger::Prepared(checkpoint) => spec.after_prepared = Some(PreparedSpec::Id(checkpoint)),
+            Trigger::Step { step, nth: 1 } => spec.after = Some(StepSpec::First(step)),
+            Trigger::Step { step, nth } => spec.after = Some(StepSpec::Nth { step, nth }),
         }
         match fault.kind {
             FaultKind::Kill { node, restart_after } => {
@@ -740,6 +865,30 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), faults.len(), "every kind, each once: {names:?}");
         assert_eq!(names.len(), KIND_NAMES.len() - 1, "all kinds but external-crash are listed");
+    }
+
+    #[test]
+    fn a_protocol_step_trigger_round_trips_and_names_what_is_wrong() {
+        for yaml in
+            ["after: reconciling\nkill: tm-0\n", "after:\n  step: partition-stored\n  nth: 3\nkill: shuffle-service\n"]
+        {
+            let fault = parse(yaml).unwrap_or_else(|error| panic!("{yaml}: {error}"));
+            assert_eq!(serde_yaml::to_string(&fault).unwrap(), yaml);
+        }
+        let first = parse("after: { step: committed, nth: 1 }\nkill: jm\n").unwrap();
+        assert_eq!(first.trigger, Trigger::Step { step: ProtocolStep::Committed, nth: 1 });
+        assert_eq!(first.trigger.to_string(), "right after `committed`");
+        assert!(parse("after: { step: committed, nth: 0 }\nkill: jm\n").unwrap_err().contains("at least 1"));
+        assert!(
+            parse("after: recovering\nkill: jm\n")
+                .unwrap_err()
+                .contains("unknown protocol step `recovering`; the steps are: reconciling,")
+        );
+        for step in ProtocolStep::ALL {
+            let yaml = serde_yaml::to_string(&step).unwrap();
+            assert_eq!(yaml.trim(), step.name(), "the YAML name is the name");
+            assert!(!step.events().is_empty());
+        }
     }
 
     #[test]

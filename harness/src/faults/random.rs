@@ -12,7 +12,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use sluice_engine::prng::{Prng, Ratio};
 
-use super::model::{CheckpointTrigger, Fault, FaultKind, FinalKeyword, KIND_NAMES, TaskStateTrigger, Trigger};
+use super::model::{
+    CheckpointTrigger, Fault, FaultKind, FinalKeyword, KIND_NAMES, ProtocolStep, TaskStateTrigger, Trigger,
+};
 use super::share::Share;
 
 /// A scenario's `random_faults`: how many faults, of which kinds, within which window.
@@ -163,6 +165,21 @@ fn landing_trigger(prng: &mut Prng, topology: &Topology) -> Trigger {
         },
         _ => Trigger::AtShare(share(prng, LATEST_SHARE)),
     }
+}
+
+/// A trigger right after one of the first three occurrences of a protocol step this topology
+/// has (checkpoints triggered only where it checkpoints, partitions stored only in a remote
+/// shuffle service): what `sluice explore` moves a fault's trigger to.
+pub fn step_trigger(prng: &mut Prng, topology: &Topology) -> Trigger {
+    let steps: Vec<ProtocolStep> = ProtocolStep::ALL
+        .into_iter()
+        .filter(|step| match step {
+            ProtocolStep::CheckpointTriggered => topology.checkpointing,
+            ProtocolStep::PartitionStored => topology.remote_shuffle,
+            _ => true,
+        })
+        .collect();
+    Trigger::Step { step: *prng.pick(&steps), nth: prng.range_inclusive(1, 3) as u32 }
 }
 
 fn task_trigger(prng: &mut Prng, topology: &Topology) -> Trigger {

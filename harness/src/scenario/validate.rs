@@ -14,12 +14,13 @@ use sluice_engine::failover::RestartStrategy;
 use sluice_engine::graph::{ExchangeMode, ExecutionGraph, ExecutionMode, JobGraph};
 use sluice_engine::resources::OperatorKind;
 use sluice_engine::scheduler::SchedulingStrategy;
+use sluice_engine::shuffle::ShuffleKind;
 
 use super::Scenario;
 use super::error::ScenarioError;
 use super::limits::*;
 use crate::cost::CostSpec;
-use crate::faults::{CheckpointTrigger, FaultKind, Trigger};
+use crate::faults::{CheckpointTrigger, FaultKind, ProtocolStep, Trigger};
 
 type Checked = Result<(), ScenarioError>;
 
@@ -337,8 +338,23 @@ fn check_trigger(scenario: &Scenario, plan: &JobGraph, trigger: &Trigger, prefix
             within(text, &field("after_prepared"), id, 1, MAX_CHECKPOINT_ID)?;
             needs_checkpoints("after_prepared")
         }
+        Trigger::Step { step, nth } => {
+            within(text, &field("after.nth"), u64::from(nth), 1, MAX_STEP_OCCURRENCE)?;
+            match step {
+                ProtocolStep::CheckpointTriggered => needs_checkpoints("after"),
+                ProtocolStep::PartitionStored if scenario.shuffle != ShuffleKind::Remote => {
+                    let message =
+                        "waits for the remote shuffle service, but the scenario has none: add `shuffle: remote`";
+                    Err(ScenarioError::about(text, &field("after"), message))
+                }
+                _ => Ok(()),
+            }
+        }
     }
 }
+
+/// The most occurrences of a protocol step a trigger may wait for.
+const MAX_STEP_OCCURRENCE: u64 = 1_000_000;
 
 fn check_kind(scenario: &Scenario, kind: &FaultKind, prefix: &str, text: &str) -> Checked {
     let field = |name: &str| format!("{prefix}.{name}");

@@ -9,7 +9,8 @@
 //!
 //! The operators, each from a tool that reported gains with it (notes: guided-search.md §5):
 //! insert, delete or replace a fault (Mallory's power schedule); draw a fault's trigger again, or
-//! nudge a share trigger earlier or later (FaultFuzz's occurrence, CrashTuner's timing); draw a
+//! nudge a share trigger earlier or later (FaultFuzz's occurrence, CrashTuner's timing), or move
+//! it to right after a protocol step (CrashTuner's meta-info access points); draw a
 //! fault's node, duration or count again (DistFuzz, Chronos); splice two schedules (AFL); keep
 //! the schedule under a new seed (moonpool's and Antithesis' branching).
 
@@ -46,6 +47,10 @@ pub enum Mutation {
     Retrigger,
     /// A share trigger moved earlier or later.
     Nudge,
+    /// A fault's trigger moved to right after a protocol step: a JobMaster reconciling, a
+    /// service that just acknowledged a write, a failover under way (CrashTuner's meta-info
+    /// points).
+    Follow,
     /// A fault's node, duration or count drawn again.
     Redraw,
     /// The start of one schedule and the end of another.
@@ -99,12 +104,13 @@ pub fn mutate(parent: &Genome, other: &Genome, fresh_seed: u64, prng: &mut Prng,
     (Genome { seed: fresh_seed, faults: parent.faults.clone() }, Mutation::Reseed)
 }
 
-const OPERATORS: [Mutation; 8] = [
+const OPERATORS: [Mutation; 9] = [
     Mutation::Insert,
     Mutation::Delete,
     Mutation::Replace,
     Mutation::Retrigger,
     Mutation::Nudge,
+    Mutation::Follow,
     Mutation::Redraw,
     Mutation::Splice,
     Mutation::Reseed,
@@ -138,6 +144,10 @@ fn apply(
         Mutation::Retrigger if !faults.is_empty() => {
             let index = at(prng, faults.len());
             faults[index].trigger = space.spec.trigger(prng, space.topology);
+        }
+        Mutation::Follow if !faults.is_empty() => {
+            let index = at(prng, faults.len());
+            faults[index].trigger = crate::faults::random::step_trigger(prng, space.topology);
         }
         Mutation::Nudge => {
             let shares: Vec<usize> =

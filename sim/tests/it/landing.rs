@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use sluice_engine::trace::TraceEvent;
+use sluice_harness::faults::Trigger;
 use sluice_sim::runner::run;
 
 use super::support::{load, workspace};
@@ -62,4 +64,38 @@ fn nine_in_ten_scheduled_faults_fire_in_every_shipped_scenario_and_mode() {
         }
     }
     assert!(short.is_empty(), "faults that did not land:\n{}", short.join("\n"));
+}
+
+/// A fault after a protocol step lands right after that step's `nth` occurrence: in trace order
+/// after it, within a millisecond of simulated time (the step is an acknowledgement or a recovery, and the
+/// fault must meet the state it leaves, not a later one).
+#[test]
+fn a_fault_after_a_protocol_step_lands_right_after_its_nth_occurrence() {
+    let file = "scenarios/tpcds-after-steps.yaml";
+    let scenario = load(file);
+    for seed in scenario.seeds.start..scenario.seeds.start + 2 {
+        for &mode in &scenario.modes {
+            let report = run(&scenario, mode, seed);
+            super::support::assert_passes(&scenario, &report, &format!("{file} seed {seed} {mode}"));
+            for (index, fault) in report.schedule.iter().enumerate() {
+                let Trigger::Step { step, nth } = fault.trigger else { continue };
+                let position =
+                    |found: &dyn Fn(&TraceEvent) -> bool| report.trace.iter().position(|record| found(&record.event));
+                let injected =
+                    position(&|event| matches!(event, TraceEvent::FaultInjected { index: i, .. } if *i == index))
+                        .unwrap_or_else(|| panic!("{file} seed {seed}: fault #{index} ({}) fired", fault.trigger));
+                let occurrences: Vec<usize> = (0..report.trace.len())
+                    .filter(|at| step.events().contains(&report.trace[*at].event.kind()))
+                    .collect();
+                let step_at = occurrences[nth as usize - 1];
+                assert!(step_at < injected, "{file} seed {seed}: fault #{index} after its step in trace order");
+                let delay = report.trace[injected].time - report.trace[step_at].time;
+                assert!(
+                    delay < std::time::Duration::from_millis(1),
+                    "{file} seed {seed}: fault #{index} ({}) fired right after its step, not {delay:?} later",
+                    fault.trigger
+                );
+            }
+        }
+    }
 }
