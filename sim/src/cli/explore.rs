@@ -49,6 +49,10 @@ pub(super) struct ExploreArgs {
     /// Stop after the batch that found the first failure (runs to the first failure).
     #[arg(long)]
     until_failure: bool,
+    /// Hand every failure's replay file to the shrinker at the end (`sluice shrink`), writing
+    /// its minimal schedule beside it as `….min.yaml`.
+    #[arg(long)]
+    shrink: bool,
     /// Where replay files of failures go.
     #[arg(long, value_name = "DIR", default_value = "failures")]
     failures: PathBuf,
@@ -129,7 +133,24 @@ pub(super) fn command(arguments: &ExploreArgs) -> i32 {
         }
         println!("chart: {}", path.display());
     }
+    if arguments.shrink
+        && let Err(status) = shrink_failures(lines.iter().map(|(_, state)| state))
+    {
+        return status;
+    }
     if lines.iter().any(|(_, state)| !state.found.is_empty()) { status::FAILED } else { status::PASSED }
+}
+
+/// Shrinks each failure's replay file once (campaigns may fail the same seed twice).
+fn shrink_failures<'a>(states: impl Iterator<Item = &'a State>) -> Result<(), i32> {
+    let files: std::collections::BTreeSet<&String> =
+        states.flat_map(|state| state.found.iter().filter_map(|found| found.replay_file.as_ref())).collect();
+    for file in files {
+        let path = Path::new(file);
+        let scenario = load(path)?;
+        super::shrink::shrink_to(&scenario, path, &super::shrink::minimal_path(path))?;
+    }
+    Ok(())
 }
 
 /// Runs (or resumes) one campaign, printing its progress and its end.
@@ -158,7 +179,11 @@ fn campaign(plan: &Plan, dir: Option<&Path>, failures: &Path, kind: &str) -> Res
         match event {
             Progress::Failed(found) => {
                 let replay = found.replay_file.as_ref().map_or_else(String::new, |file| {
-                    format!("\n    replay: {}", replay_command("replay", printable(file)))
+                    format!(
+                        "\n    replay: {}\n    shrink: {}",
+                        replay_command("replay", printable(file)),
+                        replay_command("shrink", printable(file))
+                    )
                 });
                 println!(
                     "  FAIL run {} seed {} ({}): {}{replay}",

@@ -8,6 +8,9 @@
 //! reported and make the merge exit with status 2: the summary would not be the whole. Seed
 //! lines are folded as they are read (and, with `--format json`, printed as read), so a merge
 //! keeps no more than a sweep does.
+//!
+//! Given directories, it merges the shards of a `sluice explore` campaign instead (see
+//! `crate::explore::merge`).
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read};
@@ -17,6 +20,7 @@ use clap::Args;
 
 use super::Format;
 use super::sweep::render_summary;
+use crate::explore::merge::{ShardCampaign, merge};
 use crate::sweep::junit::{self, Case};
 use crate::sweep::shard::Shard;
 use crate::sweep::summary::{JsonLine, Summary, SweepSummary, status};
@@ -24,7 +28,8 @@ use sluice_harness::words::{counted, printable};
 
 #[derive(Debug, Args)]
 pub(super) struct MergeArgs {
-    /// Outputs of `sluice sweep --format json`, one per shard (`-` reads standard input).
+    /// Outputs of `sluice sweep --format json`, one per shard (`-` reads standard input); or the
+    /// directories of a campaign's shards (`sluice explore --shard K/N --corpus DIR`).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// `json`: every seed's line, then the merged summary's (itself mergeable).
@@ -155,6 +160,9 @@ fn check_shards(files: &[(PathBuf, ShardFile)]) -> Result<Vec<String>, String> {
 }
 
 pub(super) fn command(arguments: &MergeArgs) -> i32 {
+    if arguments.files.iter().all(|path| path.is_dir()) {
+        return merge_campaigns(&arguments.files);
+    }
     let mut cases: Vec<Case> = Vec::new();
     let mut files = Vec::new();
     for path in &arguments.files {
@@ -230,4 +238,55 @@ fn print_merged(
         return status::USAGE;
     }
     line.summary.exit_status()
+}
+
+/// `sluice merge DIR…`: the shards of a campaign joined; exit 2 if one is missing, 1 if any
+/// found a failure.
+fn merge_campaigns(dirs: &[PathBuf]) -> i32 {
+    let mut campaigns = Vec::new();
+    for dir in dirs {
+        match crate::explore::store::read(dir) {
+            Ok(saved) => campaigns.push(ShardCampaign { origin: dir.display().to_string(), saved }),
+            Err(message) => {
+                eprintln!("sluice merge: {}", printable(&message));
+                return status::USAGE;
+            }
+        }
+    }
+    let merged = match merge(&campaigns) {
+        Ok(merged) => merged,
+        Err(message) => {
+            eprintln!("sluice merge: {}", printable(&message));
+            return status::USAGE;
+        }
+    };
+    println!(
+        "campaign `{}` ({}): {} of {} shards, {}, {} cells, {} kept, {}",
+        merged.scenario,
+        if merged.guided { "guided" } else { "blind" },
+        merged.shards.0,
+        merged.shards.1,
+        counted(merged.runs, "run"),
+        merged.cell_runs.len(),
+        merged.kept,
+        counted(merged.found.len() as u64, "failure")
+    );
+    for (shard, found) in &merged.found {
+        println!(
+            "  FAIL shard {shard} run {} seed {} ({}): {}",
+            found.run,
+            found.seed,
+            found.mutation,
+            found.checks.join(", ")
+        );
+        if let Some(file) = &found.replay_file {
+            println!("    replay: {}", crate::replay::command("replay", printable(file)));
+        }
+    }
+    if !merged.missing.is_empty() {
+        let missing: Vec<String> = merged.missing.iter().map(|index| format!("{index}/{}", merged.shards.1)).collect();
+        eprintln!("sluice merge: shards missing: {} (the merge is not the whole campaign)", missing.join(", "));
+        return status::USAGE;
+    }
+    if merged.found.is_empty() { status::PASSED } else { status::FAILED }
 }

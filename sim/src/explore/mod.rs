@@ -15,6 +15,7 @@
 //! resuming from a corpus directory continues it exactly (see [`store`]). A shard `K/N` is an
 //! independent campaign under its own stream and its own fresh seeds (the seeds `≡ K−1 mod N`).
 
+pub mod merge;
 pub mod plot;
 pub mod store;
 

@@ -22,15 +22,60 @@ pub const FILE: &str = "campaign.json";
 /// What `campaign.json` holds.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Saved {
+pub struct Saved {
     format: String,
-    scenario: String,
-    fingerprint: String,
-    git_revision: String,
-    campaign_seed: u64,
-    shard: String,
-    guided: bool,
-    state: State,
+    /// The scenario's name.
+    pub scenario: String,
+    /// The scenario's fingerprint.
+    pub fingerprint: String,
+    /// The build that ran it.
+    pub git_revision: String,
+    /// The campaign seed.
+    pub campaign_seed: u64,
+    /// `K/N`.
+    pub shard: String,
+    /// Guided (or blind).
+    pub guided: bool,
+    /// Where it stands.
+    pub state: State,
+}
+
+impl Saved {
+    /// A saved campaign with these fields (for tests of what reads them).
+    #[cfg(test)]
+    pub fn for_test(
+        scenario: &str,
+        fingerprint: &str,
+        campaign_seed: u64,
+        shard: &str,
+        guided: bool,
+        state: State,
+    ) -> Saved {
+        Saved {
+            format: FORMAT.to_string(),
+            scenario: scenario.to_string(),
+            fingerprint: fingerprint.to_string(),
+            git_revision: GIT_REVISION.to_string(),
+            campaign_seed,
+            shard: shard.to_string(),
+            guided,
+            state,
+        }
+    }
+}
+
+/// Whatever campaign `dir` holds, whole (for `sluice merge`): an error names the file if it is
+/// missing, not a whole campaign, or of another format.
+pub fn read(dir: &Path) -> Result<Saved, String> {
+    let path = dir.join(FILE);
+    let text = std::fs::read_to_string(&path).map_err(|error| format!("{}: {error}", path.display()))?;
+    let saved: Saved = serde_json::from_str(&text)
+        .map_err(|error| format!("{}: not a whole campaign file ({error})", path.display()))?;
+    if saved.format != FORMAT {
+        return Err(format!("{}: a campaign of format `{}`, not `{FORMAT}`", path.display(), saved.format));
+    }
+    check_whole(&saved.state).map_err(|problem| format!("{}: {problem}", path.display()))?;
+    Ok(saved)
 }
 
 fn shard_text(plan: &Plan) -> String {

@@ -67,3 +67,24 @@ fn a_campaign_directory_not_of_this_campaign_is_refused_naming_its_file() {
     let error = store::load(stranger.path(), &ours).expect_err("a directory of something else");
     assert!(error.contains("not a campaign directory"), "{error}");
 }
+
+#[test]
+fn the_shards_of_a_campaign_merge_and_a_missing_one_makes_the_merge_fail() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let shards: Vec<std::path::PathBuf> = (1..=2).map(|index| dir.path().join(format!("shard-{index}"))).collect();
+    for (index, shard_dir) in shards.iter().enumerate() {
+        let plan = Plan { shard: (index as u64 + 1, 2), ..plan(8, 1) };
+        let state = campaign(&plan, State::default(), Some(shard_dir));
+        assert_eq!(state.cells.len(), 8);
+    }
+    let paths: Vec<&str> = shards.iter().map(|path| path.to_str().expect("a UTF-8 path")).collect();
+    let (status, stdout, stderr) = super::support::sluice(&["merge", paths[0], paths[1]]);
+    assert_eq!(status, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("campaign `wordcount-failover` (guided): 2 of 2 shards, 16 runs,"), "{stdout}");
+    let (status, _, stderr) = super::support::sluice(&["merge", paths[1]]);
+    assert_eq!(status, 2, "a missing shard: {stderr}");
+    assert!(stderr.contains("shards missing: 1/2"), "{stderr}");
+    let (status, _, stderr) = super::support::sluice(&["merge", paths[0], paths[0]]);
+    assert_eq!(status, 2);
+    assert!(stderr.contains("shard 1/2 is given twice"), "{stderr}");
+}
