@@ -20,7 +20,7 @@ use sluice_harness::client::submit_and_wait;
 use sluice_harness::coverage::Coverage;
 use sluice_harness::faults::Fault;
 use sluice_harness::faults::Pilot;
-use sluice_harness::faults::buggify::SwarmPolicy;
+use sluice_harness::faults::buggify::Buggify;
 use sluice_harness::faults::relative::{needs_pilot, resolve};
 use sluice_harness::recovery::recovery_metrics;
 use sluice_harness::report::{RunOutcome, RunReport, generate_input, with_late_data};
@@ -138,7 +138,7 @@ fn pilot(
     let quiet = Scenario {
         faults: Vec::new(),
         random_faults: None,
-        buggify: false,
+        buggify: Buggify::Off,
         seeds: 0..1,
         replay: None,
         ..scenario.clone()
@@ -209,7 +209,7 @@ fn simulate(
         // every node's fault points ask the seed's policy.
         let _covering = trace.coverage().install();
         let _buggified =
-            scenario.buggify.then(|| sluice_engine::buggify::install(std::rc::Rc::new(SwarmPolicy::for_seed(seed))));
+            scenario.buggify.policy(seed).map(|policy| sluice_engine::buggify::install(std::rc::Rc::new(policy)));
         let cluster = Arc::new(Cluster::start(scenario, input, &trace));
         let spec = scenario.job_spec(mode);
         let client = madsim::runtime::Handle::current().create_node().name("client").ip(CLIENT_IP).build();

@@ -40,6 +40,7 @@ use sluice_engine::scheduler::adaptive::AdaptiveBatchConfig;
 use sluice_engine::shuffle::{ShuffleConfig, ShuffleKind};
 
 use crate::cost::CostSpec;
+use crate::faults::buggify::Buggify;
 use crate::faults::random::Topology;
 use crate::faults::{Fault, FaultKind, RandomFaults};
 use crate::harness_crash::HarnessCrash;
@@ -82,10 +83,10 @@ pub struct Scenario {
     /// Random faults drawn from each seed, swarm style.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub random_faults: Option<RandomFaults>,
-    /// The engine's own fault points (`sluice_engine::buggify`), enabled per seed swarm-style:
-    /// off unless `true`.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub buggify: bool,
+    /// The engine's own fault points (`sluice_engine::buggify`): off, enabled per seed
+    /// swarm-style (`true`), or the points named.
+    #[serde(default, skip_serializing_if = "Buggify::is_off")]
+    pub buggify: Buggify,
     /// When to restart after a failure and when to give up.
     #[serde(default, deserialize_with = "deserialize_restart_strategy")]
     pub restart_strategy: RestartStrategy,

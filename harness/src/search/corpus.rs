@@ -105,7 +105,7 @@ mod tests {
     }
 
     fn genome(seed: u64) -> Genome {
-        Genome { seed, faults: Vec::new() }
+        Genome::new(seed, Vec::new())
     }
 
     #[test]

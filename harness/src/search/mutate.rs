@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 use sluice_engine::prng::Prng;
 
 use crate::faults::random::{RandomFaults, Topology};
+use sluice_engine::buggify::FaultPoint;
+
 use crate::faults::{CheckpointTrigger, Fault, FaultKind, Share, Trigger};
 
 /// A seed and its explicit schedule: one input of a search.
@@ -29,6 +31,17 @@ pub struct Genome {
     pub seed: u64,
     /// The faults, in schedule order.
     pub faults: Vec<Fault>,
+    /// The engine's fault points enabled (for a scenario with `buggify`), in declaration order:
+    /// part of what the search varies, apart from the seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buggify: Option<Vec<FaultPoint>>,
+}
+
+impl Genome {
+    /// A genome without fault points.
+    pub fn new(seed: u64, faults: Vec<Fault>) -> Genome {
+        Genome { seed, faults, buggify: None }
+    }
 }
 
 /// Which operator made a genome.
@@ -47,6 +60,8 @@ pub enum Mutation {
     Retrigger,
     /// A share trigger moved earlier or later.
     Nudge,
+    /// A fault point of the engine's turned on or off (for a scenario with `buggify`).
+    Toggle,
     /// A fault's trigger moved to right after a protocol step: a JobMaster reconciling, a
     /// service that just acknowledged a write, a failover under way (CrashTuner's meta-info
     /// points).
@@ -101,16 +116,17 @@ pub fn mutate(parent: &Genome, other: &Genome, fresh_seed: u64, prng: &mut Prng,
             return (child, mutation);
         }
     }
-    (Genome { seed: fresh_seed, faults: parent.faults.clone() }, Mutation::Reseed)
+    (Genome { seed: fresh_seed, ..parent.clone() }, Mutation::Reseed)
 }
 
-const OPERATORS: [Mutation; 9] = [
+const OPERATORS: [Mutation; 10] = [
     Mutation::Insert,
     Mutation::Delete,
     Mutation::Replace,
     Mutation::Retrigger,
     Mutation::Nudge,
     Mutation::Follow,
+    Mutation::Toggle,
     Mutation::Redraw,
     Mutation::Splice,
     Mutation::Reseed,
@@ -170,10 +186,22 @@ fn apply(
                 return None;
             }
         }
-        Mutation::Reseed => return Some(Genome { seed: fresh_seed, faults }),
+        Mutation::Toggle => {
+            let mut points = parent.buggify.clone()?;
+            let point = *prng.pick(FaultPoint::ALL);
+            match points.iter().position(|enabled| *enabled == point) {
+                Some(index) => {
+                    points.remove(index);
+                }
+                None => points.push(point),
+            }
+            points.sort();
+            return Some(Genome { buggify: Some(points), ..parent.clone() });
+        }
+        Mutation::Reseed => return Some(Genome { seed: fresh_seed, faults, buggify: parent.buggify.clone() }),
         _ => return None,
     }
-    Some(Genome { seed: parent.seed, faults })
+    Some(Genome { seed: parent.seed, faults, buggify: parent.buggify.clone() })
 }
 
 /// A mutant of `parent` aimed at the cell (a mark the parent reaches) × `kind`: one time in two
@@ -200,7 +228,7 @@ pub fn aim(parent: &Genome, kind: &str, prng: &mut Prng, space: &Space) -> Genom
         let index = prng.below(faults.len() as u64 + 1) as usize;
         faults.insert(index, space.spec.draw_fault_of_kind(kind, trigger, prng, space.topology, &mut losses));
     }
-    Genome { seed: parent.seed, faults }
+    Genome { seed: parent.seed, faults, buggify: parent.buggify.clone() }
 }
 
 /// The share a relative trigger names.
@@ -255,8 +283,9 @@ mod tests {
         let spec = spec();
         let topology = topology();
         let space = Space { spec: &spec, topology: &topology, max_faults: 5, min_faults: 1 };
-        let parent = Genome { seed: 7, faults: spec.generate(7, &topology) };
-        let other = Genome { seed: 8, faults: spec.generate(8, &topology) };
+        let parent =
+            Genome { buggify: Some(vec![FaultPoint::SlowCancel]), ..Genome::new(7, spec.generate(7, &topology)) };
+        let other = Genome::new(8, spec.generate(8, &topology));
         let mut prng = Prng::fork(1, "test");
         let mut used = std::collections::BTreeSet::new();
         for round in 0..400 {
@@ -274,7 +303,7 @@ mod tests {
         let spec = spec();
         let topology = topology();
         let space = Space { spec: &spec, topology: &topology, max_faults: 5, min_faults: 1 };
-        let parent = Genome { seed: 7, faults: spec.generate(7, &topology) };
+        let parent = Genome::new(7, spec.generate(7, &topology));
         let run = || {
             let mut prng = Prng::fork(3, "test");
             (0..50).map(|round| mutate(&parent, &parent, round, &mut prng, &space)).collect::<Vec<_>>()
@@ -287,7 +316,7 @@ mod tests {
         let spec = spec();
         let topology = topology();
         let space = Space { spec: &spec, topology: &topology, max_faults: 4, min_faults: 1 };
-        let parent = Genome { seed: 7, faults: spec.generate(7, &topology) };
+        let parent = Genome::new(7, spec.generate(7, &topology));
         let mut prng = Prng::fork(9, "test");
         for _ in 0..100 {
             let child = aim(&parent, "jm-crash", &mut prng, &space);
@@ -301,7 +330,7 @@ mod tests {
         let spec = spec();
         let topology = topology();
         let space = Space { spec: &spec, topology: &topology, max_faults: 4, min_faults: 1 };
-        let parent = Genome { seed: 7, faults: spec.generate(7, &topology) };
+        let parent = Genome::new(7, spec.generate(7, &topology));
         let mut prng = Prng::fork(9, "test");
         assert_eq!(aim(&parent, "none", &mut prng, &space).faults.len(), parent.faults.len() - 1);
     }

@@ -145,8 +145,7 @@ pub(super) fn print_seed(
     single_run: bool,
 ) -> (bool, bool) {
     println!("seed {}", result.seed);
-    if scenario.buggify {
-        let policy = sluice_harness::faults::buggify::SwarmPolicy::for_seed(result.seed);
+    if let Some(policy) = scenario.buggify.policy(result.seed) {
         let points: Vec<&str> = policy.enabled().iter().map(|point| point.name()).collect();
         println!("  fault points enabled: {}", if points.is_empty() { "none".to_string() } else { points.join(", ") });
     }

@@ -21,6 +21,7 @@ pub mod store;
 
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::prng::Prng;
+use sluice_harness::faults::buggify::Buggify;
 use sluice_harness::faults::random::Topology;
 use sluice_harness::scenario::Scenario;
 use sluice_harness::search::corpus::Corpus;
@@ -137,10 +138,15 @@ impl Plan {
         Prng::fork(self.campaign_seed, &format!("explore/{}/{}/{run}", self.shard.0, self.shard.1))
     }
 
-    /// The scenario that runs a genome: its schedule explicit, its seed alone.
+    /// The scenario that runs a genome: its schedule and fault points explicit, its seed alone.
     pub fn scenario_of(&self, genome: &Genome) -> Scenario {
+        let buggify = match &genome.buggify {
+            Some(points) => Buggify::Points(points.clone()),
+            None => self.scenario.buggify.clone(),
+        };
         Scenario {
             faults: genome.faults.clone(),
+            buggify,
             random_faults: None,
             seeds: genome.seed..genome.seed + 1,
             ..self.scenario.clone()
@@ -161,7 +167,8 @@ impl Plan {
         if !guided {
             let seed = self.fresh_seed(*fresh);
             *fresh += 1;
-            return (Genome { seed, faults: self.scenario.schedule(seed) }, Mutation::Fresh, None);
+            let buggify = self.scenario.buggify.policy(seed).map(|policy| policy.enabled().to_vec());
+            return (Genome { seed, faults: self.scenario.schedule(seed), buggify }, Mutation::Fresh, None);
         }
         let random = self.scenario.random_faults.as_ref().expect("internal: a guided campaign has random faults");
         let count = random.count as usize;

@@ -156,7 +156,7 @@ fn no_mark_is_reached_by_a_run_where_its_state_does_not_occur() {
         let mut scenario = load(file);
         scenario.faults.clear();
         scenario.random_faults = None;
-        scenario.buggify = false;
+        scenario.buggify = sluice_harness::faults::buggify::Buggify::Off;
         scenario.harness_crash = None;
         let seed = scenario.seeds.start;
         let result = run_seed(&scenario, seed, &scenario.modes, DeterminismCheck::Off);

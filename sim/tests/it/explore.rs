@@ -88,3 +88,27 @@ fn the_shards_of_a_campaign_merge_and_a_missing_one_makes_the_merge_fail() {
     assert_eq!(status, 2);
     assert!(stderr.contains("shard 1/2 is given twice"), "{stderr}");
 }
+
+/// A genome names the fault points it enables; a fresh one names its seed's swarm, and runs as
+/// the blind seed does (the same trace), so that guided and blind campaigns start alike.
+#[test]
+fn a_genome_names_its_fault_points_and_a_fresh_one_runs_as_its_seed() {
+    let mut scenario = load("scenarios/wordcount-buggify.yaml");
+    scenario.params.insert("words".to_string(), 5000u64.into());
+    scenario.modes = vec![sluice_engine::graph::ExecutionMode::Batch];
+    let seed = 5;
+    let policy = scenario.buggify.policy(seed).expect("a buggify scenario");
+    let genome = sluice_harness::search::mutate::Genome {
+        buggify: Some(policy.enabled().to_vec()),
+        ..sluice_harness::search::mutate::Genome::new(seed, scenario.schedule(seed))
+    };
+    let plan = Plan { scenario: scenario.clone(), ..plan(1, 1) };
+    let explicit = plan.scenario_of(&genome);
+    assert!(matches!(explicit.buggify, sluice_harness::faults::buggify::Buggify::Points(_)));
+    let hash = |scenario: &Scenario| {
+        let result =
+            sluice_sim::seed::run_seed(scenario, seed, &scenario.modes, sluice_sim::seed::DeterminismCheck::Off);
+        result.runs.iter().map(|(report, _)| report.trace_hash).collect::<Vec<_>>()
+    };
+    assert_eq!(hash(&explicit), hash(&scenario), "the seed's own points, named, run as its swarm");
+}
