@@ -107,10 +107,7 @@ mod tests {
     use sluice_harness::search::mutate::Mutation;
 
     fn shard(index: u32, count: u32, cells: &[(&str, u64)], failures: u64) -> ShardCampaign {
-        let mut state = State::default();
-        state.cells = vec![1; 10];
-        state.cell_runs = cells.iter().map(|(cell, runs)| (cell.to_string(), *runs)).collect();
-        state.found = (0..failures)
+        let found = (0..failures)
             .map(|run| Found {
                 run: run + 1,
                 seed: u64::from(index) * 100 + run,
@@ -119,6 +116,8 @@ mod tests {
                 replay_file: None,
             })
             .collect();
+        let cell_runs = cells.iter().map(|(cell, runs)| (cell.to_string(), *runs)).collect();
+        let state = State { cells: vec![1; 10], cell_runs, found, ..State::default() };
         ShardCampaign {
             origin: format!("shard-{index}"),
             saved: Saved::for_test("wordcount-failover", "fp", 1, &format!("{index}/{count}"), true, state),

@@ -276,7 +276,7 @@ pub fn run(
 ) -> Result<State, String> {
     // What mutations draw nodes and vertices from: planned once, not per genome.
     let topology = plan.scenario.topology();
-    while (state.cells.len() as u64) < plan.runs && !(plan.until_failure && !state.found.is_empty()) {
+    while (state.cells.len() as u64) < plan.runs && (!plan.until_failure || state.found.is_empty()) {
         let first = state.cells.len() as u64 + 1;
         let last = (first + BATCH - 1).min(plan.runs);
         let mut fresh = state.fresh;
