@@ -237,11 +237,20 @@ fn run_genome(plan: &Plan, (genome, mutation, aimed): (Genome, Mutation, Option<
     Ran { genome, mutation, aimed, features: all.into_iter().collect(), cells: reached.into_iter().collect(), result }
 }
 
-/// Runs a batch's genomes on up to `threads` threads; results in run order.
-fn run_batch(plan: &Plan, genomes: Vec<(Genome, Mutation, Option<String>)>) -> Vec<Ran> {
+/// Runs a batch's genomes on up to `threads` threads; results in run order. The genomes of
+/// `new_seeds` start first: they run their seed's pilot too, and a thread left with the longest
+/// run last would keep the others waiting at the batch's end (longest first).
+fn run_batch(
+    plan: &Plan,
+    genomes: Vec<(Genome, Mutation, Option<String>)>,
+    new_seeds: &std::collections::BTreeSet<u64>,
+) -> Vec<Ran> {
     let threads = plan.threads.max(1);
     let mut slots: Vec<Option<Ran>> = (0..genomes.len()).map(|_| None).collect();
-    let work = std::sync::Mutex::new(genomes.into_iter().enumerate().collect::<Vec<_>>());
+    let mut work: Vec<_> = genomes.into_iter().enumerate().collect();
+    // Popped from the end: the genomes with a new seed there.
+    work.sort_by_key(|(index, (genome, _, _))| (new_seeds.contains(&genome.seed), std::cmp::Reverse(*index)));
+    let work = std::sync::Mutex::new(work);
     let done = std::sync::Mutex::new(&mut slots);
     std::thread::scope(|scope| {
         for _ in 0..threads {
@@ -282,8 +291,10 @@ pub fn run(
         let mut fresh = state.fresh;
         let genomes: Vec<(Genome, Mutation, Option<String>)> =
             (first..=last).map(|run| plan.genome(run, &state, &mut fresh, &topology)).collect();
+        let new_seeds: std::collections::BTreeSet<u64> =
+            (state.fresh..fresh).map(|index| plan.fresh_seed(index)).collect();
         state.fresh = fresh;
-        for (offset, ran) in run_batch(plan, genomes).into_iter().enumerate() {
+        for (offset, ran) in run_batch(plan, genomes, &new_seeds).into_iter().enumerate() {
             add(plan, &mut state, first + offset as u64, ran, on_failure, progress)?;
         }
         progress(Progress::Batch(&state))?;
