@@ -119,19 +119,10 @@ pub(super) fn command(arguments: &ExploreArgs) -> i32 {
             }
         }
     }
-    if let Some(path) = &arguments.svg {
-        let title = format!("`{}`: cells (marks × fault kinds) reached over runs", plan.scenario.name);
-        let colours = ["#d62728", "#1f77b4"];
-        let drawn: Vec<Line> = lines
-            .iter()
-            .zip(colours)
-            .map(|((label, state), colour)| Line { label, cells: &state.cells, colour })
-            .collect();
-        if let Err(error) = std::fs::write(path, svg(&title, &drawn)) {
-            eprintln!("sluice explore: cannot write {}: {error}", path.display());
-            return status::USAGE;
-        }
-        println!("chart: {}", path.display());
+    if let Some(path) = &arguments.svg
+        && let Err(status) = write_chart(path, &plan.scenario.name, &lines)
+    {
+        return status;
     }
     if arguments.shrink
         && let Err(status) = shrink_failures(lines.iter().map(|(_, state)| state))
@@ -139,6 +130,20 @@ pub(super) fn command(arguments: &ExploreArgs) -> i32 {
         return status;
     }
     if lines.iter().any(|(_, state)| !state.found.is_empty()) { status::FAILED } else { status::PASSED }
+}
+
+/// Draws each campaign's cells over runs into `path`.
+fn write_chart(path: &Path, scenario: &str, lines: &[(String, State)]) -> Result<(), i32> {
+    let title = format!("`{scenario}`: cells (marks × fault kinds) reached over runs");
+    let colours = ["#d62728", "#1f77b4"];
+    let drawn: Vec<Line> =
+        lines.iter().zip(colours).map(|((label, state), colour)| Line { label, cells: &state.cells, colour }).collect();
+    std::fs::write(path, svg(&title, &drawn)).map_err(|error| {
+        eprintln!("sluice explore: cannot write {}: {error}", path.display());
+        status::USAGE
+    })?;
+    println!("chart: {}", path.display());
+    Ok(())
 }
 
 /// Shrinks each failure's replay file once (campaigns may fail the same seed twice).
