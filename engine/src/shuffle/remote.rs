@@ -454,12 +454,13 @@ impl Service {
     ) -> Result<(), PushError> {
         let storage = self.config.storage.as_ref();
         let refused = |error: StorageError| PushError::Rejected(error.to_string());
-        match storage.sync(&data_path(partition)).await {
-            Ok(()) => self.config.resources.disk_sync().await,
-            Err(StorageError::NotFound(_)) => {}
-            Err(error) => return Err(refused(error)),
-        }
         let data = data_path(partition);
+        // A data file lost or cut while the partition was pushed (a lost disk or file) is
+        // refused here rather than indexed: the producer learns its partition is gone.
+        if data_length > 0 {
+            storage.sync_through(&data, data_length).await.map_err(refused)?;
+            self.config.resources.disk_sync().await;
+        }
         let promise = "an index is written only over synced data";
         crate::storage::check_synced(storage.synced_length(&data), &data, data_length, promise);
         storage.delete(&index_path(partition)).await.map_err(refused)?;
