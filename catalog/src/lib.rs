@@ -14,6 +14,7 @@
 
 pub mod alerts;
 pub mod generated;
+pub mod sql;
 mod tpcds;
 pub mod tpcds_queries;
 pub mod windowed;
@@ -290,6 +291,7 @@ pub fn jobs() -> &'static [SimJob] {
         windowed::WINDOWED,
         alerts::ALERTS,
         generated::GENERATED,
+        sql::SQL,
         tpcds_queries::Q3,
         tpcds_queries::Q7,
         tpcds_queries::Q19,
@@ -365,7 +367,7 @@ mod tests {
         let registered: Vec<&str> = registry().jobs().map(|job| job.name).collect();
         let tpcds_queries =
             ["tpcds-q19", "tpcds-q3", "tpcds-q42", "tpcds-q55", "tpcds-q64", "tpcds-q7", "tpcds-q72", "tpcds-q95"];
-        let mut expected = vec!["alerts", "generated", "tpcds"];
+        let mut expected = vec!["alerts", "generated", "sql", "tpcds"];
         expected.extend(tpcds_queries);
         expected.extend(["windowed", "wordcount", "wordcount-files"]);
         assert_eq!(registered, expected);

@@ -11,6 +11,8 @@
 //! panics with the minimal case, its replay file when the property wrote one, and the two
 //! commands that rerun it: `SLUICE_SEED=N cargo test …` and `sluice replay FILE`.
 
+pub mod text_mutation;
+
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 

@@ -9,6 +9,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use proptest::prelude::*;
+use sluice_properties::text_mutation::{apply, mutation};
 use sluice_properties::{CaseResult, case_seeds_or, check_seeds};
 use sluice_sim::scenario::Scenario;
 
@@ -76,56 +77,6 @@ const TOKENS: &[&str] = &[
     "params: { words: 1000000 }\n",
 ];
 
-/// One edit of the text, at a position given as a fraction of its length.
-#[derive(Clone, Debug)]
-enum Mutation {
-    Cut { at: u16, length: u8 },
-    Insert { at: u16, token: usize },
-    DuplicateLine { line: u8 },
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    prop_oneof![
-        (any::<u16>(), 1u8..40).prop_map(|(at, length)| Mutation::Cut { at, length }),
-        (any::<u16>(), 0..TOKENS.len()).prop_map(|(at, token)| Mutation::Insert { at, token }),
-        any::<u8>().prop_map(|line| Mutation::DuplicateLine { line }),
-    ]
-}
-
-/// The char boundary at fraction `at / 65536` of the text.
-fn position(text: &str, at: u16) -> usize {
-    let mut index = text.len() * usize::from(at) / 65536;
-    while !text.is_char_boundary(index) {
-        index -= 1;
-    }
-    index
-}
-
-fn apply(mut text: String, mutations: &[Mutation]) -> String {
-    for mutation in mutations {
-        match mutation {
-            Mutation::Cut { at, length } => {
-                let start = position(&text, *at);
-                let mut end = (start + usize::from(*length)).min(text.len());
-                while !text.is_char_boundary(end) {
-                    end += 1;
-                }
-                text.replace_range(start..end, "");
-            }
-            Mutation::Insert { at, token } => text.insert_str(position(&text, *at), TOKENS[*token]),
-            Mutation::DuplicateLine { line } => {
-                let mut lines: Vec<&str> = text.lines().collect();
-                if !lines.is_empty() {
-                    let index = usize::from(*line) % lines.len();
-                    lines.insert(index, lines[index]);
-                }
-                text = lines.join("\n") + "\n";
-            }
-        }
-    }
-    text
-}
-
 fn load(text: &str) -> Result<(), String> {
     match Scenario::parse("mutated.yaml", text) {
         Err(error) if error.to_string().starts_with("mutated.yaml") => Ok(()),
@@ -145,10 +96,10 @@ fn load(text: &str) -> Result<(), String> {
 
 #[test]
 fn loading_mutated_scenario_text_never_panics() {
-    let strategy = (0..SCENARIOS.len(), proptest::collection::vec(mutation(), 1..6));
+    let strategy = (0..SCENARIOS.len(), proptest::collection::vec(mutation(TOKENS.len()), 1..6));
     // Loading is cheap: a thousand cases by default.
     check_seeds("loading_mutated_scenario_text_never_panics", strategy, case_seeds_or(1000), |(base, mutations), _| {
-        let text = apply(SCENARIOS[*base].to_string(), mutations);
+        let text = apply(SCENARIOS[*base].to_string(), mutations, TOKENS);
         let outcome = catch_unwind(AssertUnwindSafe(|| load(&text)));
         match outcome {
             Ok(Ok(())) => CaseResult::Pass,

@@ -16,8 +16,12 @@ use super::{JobConfig, StreamEnv};
 use crate::duration::{format_duration, parse_duration};
 use crate::graph::JobGraph;
 
-/// The longest text parameter: parameters travel with every submission.
+/// The longest text parameter unless a job sets its own limit: parameters travel with every
+/// submission.
 pub const MAX_TEXT_PARAM_BYTES: usize = 1024;
+
+/// The most a job may set as a text parameter's limit ([`ParamSpec::long_text`]): a SQL script.
+pub const MAX_LONG_TEXT_PARAM_BYTES: usize = 64 * 1024;
 
 /// A job's check of a text parameter: `Err` says what is wrong with the text.
 pub type TextCheck = fn(&str) -> Result<(), String>;
@@ -34,10 +38,12 @@ pub enum ParamKind {
         /// The largest value: bounded so that one run fits the machine simulating it.
         max: u64,
     },
-    /// Text of at most [`MAX_TEXT_PARAM_BYTES`] bytes.
+    /// Text of at most `max_bytes` bytes.
     Text {
         /// The value when a scenario does not set it.
         default: &'static str,
+        /// The longest text: [`MAX_TEXT_PARAM_BYTES`] unless the job says.
+        max_bytes: usize,
         /// What the job accepts, if it says: an error says what is wrong with the text (a program
         /// a job interprets, say), and `resolve_params` reports it as the parameter's error.
         check: Option<TextCheck>,
@@ -103,7 +109,7 @@ impl ParamSpec {
 
     /// A text parameter.
     pub const fn text(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
-        ParamSpec { name, kind: ParamKind::Text { default, check: None }, doc }
+        ParamSpec { name, kind: ParamKind::Text { default, check: None, max_bytes: MAX_TEXT_PARAM_BYTES }, doc }
     }
 
     /// A text parameter that only takes what `check` accepts.
@@ -113,7 +119,20 @@ impl ParamSpec {
         check: TextCheck,
         doc: &'static str,
     ) -> ParamSpec {
-        ParamSpec { name, kind: ParamKind::Text { default, check: Some(check) }, doc }
+        ParamSpec { name, kind: ParamKind::Text { default, check: Some(check), max_bytes: MAX_TEXT_PARAM_BYTES }, doc }
+    }
+
+    /// A checked text parameter of up to `max_bytes` bytes (at most
+    /// [`MAX_LONG_TEXT_PARAM_BYTES`]): a program longer than a line, like a SQL script.
+    pub const fn long_text(
+        name: &'static str,
+        default: &'static str,
+        check: TextCheck,
+        max_bytes: usize,
+        doc: &'static str,
+    ) -> ParamSpec {
+        assert!(max_bytes <= MAX_LONG_TEXT_PARAM_BYTES, "a long text parameter's limit is at most 64 KiB");
+        ParamSpec { name, kind: ParamKind::Text { default, check: Some(check), max_bytes }, doc }
     }
 
     /// A duration parameter in `min..=max`.
@@ -151,8 +170,8 @@ impl ParamSpec {
             (ParamKind::Int { .. }, ParamValue::Text(text)) => {
                 Err(format!("parameter `{name}` is a whole number, not {text:?}"))
             }
-            (ParamKind::Text { .. }, ParamValue::Text(text)) if text.len() > MAX_TEXT_PARAM_BYTES => {
-                Err(format!("parameter `{name}` is {} bytes long; the most is {MAX_TEXT_PARAM_BYTES}", text.len()))
+            (ParamKind::Text { max_bytes, .. }, ParamValue::Text(text)) if text.len() > max_bytes => {
+                Err(format!("parameter `{name}` is {} bytes long; the most is {max_bytes}", text.len()))
             }
             (ParamKind::Text { check, .. }, ParamValue::Text(text)) => match check.map(|check| check(text)) {
                 Some(Err(error)) => Err(format!("parameter `{name}`: {error}")),

@@ -55,6 +55,14 @@ fn every_job_commits_the_same_output_under_every_exchange_mode_and_parallelism()
             passing(&scenario(job.name(), 2, ExchangeMode::AllEdgesBlocking, true), ExecutionMode::Batch, &what);
         assert_eq!(modes_agree(&baseline, &adaptive), Ok(()), "{what}");
         let decided = adaptive.trace.iter().filter(|record| record.event.kind() == "parallelism_decided").count();
-        assert!(decided >= 1, "{what}: the adaptive scheduler decided nothing");
+        // A job of one chain (a SQL job of scans, filters and projections) has no vertex fed by
+        // another: the sources' parallelism is the job's, and there is nothing to decide.
+        let params = job.resolve_params(&Default::default()).expect("default parameters resolve");
+        let plan = job.plan(&params, sluice_engine::api::JobConfig::new(ExecutionMode::Batch, 2)).expect("it plans");
+        if plan.edges.is_empty() {
+            assert_eq!(decided, 0, "{what}: a job of one vertex had a parallelism decided");
+        } else {
+            assert!(decided >= 1, "{what}: the adaptive scheduler decided nothing");
+        }
     }
 }

@@ -135,6 +135,16 @@ fn a_generated_program_of_every_operator_kind_survives_random_faults() {
 }
 
 #[test]
+fn nexmark_append_only_sql_queries_commit_what_the_script_computes_in_both_modes_under_faults() {
+    random_fault_scenario("scenarios/sql/nexmark-append.yaml");
+}
+
+#[test]
+fn grouped_sql_queries_end_at_the_final_groups_in_both_modes_under_faults() {
+    random_fault_scenario("scenarios/sql/nexmark-grouped.yaml");
+}
+
+#[test]
 fn wordcount_over_files_in_line_aligned_splits_survives_faults_exactly_once() {
     random_fault_scenario("scenarios/wordcount-files.yaml");
 }

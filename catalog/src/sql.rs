@@ -1,0 +1,113 @@
+//! `sql`: a job written in Flink SQL, given as its script (`params: { script: … }`), planned by
+//! `sluice-sql` in every process, with the script's own sequential evaluation as its reference.
+//!
+//! The script's source tables are generated here (the `nexmark` connector's events, spread
+//! round-robin over `partitions` log partitions), so a SQL job runs under the simulator, its
+//! faults and its oracles like any built-in job: streaming and batch must commit what the
+//! reference computes.
+
+use std::collections::BTreeMap;
+
+use super::{ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobParams, ParamSpec, SimJob, Updates};
+use sluice_engine::api::{ExecutionMode, Record, StreamEnv};
+use sluice_engine::connectors::{Row, SinkKind};
+use sluice_engine::prng::Prng;
+use sluice_sql::build::{build_plan, render, topic_of};
+use sluice_sql::plan::{Plan, SourceConnector, evaluate};
+use sluice_sql::{nexmark, plan_script, value};
+
+/// The longest script a scenario may give.
+pub const MAX_SCRIPT_BYTES: usize = 32 * 1024;
+
+/// The script of a scenario that does not give one: Nexmark's query 1 over 1,000 events.
+pub const DEFAULT_SCRIPT: &str = "\
+CREATE TABLE datagen (
+  event_type INT,
+  person ROW<id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR,
+             dateTime TIMESTAMP(3), extra VARCHAR>,
+  auction ROW<id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT, reserve BIGINT,
+              dateTime TIMESTAMP(3), expires TIMESTAMP(3), seller BIGINT, category BIGINT, extra VARCHAR>,
+  bid ROW<auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP(3),
+          extra VARCHAR>
+) WITH ('connector' = 'nexmark', 'events.num' = '1000');
+CREATE TABLE q1 (auction BIGINT, bidder BIGINT, price DECIMAL(23, 3), extra VARCHAR)
+  WITH ('connector' = 'sluice');
+INSERT INTO q1 SELECT bid.auction, bid.bidder, 0.908 * bid.price, bid.extra FROM datagen WHERE event_type = 2;
+";
+
+/// The job.
+pub const SQL: SimJob = SimJob {
+    definition: JobDefinition {
+        name: "sql",
+        description: "a Flink SQL script: CREATE TABLE, CREATE VIEW and INSERT INTO statements (see docs/sql.md)",
+        params: &[
+            ParamSpec::long_text("script", DEFAULT_SCRIPT, check_script, MAX_SCRIPT_BYTES, "the SQL script"),
+            ParamSpec::int("partitions", 4, 1, 64, "log partitions of each source table"),
+        ],
+        inputs: &[],
+        build,
+    },
+    generate_input: Some(generate_input),
+    reference: Some(reference),
+    reference_summary: None,
+    late: None,
+};
+
+fn check_script(text: &str) -> Result<(), String> {
+    plan_script(text).map(|_| ()).map_err(|error| error.to_string())
+}
+
+/// The plan of `params`' script, checked when the parameters were resolved.
+pub fn plan_of(params: &JobParams) -> Plan {
+    plan_script(params.text("script"))
+        .unwrap_or_else(|error| panic!("internal: the script parameter was checked: {error}"))
+}
+
+fn build(env: &StreamEnv, params: &JobParams) {
+    build_plan(env, &plan_of(params));
+}
+
+fn source_rows(plan: &Plan) -> BTreeMap<String, Vec<value::Row>> {
+    plan.sources
+        .iter()
+        .map(|(name, source)| {
+            let SourceConnector::Nexmark(options) = &source.connector;
+            (name.clone(), nexmark::events(options).collect())
+        })
+        .collect()
+}
+
+fn generate_input(params: &JobParams, _prng: &mut Prng) -> ExternalInput {
+    let plan = plan_of(params);
+    let partitions = params.get("partitions") as usize;
+    let mut topics = BTreeMap::new();
+    for (table, rows) in source_rows(&plan) {
+        let mut topic: Vec<Vec<Vec<u8>>> = vec![Vec::new(); partitions];
+        for (index, row) in rows.iter().enumerate() {
+            topic[index % partitions].push(row.to_bytes());
+        }
+        topics.insert(topic_of(&table), topic);
+    }
+    ExternalInput { topics, ..ExternalInput::default() }
+}
+
+fn reference(params: &JobParams, _input: &ExternalInput, _mode: ExecutionMode) -> ExpectedOutput {
+    let plan = plan_of(params);
+    let inputs = source_rows(&plan);
+    let mut output = BTreeMap::new();
+    for insert in &plan.inserts {
+        let evaluated = evaluate(&insert.input.node, &inputs);
+        let rows = evaluated.iter().map(|row| render(&insert.sink, row));
+        let table = if insert.sink.primary_key.is_empty() {
+            let mut rows: Vec<Row> = rows.map(|(key, value)| Row::new(key, value)).collect();
+            rows.sort();
+            ExpectedTable { kind: SinkKind::Append, rows, updates: Updates::Exact }
+        } else {
+            let latest: BTreeMap<String, String> = rows.collect();
+            let rows = latest.into_iter().map(|(key, value)| Row::new(key, value)).collect();
+            ExpectedTable { kind: SinkKind::Upsert, rows, updates: Updates::FinalOnly }
+        };
+        output.insert(insert.sink.name.clone(), table);
+    }
+    output
+}

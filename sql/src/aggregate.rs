@@ -1,0 +1,294 @@
+//! `GROUP BY` with `COUNT`, `SUM`, `MIN`, `MAX`, `AVG` and `HAVING`: Flink's unbounded group
+//! aggregation, whose result is an updating table (`-U`/`+U` as a group's value changes, `-D`
+//! when `HAVING` rejects a group it accepted before).
+//!
+//! Binding rewrites the select list and `HAVING` over the aggregation's output row: the group
+//! keys first, then one column per aggregate call. The accumulator of a group is a [`Row`]:
+//! its key values, how many rows it holds, then each call's state.
+
+use sluice_engine::api::changelog::RetractableAggregate;
+use sqlparser::ast;
+use sqlparser::tokenizer::Location;
+
+use crate::expr::{self, Expr, Scope};
+use crate::parse::SqlError;
+use crate::value::{Row, SqlType, Value};
+
+/// An aggregate function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Function {
+    /// `COUNT(*)`
+    CountStar,
+    /// `COUNT(x)`: non-null values.
+    Count,
+    /// `SUM(x)`
+    Sum,
+    /// `MIN(x)`
+    Min,
+    /// `MAX(x)`
+    Max,
+    /// `AVG(x)` of integers: an integer, as in Flink.
+    Avg,
+}
+
+/// One aggregate call: the function and its argument over the input row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    /// The function.
+    pub function: Function,
+    /// Its argument (`COUNT(*)`: none).
+    pub arg: Option<Expr>,
+}
+
+/// A bound `GROUP BY`: keys and calls over the input, `HAVING` over the output row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupBy {
+    /// The group keys.
+    pub keys: Vec<Expr>,
+    /// The aggregate calls.
+    pub calls: Vec<Call>,
+    /// `HAVING`, over the output row (keys, then calls).
+    pub having: Option<Expr>,
+}
+
+fn function_of(name: &str) -> Option<Function> {
+    Some(match name {
+        "COUNT" => Function::Count,
+        "SUM" => Function::Sum,
+        "MIN" => Function::Min,
+        "MAX" => Function::Max,
+        "AVG" => Function::Avg,
+        _ => return None,
+    })
+}
+
+/// What binding an expression over the aggregation's output needs: the group keys as written,
+/// the input scope, and the calls found so far (with their types).
+pub struct Grouping<'a> {
+    /// The `GROUP BY` expressions.
+    pub key_exprs: &'a [ast::Expr],
+    /// Their types.
+    pub key_types: Vec<SqlType>,
+    /// The input's columns.
+    pub input: &'a Scope,
+    /// The calls, in the order first met.
+    pub calls: Vec<(Call, SqlType, String)>,
+}
+
+impl Grouping<'_> {
+    /// `expr` with each group key and each aggregate call replaced by a column `$k<i>` or
+    /// `$a<j>` of the output row.
+    pub fn rewrite(&mut self, expr: &ast::Expr, at: Location) -> Result<ast::Expr, SqlError> {
+        if let Some(index) = self.key_exprs.iter().position(|key| key == expr) {
+            return Ok(ident(&format!("$k{index}")));
+        }
+        let boxed = |this: &mut Self, inner: &ast::Expr| this.rewrite(inner, at).map(Box::new);
+        Ok(match expr {
+            ast::Expr::Function(function) => match self.call(function, at)? {
+                Some(index) => ident(&format!("$a{index}")),
+                None => expr.clone(),
+            },
+            ast::Expr::BinaryOp { left, op, right } => {
+                ast::Expr::BinaryOp { left: boxed(self, left)?, op: op.clone(), right: boxed(self, right)? }
+            }
+            ast::Expr::UnaryOp { op, expr: inner } => ast::Expr::UnaryOp { op: *op, expr: boxed(self, inner)? },
+            ast::Expr::Nested(inner) => ast::Expr::Nested(boxed(self, inner)?),
+            ast::Expr::IsNull(inner) => ast::Expr::IsNull(boxed(self, inner)?),
+            ast::Expr::IsNotNull(inner) => ast::Expr::IsNotNull(boxed(self, inner)?),
+            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) => {
+                return Err(SqlError::at(at, format!("`{expr}` is neither in GROUP BY nor in an aggregate")));
+            }
+            ast::Expr::Case { .. } => {
+                return Err(SqlError::at(at, format!("unsupported: CASE over a grouped row (`{expr}`)")));
+            }
+            other => other.clone(),
+        })
+    }
+
+    /// The index of `function`'s call if it is an aggregate (registering it), else `None`.
+    fn call(&mut self, function: &ast::Function, at: Location) -> Result<Option<usize>, SqlError> {
+        let name = function.name.to_string().to_ascii_uppercase();
+        let Some(aggregate) = function_of(&name) else { return Ok(None) };
+        let ast::FunctionArguments::List(list) = &function.args else {
+            return Err(SqlError::at(at, format!("unsupported call of {name}")));
+        };
+        if list.duplicate_treatment.is_some() || !list.clauses.is_empty() || function.filter.is_some() {
+            return Err(SqlError::at(at, format!("unsupported: DISTINCT, FILTER or clauses in {name}")));
+        }
+        let (call, ty) = match (aggregate, list.args.as_slice()) {
+            (Function::Count, [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)]) => {
+                (Call { function: Function::CountStar, arg: None }, SqlType::BigInt)
+            }
+            (_, [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))]) => {
+                let (bound, ty) = expr::bind(self.input, arg, at)?;
+                (Call { function: aggregate, arg: Some(bound) }, result_type(aggregate, &ty, &name, at)?)
+            }
+            _ => return Err(SqlError::at(at, format!("{name} takes one argument"))),
+        };
+        let text = function.to_string();
+        if let Some(index) = self.calls.iter().position(|(_, _, known)| *known == text) {
+            return Ok(Some(index));
+        }
+        self.calls.push((call, ty, text));
+        Ok(Some(self.calls.len() - 1))
+    }
+
+    /// The output row's scope: `$k<i>` for the keys, `$a<j>` for the calls.
+    pub fn output_scope(&self) -> Scope {
+        let keys = self.key_types.iter().enumerate().map(|(index, ty)| (format!("$k{index}"), ty.clone()));
+        let calls = self.calls.iter().enumerate().map(|(index, (_, ty, _))| (format!("$a{index}"), ty.clone()));
+        Scope { qualifier: None, columns: keys.chain(calls).collect() }
+    }
+}
+
+fn ident(name: &str) -> ast::Expr {
+    ast::Expr::Identifier(ast::Ident::new(name))
+}
+
+/// Flink's result type of an aggregate over `ty`.
+fn result_type(function: Function, ty: &SqlType, name: &str, at: Location) -> Result<SqlType, SqlError> {
+    match function {
+        Function::Count | Function::CountStar => Ok(SqlType::BigInt),
+        Function::Min | Function::Max if !matches!(ty, SqlType::Row(_)) => Ok(ty.clone()),
+        Function::Sum if matches!(ty, SqlType::Int | SqlType::BigInt) => Ok(SqlType::BigInt),
+        Function::Sum => match ty {
+            SqlType::Decimal { scale, .. } => Ok(SqlType::Decimal { precision: 38, scale: *scale }),
+            _ => Err(SqlError::at(at, format!("{name} of {ty}: not a number"))),
+        },
+        Function::Avg if matches!(ty, SqlType::Int | SqlType::BigInt) => Ok(ty.clone()),
+        _ => Err(SqlError::at(at, format!("unsupported: {name} of {ty}"))),
+    }
+}
+
+/// The aggregation a group runs: its keys and calls, and `HAVING`.
+#[derive(Clone, Debug)]
+pub struct Aggregation(pub GroupBy);
+
+const KEY: usize = 0;
+const COUNT: usize = 1;
+const STATES: usize = 2;
+
+fn add(sum: &Value, value: &Value, negate: bool) -> Value {
+    let value = match (value, negate) {
+        (Value::Int(number), true) => Value::Int(number.wrapping_neg()),
+        (Value::Decimal { units, scale }, true) => Value::Decimal { units: units.wrapping_neg(), scale: *scale },
+        (other, _) => other.clone(),
+    };
+    match (sum, &value) {
+        (Value::Null, _) => value,
+        (Value::Int(a), Value::Int(b)) => Value::Int(a.wrapping_add(*b)),
+        (Value::Decimal { units: a, scale }, Value::Decimal { units: b, .. }) => {
+            Value::Decimal { units: a.wrapping_add(*b), scale: *scale }
+        }
+        _ => sum.clone(),
+    }
+}
+
+impl Aggregation {
+    fn state(function: Function) -> Value {
+        match function {
+            Function::Count | Function::CountStar => Value::Int(0),
+            // (sum, non-null count)
+            Function::Sum | Function::Avg => Value::Row(vec![Value::Null, Value::Int(0)]),
+            Function::Min | Function::Max => Value::Null,
+        }
+    }
+
+    fn fold(&self, acc: &mut Row, row: &Row, retract: bool) {
+        if acc.0.is_empty() {
+            let keys = self.0.keys.iter().map(|key| key.eval(&row.0)).collect();
+            acc.0 = vec![Value::Row(keys), Value::Int(0)];
+            acc.0.extend(self.0.calls.iter().map(|call| Aggregation::state(call.function)));
+        }
+        let delta = if retract { -1 } else { 1 };
+        if let Value::Int(count) = &mut acc.0[COUNT] {
+            *count += delta;
+        }
+        for (index, call) in self.0.calls.iter().enumerate() {
+            let value = call.arg.as_ref().map_or(Value::Int(1), |arg| arg.eval(&row.0));
+            if value == Value::Null {
+                continue;
+            }
+            let state = &mut acc.0[STATES + index];
+            match (call.function, state) {
+                (Function::Count | Function::CountStar, Value::Int(count)) => *count += delta,
+                (Function::Sum | Function::Avg, Value::Row(pair)) => {
+                    pair[0] = add(&pair[0], &value, retract);
+                    pair[1] = add(&pair[1], &Value::Int(1), retract);
+                }
+                (Function::Min | Function::Max, state) => {
+                    assert!(
+                        !retract,
+                        "invariant: MIN and MAX run only over append-only input (the planner refuses others)"
+                    );
+                    let better = match call.function {
+                        Function::Min => *state == Value::Null || value < *state,
+                        _ => *state == Value::Null || value > *state,
+                    };
+                    if better {
+                        *state = value;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The group's output row (keys, then results), before `HAVING`.
+    pub fn output(&self, acc: &Row) -> Row {
+        let Value::Row(keys) = &acc.0[KEY] else { return Row::default() };
+        let mut row = keys.clone();
+        for (index, call) in self.0.calls.iter().enumerate() {
+            row.push(match (call.function, &acc.0[STATES + index]) {
+                (Function::Sum, Value::Row(pair)) if pair[1] != Value::Int(0) => pair[0].clone(),
+                (Function::Sum, _) => Value::Null,
+                (Function::Avg, Value::Row(pair)) => match (&pair[0], &pair[1]) {
+                    (Value::Int(sum), Value::Int(count)) if *count != 0 => Value::Int(sum / count),
+                    _ => Value::Null,
+                },
+                (_, state) => state.clone(),
+            });
+        }
+        Row(row)
+    }
+}
+
+impl RetractableAggregate for Aggregation {
+    type In = Row;
+    type Acc = Row;
+    type Out = Row;
+
+    fn accumulate(&self, acc: &mut Row, row: &Row) {
+        self.fold(acc, row, false);
+    }
+
+    fn retract(&self, acc: &mut Row, row: &Row) {
+        self.fold(acc, row, true);
+    }
+
+    fn count(&self, acc: &Row) -> i64 {
+        match acc.0.get(COUNT) {
+            Some(Value::Int(count)) => *count,
+            _ => 0,
+        }
+    }
+
+    fn result(&self, acc: &Row) -> Option<Row> {
+        let row = self.output(acc);
+        match &self.0.having {
+            Some(having) if having.eval(&row.0) != Value::Bool(true) => None,
+            _ => Some(row),
+        }
+    }
+}
+
+/// The final groups of `rows`: what a batch run commits, and what streaming's updates end at.
+pub fn evaluate(group_by: &GroupBy, rows: &[Row]) -> Vec<Row> {
+    let aggregation = Aggregation(group_by.clone());
+    let mut groups: std::collections::BTreeMap<Row, Row> = std::collections::BTreeMap::new();
+    for row in rows {
+        let key = Row(group_by.keys.iter().map(|key| key.eval(&row.0)).collect());
+        aggregation.accumulate(groups.entry(key).or_default(), row);
+    }
+    groups.values().filter_map(|acc| aggregation.result(acc)).collect()
+}

@@ -1,0 +1,133 @@
+//! A [`Plan`] onto the engine's DataStream API: one source per source table (shared by every
+//! `INSERT INTO` that reads it), operator chains for filters and projections, one
+//! transactional-store sink per `INSERT INTO`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use sluice_engine::api::changelog::{Change, group_changelog};
+use sluice_engine::api::{DataStream, StreamEnv};
+use sluice_engine::connectors::log::LogSource;
+use sluice_engine::connectors::txn_store::TxnStoreSink;
+
+use crate::aggregate::Aggregation;
+use crate::expr::{self, Expr};
+use crate::plan::{Node, Plan, Sink, Source, source_relation};
+use crate::value::{Row, Value};
+
+/// The log topic a source table's rows are read from: the table's name.
+pub fn topic_of(table: &str) -> String {
+    format!("sql.{table}")
+}
+
+/// A built relation: a stream of rows, or of changes to rows (an updating relation).
+enum Built {
+    Append(DataStream<Row>),
+    Updating(DataStream<Change<Row>>),
+}
+
+/// Builds `plan`'s dataflow in `env`.
+pub fn build_plan(env: &StreamEnv, plan: &Plan) {
+    let mut scans: BTreeMap<String, DataStream<Row>> = BTreeMap::new();
+    for insert in &plan.inserts {
+        let sink = insert.sink.clone();
+        let name = format!("Sink: {}", sink.name);
+        match build_node(env, plan, &insert.input.node, &mut scans) {
+            Built::Append(stream) => {
+                let to_row = move |row: &Row| render(&sink, row);
+                let sink = if insert.sink.primary_key.is_empty() {
+                    TxnStoreSink::append(&insert.sink.name, to_row)
+                } else {
+                    TxnStoreSink::upsert(&insert.sink.name, to_row)
+                };
+                stream.sink_to(sink).name(&name);
+            }
+            Built::Updating(changes) => {
+                let to_change = move |change: &Change<Row>| {
+                    let (key, value) = render(&sink, &change.row);
+                    (key, change.kind.is_addition().then_some(value))
+                };
+                changes.sink_to(TxnStoreSink::upsert_changelog(&insert.sink.name, to_change)).name(&name);
+            }
+        }
+    }
+}
+
+fn build_node(env: &StreamEnv, plan: &Plan, node: &Node, scans: &mut BTreeMap<String, DataStream<Row>>) -> Built {
+    match node {
+        Node::Scan { table } => {
+            Built::Append(scans.entry(table.clone()).or_insert_with(|| scan(env, &plan.sources[table])).clone())
+        }
+        Node::Filter { input, predicate } => {
+            let predicate = Arc::new(predicate.clone());
+            match build_node(env, plan, input, scans) {
+                Built::Append(rows) => Built::Append(
+                    rows.filter(move |row: &Row| predicate.eval(&row.0) == Value::Bool(true)).name("Calc: filter"),
+                ),
+                Built::Updating(changes) => Built::Updating(
+                    changes
+                        .filter(move |change: &Change<Row>| predicate.eval(&change.row.0) == Value::Bool(true))
+                        .name("Calc: filter"),
+                ),
+            }
+        }
+        Node::Project { input, exprs } => {
+            let exprs: Arc<Vec<Expr>> = Arc::new(exprs.clone());
+            match build_node(env, plan, input, scans) {
+                Built::Append(rows) => {
+                    Built::Append(rows.map(move |row: Row| expr::project(&exprs, &row)).name("Calc: project"))
+                }
+                Built::Updating(changes) => Built::Updating(
+                    changes
+                        .map(move |change: Change<Row>| Change {
+                            kind: change.kind,
+                            row: expr::project(&exprs, &change.row),
+                        })
+                        .name("Calc: project"),
+                ),
+            }
+        }
+        Node::Aggregate { input, group_by } => {
+            let Built::Append(rows) = build_node(env, plan, input, scans) else {
+                unreachable!("invariant: the planner refuses an aggregate over an updating input")
+            };
+            let changes = rows.map(Change::insert).name("Calc: to changelog");
+            let keys = Arc::new(group_by.keys.clone());
+            let key = move |row: &Row| Row(keys.iter().map(|key| key.eval(&row.0)).collect());
+            Built::Updating(
+                group_changelog(&changes, key, Aggregation(group_by.clone()), env.mode()).name("GroupAggregate"),
+            )
+        }
+    }
+}
+
+fn scan(env: &StreamEnv, source: &Source) -> DataStream<Row> {
+    let table = &source.def.name;
+    let rows = env.from_source(LogSource::<Row>::new(&topic_of(table))).name(&format!("Source: {table}"));
+    let Some((column, delay)) = source.watermark else { return rows };
+    let Node::Project { exprs, .. } = source_relation(source).node else {
+        unreachable!("internal: a source relation is a projection of its scan")
+    };
+    let rowtime = Arc::new(exprs[column].clone());
+    rows.assign_timestamps_and_watermarks(delay, move |row: &Row| match rowtime.eval(&row.0) {
+        Value::Timestamp(millis) => millis,
+        _ => i64::MIN,
+    })
+}
+
+/// A sink row as the transactional store keeps it: an upsert table's key is its primary key's
+/// values, its value the other columns'; an append table's key is the first column, its value
+/// the rest (values as Flink prints them, separated by `, `).
+pub fn render(sink: &Sink, row: &Row) -> (String, String) {
+    let join = |values: &mut dyn Iterator<Item = &Value>| values.map(Value::to_string).collect::<Vec<_>>().join(", ");
+    if sink.primary_key.is_empty() {
+        let (first, rest) =
+            row.0.split_first().map_or((String::new(), &[][..]), |(first, rest)| (first.to_string(), rest));
+        return (first, join(&mut rest.iter()));
+    }
+    let key = join(&mut sink.primary_key.iter().map(|index| &row.0[*index]));
+    let value = join(
+        &mut row.0.iter().enumerate().filter(|(index, _)| !sink.primary_key.contains(index)).map(|(_, value)| value),
+    );
+    (key, value)
+}

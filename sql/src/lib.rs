@@ -1,0 +1,28 @@
+//! Sluice's Flink SQL front end: a script of `CREATE TABLE`, `CREATE VIEW` and `INSERT INTO`
+//! statements, parsed ([`parse`]), bound to its tables and views and typed as Flink types it
+//! ([`plan`], [`expr`]), and planned onto the engine's DataStream API ([`build`]): the same plan
+//! in streaming and batch mode, as in Flink.
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`parse`] | the script's text to statements; Flink's DDL; errors with line and column |
+//! | [`value`] | SQL types, values and the [`value::Row`] operators pass |
+//! | [`expr`] | scalar expressions: binding, typing, evaluation |
+//! | [`aggregate`] | `GROUP BY`: aggregate calls, their accumulators, `HAVING` |
+//! | [`plan`] | the catalog of a script, its [`plan::Plan`], and the sequential reference evaluation |
+//! | [`build`] | a plan onto a `StreamEnv` |
+//! | [`nexmark`] | the `nexmark` connector's schema and events |
+//!
+//! Depends on the engine's public API only. Must never read the clock, draw randomness, or let
+//! a hash map's order reach a plan: every process builds the same plan from the same text.
+
+pub mod aggregate;
+pub mod build;
+pub mod expr;
+pub mod nexmark;
+pub mod parse;
+pub mod plan;
+pub mod value;
+
+pub use parse::SqlError;
+pub use plan::{Plan, plan_script};

@@ -1,0 +1,670 @@
+//! Binding a script's statements into a [`Plan`]: source tables, and for every `INSERT INTO` a
+//! pipeline of relational nodes from a source table to a sink table.
+//!
+//! Views are bound where they are defined and inlined where they are read (Flink's views are
+//! not materialized). A source table's computed columns are a projection over its physical
+//! ones. What the planner does not support yet is an error that names it, never something
+//! planned differently.
+
+use std::collections::BTreeMap;
+
+use sqlparser::ast;
+use sqlparser::tokenizer::Location;
+
+use crate::aggregate::{self, GroupBy, Grouping};
+use crate::expr::{self, Expr, Scope};
+use crate::nexmark;
+use crate::parse::{ColumnDef, Located, SqlError, Statement, TableDef};
+use crate::value::{Row, SqlType, Value};
+
+/// A relational node: what an operator chain computes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    /// Reads a source table's physical rows.
+    Scan {
+        /// The table.
+        table: String,
+    },
+    /// Keeps the rows where the predicate is TRUE.
+    Filter {
+        /// The input.
+        input: Box<Node>,
+        /// The predicate.
+        predicate: Expr,
+    },
+    /// Flink's unbounded group aggregation: an updating relation of one row per group (the
+    /// group keys, then the aggregates), filtered by `HAVING`.
+    Aggregate {
+        /// The input (append-only).
+        input: Box<Node>,
+        /// Keys, calls and `HAVING`.
+        group_by: GroupBy,
+    },
+    /// Computes a row of expressions from each row.
+    Project {
+        /// The input.
+        input: Box<Node>,
+        /// One expression per output column.
+        exprs: Vec<Expr>,
+    },
+}
+
+/// A node and the columns it produces.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Relation {
+    /// The node.
+    pub node: Node,
+    /// Its columns.
+    pub columns: Vec<(String, SqlType)>,
+}
+
+/// A source table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Source {
+    /// The table's definition.
+    pub def: TableDef,
+    /// Its connector.
+    pub connector: SourceConnector,
+    /// `WATERMARK FOR`: the row-time column's index (after computed columns) and the bound of
+    /// out-of-orderness in milliseconds.
+    pub watermark: Option<(usize, i64)>,
+}
+
+/// Where a source table's rows come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SourceConnector {
+    /// Nexmark's generator.
+    Nexmark(nexmark::Options),
+}
+
+/// A sink table: rows go to the transactional store's table of the same name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sink {
+    /// The table's name.
+    pub name: String,
+    /// Its columns.
+    pub columns: Vec<(String, SqlType)>,
+    /// The primary key's column indexes (an upsert table), or none (an append table).
+    pub primary_key: Vec<usize>,
+}
+
+/// One `INSERT INTO`: a relation written to a sink.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Insert {
+    /// The sink.
+    pub sink: Sink,
+    /// What is written, already cast to the sink's column types.
+    pub input: Relation,
+}
+
+/// A bound script.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plan {
+    /// Source tables by name.
+    pub sources: BTreeMap<String, Source>,
+    /// The inserts, in the script's order.
+    pub inserts: Vec<Insert>,
+}
+
+#[derive(Default)]
+struct Catalog {
+    sources: BTreeMap<String, Source>,
+    sinks: BTreeMap<String, Sink>,
+    views: BTreeMap<String, Relation>,
+}
+
+/// Binds a parsed script.
+pub fn bind_script(statements: &[Located]) -> Result<Plan, SqlError> {
+    let mut catalog = Catalog::default();
+    let mut inserts = Vec::new();
+    for Located { at, statement } in statements {
+        match statement {
+            Statement::CreateTable(def) => {
+                catalog.check_new_name(&def.name, *at)?;
+                catalog.create_table(def, *at)?;
+            }
+            Statement::CreateView { name, query } => {
+                catalog.check_new_name(name, *at)?;
+                let relation = catalog.bind_query(query, *at)?;
+                catalog.views.insert(name.clone(), relation);
+            }
+            Statement::Insert { table, query } => inserts.push(catalog.bind_insert(table, query, *at)?),
+        }
+    }
+    if inserts.is_empty() {
+        return Err(SqlError {
+            line: 0,
+            column: 0,
+            message: "the script has no INSERT INTO: nothing to run".to_string(),
+        });
+    }
+    Ok(Plan { sources: catalog.sources, inserts })
+}
+
+/// Parses and binds a script.
+pub fn plan_script(text: &str) -> Result<Plan, SqlError> {
+    bind_script(&crate::parse::parse_script(text)?)
+}
+
+impl Catalog {
+    fn check_new_name(&self, name: &str, at: Location) -> Result<(), SqlError> {
+        let taken = self.sources.contains_key(name) || self.sinks.contains_key(name) || self.views.contains_key(name);
+        if taken {
+            return Err(SqlError::at(at, format!("`{name}` is already defined")));
+        }
+        Ok(())
+    }
+
+    fn create_table(&mut self, def: &TableDef, at: Location) -> Result<(), SqlError> {
+        let connector = def.options.get("connector").map(String::as_str);
+        match connector {
+            Some("nexmark") => {
+                let source = bind_source(def, at)?;
+                self.sources.insert(def.name.clone(), source);
+            }
+            Some("sluice") => {
+                self.sinks.insert(def.name.clone(), bind_sink(def, at)?);
+            }
+            Some(other) => {
+                return Err(SqlError::at(
+                    at,
+                    format!(
+                        "unsupported connector '{other}': Sluice's are 'nexmark' (a source) and 'sluice' (its transactional store, a sink)"
+                    ),
+                ));
+            }
+            None => return Err(SqlError::at(at, format!("table `{}` has no 'connector' option", def.name))),
+        }
+        Ok(())
+    }
+
+    fn relation_of(&self, name: &str, at: Location) -> Result<Relation, SqlError> {
+        if let Some(view) = self.views.get(name) {
+            return Ok(view.clone());
+        }
+        if let Some(source) = self.sources.get(name) {
+            return Ok(source_relation(source));
+        }
+        if self.sinks.contains_key(name) {
+            return Err(SqlError::at(at, format!("`{name}` is a sink table: Sluice does not read its sinks back")));
+        }
+        Err(SqlError::at(at, format!("unknown table or view `{name}`")))
+    }
+
+    fn bind_query(&self, query: &ast::Query, at: Location) -> Result<Relation, SqlError> {
+        if query.with.is_some() || query.order_by.is_some() || query.limit_clause.is_some() || query.fetch.is_some() {
+            return Err(SqlError::at(at, "unsupported: WITH, ORDER BY, LIMIT and FETCH are not planned yet"));
+        }
+        let ast::SetExpr::Select(select) = query.body.as_ref() else {
+            return Err(SqlError::at(at, format!("unsupported query `{}`: Sluice plans SELECT", query.body)));
+        };
+        self.bind_select(select, at)
+    }
+
+    fn bind_select(&self, select: &ast::Select, at: Location) -> Result<Relation, SqlError> {
+        let keys = match &select.group_by {
+            ast::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs.as_slice(),
+            _ => return Err(SqlError::at(at, "unsupported: GROUP BY ALL, ROLLUP, CUBE and GROUPING SETS")),
+        };
+        if select.distinct.is_some() || !select.named_window.is_empty() {
+            return Err(SqlError::at(at, "unsupported: DISTINCT and WINDOW are not planned yet"));
+        }
+        let (input, scope) = self.bind_from(&select.from, at)?;
+        let input = match &select.selection {
+            Some(predicate) => {
+                let (bound, ty) = expr::bind(&scope, predicate, at)?;
+                if ty != SqlType::Boolean {
+                    return Err(SqlError::at(at, format!("WHERE `{predicate}` is {ty}, not BOOLEAN")));
+                }
+                Node::Filter { input: Box::new(input), predicate: bound }
+            }
+            None => input,
+        };
+        if !keys.is_empty() || select.having.is_some() || select.projection.iter().any(has_aggregate) {
+            return bind_grouped(select, keys, input, &scope, at);
+        }
+        let mut exprs = Vec::new();
+        let mut columns = Vec::new();
+        for item in &select.projection {
+            bind_item(&scope, item, at, &mut exprs, &mut columns)?;
+        }
+        Ok(Relation { node: Node::Project { input: Box::new(input), exprs }, columns })
+    }
+
+    fn bind_from(&self, from: &[ast::TableWithJoins], at: Location) -> Result<(Node, Scope), SqlError> {
+        let [table] = from else {
+            return Err(SqlError::at(at, "unsupported FROM: Sluice plans one table or view, no joins yet"));
+        };
+        let ast::TableFactor::Table { name, alias, args: None, .. } = &table.relation else {
+            return Err(SqlError::at(at, format!("unsupported FROM `{}`", table.relation)));
+        };
+        if !table.joins.is_empty() {
+            return Err(SqlError::at(at, "unsupported: joins are not planned yet"));
+        }
+        let name = name.to_string();
+        let relation = self.relation_of(&name, at)?;
+        let qualifier = alias.as_ref().map_or(name, |alias| alias.name.value.clone());
+        Ok((relation.node, Scope { qualifier: Some(qualifier), columns: relation.columns }))
+    }
+
+    fn bind_insert(&self, table: &str, query: &ast::Query, at: Location) -> Result<Insert, SqlError> {
+        let Some(sink) = self.sinks.get(table) else {
+            return Err(SqlError::at(at, format!("INSERT INTO `{table}`: no sink table of that name")));
+        };
+        let input = self.bind_query(query, at)?;
+        if input.columns.len() != sink.columns.len() {
+            return Err(SqlError::at(
+                at,
+                format!(
+                    "INSERT INTO `{table}` writes {} columns; the table has {}",
+                    input.columns.len(),
+                    sink.columns.len()
+                ),
+            ));
+        }
+        let mut casts = Vec::new();
+        for (index, ((name, from), (column, to))) in input.columns.iter().zip(&sink.columns).enumerate() {
+            let cast = assign(Expr::Column(index), from, to).ok_or_else(|| {
+                SqlError::at(at, format!("column `{name}` is {from}; the sink's column `{column}` is {to}"))
+            })?;
+            casts.push(cast);
+        }
+        if is_updating(&input.node) {
+            check_upsert_sink(sink, &input, at)?;
+        }
+        let node = Node::Project { input: Box::new(input.node), exprs: casts };
+        Ok(Insert { sink: sink.clone(), input: Relation { node, columns: sink.columns.clone() } })
+    }
+}
+
+/// Whether a select item calls an aggregate function at its top or inside.
+fn has_aggregate(item: &ast::SelectItem) -> bool {
+    let text = match item {
+        ast::SelectItem::UnnamedExpr(expr) | ast::SelectItem::ExprWithAlias { expr, .. } => expr.to_string(),
+        _ => return false,
+    };
+    let upper = text.to_ascii_uppercase();
+    ["COUNT(", "SUM(", "MIN(", "MAX(", "AVG("].iter().any(|call| upper.contains(call))
+}
+
+/// A grouped `SELECT`: the aggregation over `input`, then the select list over its output row.
+fn bind_grouped(
+    select: &ast::Select,
+    keys: &[ast::Expr],
+    input: Node,
+    scope: &Scope,
+    at: Location,
+) -> Result<Relation, SqlError> {
+    if is_updating(&input) {
+        return Err(SqlError::at(at, "unsupported: an aggregate over an updating input"));
+    }
+    let mut bound_keys = Vec::new();
+    let mut key_types = Vec::new();
+    for key in keys {
+        let (bound, ty) = expr::bind(scope, key, at)?;
+        bound_keys.push(bound);
+        key_types.push(ty);
+    }
+    let mut grouping = Grouping { key_exprs: keys, key_types, input: scope, calls: Vec::new() };
+    let mut items = Vec::new();
+    for item in &select.projection {
+        let (expr, name) = match item {
+            ast::SelectItem::UnnamedExpr(expr) => (expr, default_name(expr, items.len())),
+            ast::SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
+            other => return Err(SqlError::at(at, format!("unsupported select item `{other}` in a grouped query"))),
+        };
+        if items.iter().any(|(_, known)| *known == name) {
+            return Err(SqlError::at(at, format!("the query has two columns named `{name}`: give one an alias")));
+        }
+        items.push((grouping.rewrite(expr, at)?, name));
+    }
+    let having = select.having.as_ref().map(|having| grouping.rewrite(having, at)).transpose()?;
+    let output = grouping.output_scope();
+    let having = match having {
+        Some(having) => match expr::bind(&output, &having, at)? {
+            (bound, SqlType::Boolean) => Some(bound),
+            (_, ty) => return Err(SqlError::at(at, format!("HAVING is {ty}, not BOOLEAN"))),
+        },
+        None => None,
+    };
+    let mut exprs = Vec::new();
+    let mut columns = Vec::new();
+    for (expr, name) in items {
+        let (bound, ty) = expr::bind(&output, &expr, at)?;
+        exprs.push(bound);
+        columns.push((name, ty));
+    }
+    let calls = grouping.calls.into_iter().map(|(call, _, _)| call).collect();
+    let group_by = GroupBy { keys: bound_keys, calls, having };
+    let aggregate = Node::Aggregate { input: Box::new(input), group_by };
+    Ok(Relation { node: Node::Project { input: Box::new(aggregate), exprs }, columns })
+}
+
+/// Whether `node`'s rows are updated (it aggregates somewhere).
+pub fn is_updating(node: &Node) -> bool {
+    match node {
+        Node::Scan { .. } => false,
+        Node::Aggregate { .. } => true,
+        Node::Filter { input, .. } | Node::Project { input, .. } => is_updating(input),
+    }
+}
+
+/// The columns of `node` that identify an updated row (its group keys, where the select list
+/// keeps them as they are), if it keeps them all.
+pub fn upsert_key(node: &Node) -> Option<Vec<usize>> {
+    match node {
+        Node::Scan { .. } => None,
+        Node::Aggregate { group_by, .. } => Some((0..group_by.keys.len()).collect()),
+        Node::Filter { input, .. } => upsert_key(input),
+        Node::Project { input, exprs } => {
+            upsert_key(input)?.into_iter().map(|key| exprs.iter().position(|expr| *expr == Expr::Column(key))).collect()
+        }
+    }
+}
+
+fn bind_item(
+    scope: &Scope,
+    item: &ast::SelectItem,
+    at: Location,
+    exprs: &mut Vec<Expr>,
+    columns: &mut Vec<(String, SqlType)>,
+) -> Result<(), SqlError> {
+    let (expr, name) = match item {
+        ast::SelectItem::UnnamedExpr(expr) => (expr, default_name(expr, columns.len())),
+        ast::SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
+        ast::SelectItem::Wildcard(_) => {
+            for (index, column) in scope.columns.iter().enumerate() {
+                exprs.push(Expr::Column(index));
+                columns.push(column.clone());
+            }
+            return Ok(());
+        }
+        other => return Err(SqlError::at(at, format!("unsupported select item `{other}`"))),
+    };
+    if columns.iter().any(|(column, _)| *column == name) {
+        return Err(SqlError::at(at, format!("the query has two columns named `{name}`: give one an alias")));
+    }
+    let (bound, ty) = expr::bind(scope, expr, at)?;
+    exprs.push(bound);
+    columns.push((name, ty));
+    Ok(())
+}
+
+/// Flink's name of an unaliased select item: a column's (or field's) own name, else `EXPR$n`.
+fn default_name(expr: &ast::Expr, index: usize) -> String {
+    match expr {
+        ast::Expr::Identifier(ident) => ident.value.clone(),
+        ast::Expr::CompoundIdentifier(parts) => parts.last().map_or_else(String::new, |part| part.value.clone()),
+        _ => format!("EXPR${index}"),
+    }
+}
+
+/// A value of type `from` written to a column of type `to`: the cast, if the types allow it.
+fn assign(expr: Expr, from: &SqlType, to: &SqlType) -> Option<Expr> {
+    match (from, to) {
+        _ if from == to => Some(expr),
+        (SqlType::Int, SqlType::BigInt) => Some(expr),
+        (_, SqlType::Decimal { scale, .. }) if from.is_numeric() => Some(Expr::Rescale(Box::new(expr), *scale)),
+        _ => None,
+    }
+}
+
+/// An updating query goes only to a sink whose primary key is the query's upsert key.
+fn check_upsert_sink(sink: &Sink, input: &Relation, at: Location) -> Result<(), SqlError> {
+    let key = upsert_key(&input.node);
+    let mut wanted = key.clone().unwrap_or_default();
+    wanted.sort_unstable();
+    let mut given = sink.primary_key.clone();
+    given.sort_unstable();
+    if key.is_some() && !wanted.is_empty() && wanted == given {
+        return Ok(());
+    }
+    let names: Vec<&str> = wanted.iter().map(|index| sink.columns[*index].0.as_str()).collect();
+    let message = match key {
+        Some(_) if names.is_empty() => {
+            "unsupported: an aggregate without GROUP BY (Sluice's sinks upsert by the group key)".to_string()
+        }
+        Some(_) => format!(
+            "the query updates its rows by ({0}): sink `{1}` needs PRIMARY KEY ({0}) NOT ENFORCED",
+            names.join(", "),
+            sink.name
+        ),
+        None => format!(
+            "sink `{}` cannot take the query's updates: the select list must keep every GROUP BY key",
+            sink.name
+        ),
+    };
+    Err(SqlError::at(at, message))
+}
+
+fn bind_source(def: &TableDef, at: Location) -> Result<Source, SqlError> {
+    let physical = physical_columns(def);
+    nexmark::check_schema(&physical).map_err(|message| SqlError::at(at, message))?;
+    check_computed(def)?;
+    let options = nexmark::Options::from_table(&def.options).map_err(|message| SqlError::at(at, message))?;
+    let mut source = Source { def: def.clone(), connector: SourceConnector::Nexmark(options), watermark: None };
+    let columns = source_relation(&source).columns;
+    if let Some((column, expr, expr_at)) = &def.watermark {
+        let index = columns
+            .iter()
+            .position(|(name, _)| name == column)
+            .ok_or_else(|| SqlError::at(*expr_at, format!("WATERMARK FOR `{column}`: no such column")))?;
+        if columns[index].1 != SqlType::Timestamp {
+            return Err(SqlError::at(
+                *expr_at,
+                format!("WATERMARK FOR `{column}`: the column is {}, not TIMESTAMP(3)", columns[index].1),
+            ));
+        }
+        source.watermark = Some((index, watermark_delay(column, expr, *expr_at)?));
+    }
+    Ok(source)
+}
+
+/// The out-of-orderness of `WATERMARK FOR c AS c` or `c - INTERVAL 'n' unit`, in milliseconds.
+fn watermark_delay(column: &str, expr: &ast::Expr, at: Location) -> Result<i64, SqlError> {
+    let unsupported = || {
+        SqlError::at(
+            at,
+            format!("unsupported watermark `{expr}`: Sluice takes `{column}` or `{column} - INTERVAL 'n' SECOND`"),
+        )
+    };
+    match expr {
+        ast::Expr::Identifier(ident) if ident.value == column => Ok(0),
+        ast::Expr::BinaryOp { left, op: ast::BinaryOperator::Minus, right } => {
+            let (ast::Expr::Identifier(ident), ast::Expr::Interval(interval)) = (left.as_ref(), right.as_ref()) else {
+                return Err(unsupported());
+            };
+            if ident.value != column {
+                return Err(unsupported());
+            }
+            interval_millis(interval).ok_or_else(unsupported)
+        }
+        _ => Err(unsupported()),
+    }
+}
+
+/// An `INTERVAL 'n' unit` of whole units, in milliseconds.
+pub fn interval_millis(interval: &ast::Interval) -> Option<i64> {
+    let ast::Expr::Value(value) = interval.value.as_ref() else { return None };
+    let (ast::Value::SingleQuotedString(text) | ast::Value::Number(text, _)) = &value.value else { return None };
+    let count: i64 = text.trim().parse().ok()?;
+    let unit = match interval.leading_field.as_ref()? {
+        ast::DateTimeField::Second | ast::DateTimeField::Seconds => 1000,
+        ast::DateTimeField::Minute | ast::DateTimeField::Minutes => 60_000,
+        ast::DateTimeField::Hour | ast::DateTimeField::Hours => 3_600_000,
+        ast::DateTimeField::Day | ast::DateTimeField::Days => 86_400_000,
+        _ => return None,
+    };
+    count.checked_mul(unit).filter(|millis| *millis >= 0)
+}
+
+fn bind_sink(def: &TableDef, at: Location) -> Result<Sink, SqlError> {
+    if def.watermark.is_some() {
+        return Err(SqlError::at(at, format!("sink table `{}` cannot have a WATERMARK", def.name)));
+    }
+    let mut columns = Vec::new();
+    for column in &def.columns {
+        match column {
+            ColumnDef::Physical { name, ty } => columns.push((name.clone(), ty.clone())),
+            ColumnDef::Computed { name, .. } => {
+                return Err(SqlError::at(
+                    at,
+                    format!("sink table `{}` cannot have a computed column (`{name}`)", def.name),
+                ));
+            }
+        }
+    }
+    let mut primary_key = Vec::new();
+    for key in &def.primary_key {
+        let index = columns
+            .iter()
+            .position(|(name, _)| name == key)
+            .ok_or_else(|| SqlError::at(at, format!("PRIMARY KEY column `{key}` is not a column")))?;
+        primary_key.push(index);
+    }
+    Ok(Sink { name: def.name.clone(), columns, primary_key })
+}
+
+/// A table's physical columns: those its connector provides.
+fn physical_columns(def: &TableDef) -> Vec<(String, SqlType)> {
+    def.columns
+        .iter()
+        .filter_map(|column| match column {
+            ColumnDef::Physical { name, ty } => Some((name.clone(), ty.clone())),
+            ColumnDef::Computed { .. } => None,
+        })
+        .collect()
+}
+
+/// A source table's relation: its physical rows, then its computed columns where declared.
+pub fn source_relation(source: &Source) -> Relation {
+    let physical = physical_columns(&source.def);
+    let scope = Scope { qualifier: Some(source.def.name.clone()), columns: physical.clone() };
+    let mut exprs = Vec::new();
+    let mut columns = Vec::new();
+    let mut next_physical = 0;
+    for column in &source.def.columns {
+        match column {
+            ColumnDef::Physical { name, ty } => {
+                exprs.push(Expr::Column(next_physical));
+                columns.push((name.clone(), ty.clone()));
+                next_physical += 1;
+            }
+            ColumnDef::Computed { name, expr, at } => {
+                // Checked when the table was created (`check_computed`).
+                let (bound, ty) = expr::bind(&scope, expr, *at).unwrap_or((Expr::Literal(Value::Null), SqlType::Int));
+                exprs.push(bound);
+                columns.push((name.clone(), ty));
+            }
+        }
+    }
+    let scan = Node::Scan { table: source.def.name.clone() };
+    Relation { node: Node::Project { input: Box::new(scan), exprs }, columns }
+}
+
+/// Checks a source table's computed columns bind over its physical ones.
+pub fn check_computed(def: &TableDef) -> Result<(), SqlError> {
+    let physical = physical_columns(def);
+    let scope = Scope { qualifier: Some(def.name.clone()), columns: physical };
+    for column in &def.columns {
+        if let ColumnDef::Computed { expr, at, .. } = column {
+            expr::bind(&scope, expr, *at)?;
+        }
+    }
+    Ok(())
+}
+
+/// The rows `node` computes from the sources' rows, in order: the sequential reference a
+/// distributed run is checked against.
+pub fn evaluate(node: &Node, inputs: &BTreeMap<String, Vec<Row>>) -> Vec<Row> {
+    match node {
+        Node::Scan { table } => inputs.get(table).cloned().unwrap_or_default(),
+        Node::Filter { input, predicate } => {
+            evaluate(input, inputs).into_iter().filter(|row| predicate.eval(&row.0) == Value::Bool(true)).collect()
+        }
+        Node::Project { input, exprs } => evaluate(input, inputs).iter().map(|row| expr::project(exprs, row)).collect(),
+        Node::Aggregate { input, group_by } => aggregate::evaluate(group_by, &evaluate(input, inputs)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOURCE: &str = "CREATE TABLE datagen (event_type INT, \
+        person ROW<id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR, dateTime TIMESTAMP(3), extra VARCHAR>, \
+        auction ROW<id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT, reserve BIGINT, dateTime TIMESTAMP(3), expires TIMESTAMP(3), seller BIGINT, category BIGINT, extra VARCHAR>, \
+        bid ROW<auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP(3), extra VARCHAR>) \
+        WITH ('connector' = 'nexmark', 'events.num' = '500');\n";
+
+    fn error(script: &str) -> String {
+        plan_script(&format!("{SOURCE}{script}")).expect_err("the script is refused").to_string()
+    }
+
+    #[test]
+    fn an_updating_query_needs_a_sink_keyed_by_its_group_key() {
+        let grouped = "INSERT INTO out SELECT bid.auction, COUNT(*) FROM datagen GROUP BY bid.auction;";
+        let no_key = error(&format!("CREATE TABLE out (a BIGINT, n BIGINT) WITH ('connector' = 'sluice');\n{grouped}"));
+        assert!(no_key.contains("needs PRIMARY KEY (a) NOT ENFORCED"), "{no_key}");
+        let wrong_key = error(&format!(
+            "CREATE TABLE out (a BIGINT, n BIGINT, PRIMARY KEY (n) NOT ENFORCED) WITH ('connector' = 'sluice');\n{grouped}"
+        ));
+        assert!(wrong_key.contains("needs PRIMARY KEY (a)"), "{wrong_key}");
+        let keyed = format!(
+            "{SOURCE}CREATE TABLE out (a BIGINT, n BIGINT, PRIMARY KEY (a) NOT ENFORCED) WITH ('connector' = 'sluice');\n{grouped}"
+        );
+        assert!(plan_script(&keyed).is_ok(), "{:?}", plan_script(&keyed).err());
+    }
+
+    #[test]
+    fn a_column_neither_grouped_nor_aggregated_and_unsupported_features_are_named() {
+        let sink =
+            "CREATE TABLE out (a BIGINT, n BIGINT, PRIMARY KEY (a) NOT ENFORCED) WITH ('connector' = 'sluice');\n";
+        let ungrouped =
+            error(&format!("{sink}INSERT INTO out SELECT bid.auction, bid.price FROM datagen GROUP BY bid.auction;"));
+        assert!(ungrouped.contains("neither in GROUP BY nor in an aggregate"), "{ungrouped}");
+        let distinct = error(&format!(
+            "{sink}INSERT INTO out SELECT bid.auction, COUNT(DISTINCT bid.bidder) FROM datagen GROUP BY bid.auction;"
+        ));
+        assert!(distinct.contains("unsupported: DISTINCT"), "{distinct}");
+        let join = error(&format!(
+            "{sink}INSERT INTO out SELECT 1, 2 FROM datagen a JOIN datagen b ON a.event_type = b.event_type;"
+        ));
+        assert!(join.contains("unsupported"), "{join}");
+        assert!(error("INSERT INTO nowhere SELECT 1 FROM datagen;").contains("no sink table"));
+    }
+
+    #[test]
+    fn a_group_s_aggregates_and_having_evaluate_as_flink_defines_them() {
+        let script = format!(
+            "{SOURCE}CREATE TABLE out (a BIGINT, n BIGINT, s BIGINT, lo BIGINT, hi BIGINT, mean BIGINT, \
+             PRIMARY KEY (a) NOT ENFORCED) WITH ('connector' = 'sluice');\n\
+             INSERT INTO out SELECT bid.auction, COUNT(*), SUM(bid.price), MIN(bid.price), MAX(bid.price), AVG(bid.price) \
+             FROM datagen WHERE event_type = 2 GROUP BY bid.auction HAVING COUNT(*) > 2;"
+        );
+        let plan = plan_script(&script).expect("it plans");
+        let SourceConnector::Nexmark(options) = &plan.sources["datagen"].connector;
+        let events: Vec<Row> = nexmark::events(options).collect();
+        let inputs = BTreeMap::from([("datagen".to_string(), events.clone())]);
+        let rows = evaluate(&plan.inserts[0].input.node, &inputs);
+        assert!(!rows.is_empty());
+        for row in rows {
+            let Value::Int(auction) = row.0[0] else { panic!("an auction id") };
+            let prices: Vec<i64> = events
+                .iter()
+                .filter_map(|event| match &event.0[3] {
+                    Value::Row(bid) if bid[0] == Value::Int(auction) => match bid[2] {
+                        Value::Int(price) => Some(price),
+                        _ => None,
+                    },
+                    _ => None,
+                })
+                .collect();
+            let (count, sum) = (prices.len() as i64, prices.iter().sum::<i64>());
+            assert!(count > 2, "HAVING COUNT(*) > 2 kept auction {auction} of {count} bids");
+            let expected =
+                [auction, count, sum, *prices.iter().min().unwrap(), *prices.iter().max().unwrap(), sum / count];
+            assert_eq!(row.0, expected.map(Value::Int).to_vec(), "auction {auction}");
+        }
+    }
+}
