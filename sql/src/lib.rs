@@ -10,6 +10,7 @@
 //! | [`expr`] | scalar expressions: binding, typing, evaluation |
 //! | [`aggregate`] | `GROUP BY`: aggregate calls, their accumulators, `HAVING` |
 //! | [`plan`] | the catalog of a script, its [`plan::Plan`], and the sequential reference evaluation |
+//! | [`optimize`] | rewrites that keep a plan's meaning (projection fusion) |
 //! | [`build`] | a plan onto a `StreamEnv` |
 //! | [`nexmark`] | the `nexmark` connector's schema and events |
 //!
@@ -20,9 +21,15 @@ pub mod aggregate;
 pub mod build;
 pub mod expr;
 pub mod nexmark;
+pub mod optimize;
 pub mod parse;
 pub mod plan;
 pub mod value;
 
 pub use parse::SqlError;
-pub use plan::{Plan, plan_script};
+pub use plan::Plan;
+
+/// Parses, binds and optimizes a script: the plan every process builds.
+pub fn plan_script(text: &str) -> Result<Plan, SqlError> {
+    Ok(optimize::optimize(plan::bind_script(&parse::parse_script(text)?)?))
+}

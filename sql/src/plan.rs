@@ -141,11 +141,6 @@ pub fn bind_script(statements: &[Located]) -> Result<Plan, SqlError> {
     Ok(Plan { sources: catalog.sources, inserts })
 }
 
-/// Parses and binds a script.
-pub fn plan_script(text: &str) -> Result<Plan, SqlError> {
-    bind_script(&crate::parse::parse_script(text)?)
-}
-
 impl Catalog {
     fn check_new_name(&self, name: &str, at: Location) -> Result<(), SqlError> {
         let taken = self.sources.contains_key(name) || self.sinks.contains_key(name) || self.views.contains_key(name);
@@ -590,6 +585,7 @@ pub fn evaluate(node: &Node, inputs: &BTreeMap<String, Vec<Row>>) -> Vec<Row> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan_script;
 
     const SOURCE: &str = "CREATE TABLE datagen (event_type INT, \
         person ROW<id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR, dateTime TIMESTAMP(3), extra VARCHAR>, \
