@@ -8,7 +8,6 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use proptest::prelude::*;
 use sluice_properties::text_mutation::{apply, mutation};
 use sluice_properties::{CaseResult, case_seeds_or, check_seeds};
 use sluice_sim::scenario::Scenario;

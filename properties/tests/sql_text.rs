@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use proptest::prelude::*;
 use sluice_properties::text_mutation::{apply, mutation};
 use sluice_properties::{CaseResult, case_seeds_or, check_seeds};
 use sluice_sql::plan::{SourceConnector, evaluate};
