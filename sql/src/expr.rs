@@ -239,7 +239,8 @@ fn typed_binary(
             let precision = (p1 - s1).max(p2 - s2) + scale + 1;
             Ok((expr(Expr::Rescale(Box::new(l), scale), Expr::Rescale(Box::new(r), scale)), decimal(precision, scale)))
         }
-        Op::Mul => Ok((expr(l, r), decimal(p1 + p2 + 1, s1 + s2))),
+        Op::Mul if s1 + s2 <= MAX_DECIMAL_PRECISION => Ok((expr(l, r), decimal(p1 + p2 + 1, s1 + s2))),
+        Op::Mul => Err(SqlError::at(at, format!("unsupported: a product of scale {} (over 38) in `{text}`", s1 + s2))),
         _ => Err(SqlError::at(at, format!("unsupported: {op:?} of decimals in `{text}`"))),
     }
 }
