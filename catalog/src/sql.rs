@@ -12,28 +12,25 @@ use super::{ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobPara
 use sluice_engine::api::{ExecutionMode, Record, StreamEnv};
 use sluice_engine::connectors::{Row, SinkKind};
 use sluice_engine::prng::Prng;
+pub use sluice_sql::SqlError;
 use sluice_sql::build::{build_plan, render, topic_of};
-use sluice_sql::plan::{Plan, SourceConnector, evaluate};
+pub use sluice_sql::plan::Plan;
+use sluice_sql::plan::{SourceConnector, evaluate};
 use sluice_sql::{nexmark, plan_script, value};
 
 /// The longest script a scenario may give.
 pub const MAX_SCRIPT_BYTES: usize = 32 * 1024;
 
 /// The script of a scenario that does not give one: Nexmark's query 1 over 1,000 events.
-pub const DEFAULT_SCRIPT: &str = "\
-CREATE TABLE datagen (
-  event_type INT,
-  person ROW<id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR,
-             dateTime TIMESTAMP(3), extra VARCHAR>,
-  auction ROW<id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT, reserve BIGINT,
-              dateTime TIMESTAMP(3), expires TIMESTAMP(3), seller BIGINT, category BIGINT, extra VARCHAR>,
-  bid ROW<auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP(3),
-          extra VARCHAR>
-) WITH ('connector' = 'nexmark', 'events.num' = '1000');
+pub const DEFAULT_SCRIPT: &str = concat!(
+    "CREATE TABLE datagen (",
+    sluice_sql::nexmark_columns!(),
+    ") WITH ('connector' = 'nexmark', 'events.num' = '1000');
 CREATE TABLE q1 (auction BIGINT, bidder BIGINT, price DECIMAL(23, 3), extra VARCHAR)
   WITH ('connector' = 'sluice');
 INSERT INTO q1 SELECT bid.auction, bid.bidder, 0.908 * bid.price, bid.extra FROM datagen WHERE event_type = 2;
-";
+"
+);
 
 /// The job.
 pub const SQL: SimJob = SimJob {
@@ -54,7 +51,26 @@ pub const SQL: SimJob = SimJob {
 };
 
 fn check_script(text: &str) -> Result<(), String> {
-    plan_script(text).map(|_| ()).map_err(|error| error.to_string())
+    check_script_text(text).map_err(|error| error.to_string())
+}
+
+/// Plans a script as every process will (for `EXPLAIN`, or the error with its line and column).
+pub fn plan_text(text: &str) -> Result<Plan, SqlError> {
+    plan_script(text)
+}
+
+/// The plan trees of `inserts` (`EXPLAIN`), with their changelog modes.
+pub fn explain(plan: &Plan, inserts: &[sluice_sql::plan::Insert]) -> String {
+    sluice_sql::explain::explain(plan, inserts)
+}
+
+/// Plans a script and checks that it runs something, for the error with its line and column.
+pub fn check_script_text(text: &str) -> Result<(), SqlError> {
+    if plan_script(text)?.inserts.is_empty() {
+        let message = "the script has no INSERT INTO: nothing to run (EXPLAIN statements only print plans)";
+        return Err(SqlError { line: 0, column: 0, message: message.to_string() });
+    }
+    Ok(())
 }
 
 /// The plan of `params`' script, checked when the parameters were resolved.

@@ -60,7 +60,7 @@ fn changelog_of(view: &TableView) -> Vec<u8> {
 }
 
 /// The final rows of a table, sorted.
-fn final_rows(view: &TableView) -> Vec<(&str, &str)> {
+pub fn final_rows(view: &TableView) -> Vec<(&str, &str)> {
     match view.kind {
         SinkKind::Upsert => view.latest.iter().map(|(key, value)| (key.as_str(), value.as_str())).collect(),
         SinkKind::Append => {

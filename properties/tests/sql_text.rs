@@ -14,10 +14,16 @@ use sluice_properties::{CaseResult, case_seeds_or, check_seeds};
 use sluice_sql::plan::{SourceConnector, evaluate};
 use sluice_sql::{nexmark, plan_script};
 
-const SCENARIOS: &[&str] = &[
-    include_str!("../../scenarios/sql/nexmark-append.yaml"),
-    include_str!("../../scenarios/sql/nexmark-grouped.yaml"),
-];
+/// The shipped scripts: Nexmark's DDL with the query files, and the scenarios' inline scripts.
+fn scripts() -> Vec<String> {
+    let nexmark = [
+        include_str!("../../scenarios/sql/nexmark/ddl.sql"),
+        include_str!("../../scenarios/sql/nexmark/q0.sql"),
+        include_str!("../../scenarios/sql/nexmark/q1.sql"),
+        include_str!("../../scenarios/sql/nexmark/q2.sql"),
+    ];
+    vec![nexmark.join("\n"), script_of(include_str!("../../scenarios/sql/nexmark-grouped.yaml"))]
+}
 
 const TOKENS: &[&str] = &[
     "(",
@@ -144,17 +150,17 @@ fn check(text: &str) -> Result<(), String> {
 
 #[test]
 fn the_shipped_scripts_plan() {
-    for scenario in SCENARIOS {
-        let script = script_of(scenario);
+    for script in scripts() {
         assert!(plan_script(&script).is_ok(), "{:?}\n{script}", plan_script(&script).err());
     }
 }
 
 #[test]
 fn planning_mutated_sql_text_never_panics() {
-    let strategy = (0..SCENARIOS.len(), proptest::collection::vec(mutation(TOKENS.len()), 1..6));
+    let scripts = scripts();
+    let strategy = (0..scripts.len(), proptest::collection::vec(mutation(TOKENS.len()), 1..6));
     check_seeds("planning_mutated_sql_text_never_panics", strategy, case_seeds_or(1000), |(base, mutations), _| {
-        let text = apply(script_of(SCENARIOS[*base]), mutations, TOKENS);
+        let text = apply(scripts[*base].clone(), mutations, TOKENS);
         match catch_unwind(AssertUnwindSafe(|| check(&text))) {
             Ok(Ok(())) => CaseResult::Pass,
             Ok(Err(message)) => CaseResult::Fail { message: format!("{message}; text:\n{text}"), replay_file: None },

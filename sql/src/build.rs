@@ -105,10 +105,10 @@ fn scan(env: &StreamEnv, source: &Source) -> DataStream<Row> {
     let table = &source.def.name;
     let rows = env.from_source(LogSource::<Row>::new(&topic_of(table))).name(&format!("Source: {table}"));
     let Some((column, delay)) = source.watermark else { return rows };
-    let Node::Project { exprs, .. } = source_relation(source).node else {
-        unreachable!("internal: a source relation is a projection of its scan")
-    };
-    let rowtime = Arc::new(exprs[column].clone());
+    let rowtime = Arc::new(match source_relation(source).node {
+        Node::Project { exprs, .. } => exprs[column].clone(),
+        _ => Expr::Column(column),
+    });
     rows.assign_timestamps_and_watermarks(delay, move |row: &Row| match rowtime.eval(&row.0) {
         Value::Timestamp(millis) => millis,
         _ => i64::MIN,

@@ -10,6 +10,7 @@
 //! | [`expr`] | scalar expressions: binding, typing, evaluation |
 //! | [`aggregate`] | `GROUP BY`: aggregate calls, their accumulators, `HAVING` |
 //! | [`plan`] | the catalog of a script, its [`plan::Plan`], and the sequential reference evaluation |
+//! | [`explain`] | `EXPLAIN`: a plan as a tree with changelog modes |
 //! | [`optimize`] | rewrites that keep a plan's meaning (projection fusion) |
 //! | [`build`] | a plan onto a `StreamEnv` |
 //! | [`nexmark`] | the `nexmark` connector's schema and events |
@@ -19,6 +20,7 @@
 
 pub mod aggregate;
 pub mod build;
+pub mod explain;
 pub mod expr;
 pub mod nexmark;
 pub mod optimize;

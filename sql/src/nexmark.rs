@@ -13,6 +13,24 @@ use nexmark::event::Event;
 
 use crate::value::{Row, SqlType, Value};
 
+/// The physical columns a `nexmark` table declares, in order, as a `CREATE TABLE` lists them: a
+/// literal, for `concat!` (`CREATE TABLE datagen (…) WITH ('connector' = 'nexmark')`).
+#[macro_export]
+macro_rules! nexmark_columns {
+    () => {
+        "event_type INT,
+  person ROW<id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR,
+             dateTime TIMESTAMP(3), extra VARCHAR>,
+  auction ROW<id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT, reserve BIGINT,
+              dateTime TIMESTAMP(3), expires TIMESTAMP(3), seller BIGINT, category BIGINT, extra VARCHAR>,
+  bid ROW<auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP(3),
+          extra VARCHAR>"
+    };
+}
+
+/// [`nexmark_columns!`] as a constant.
+pub const DATAGEN_COLUMNS: &str = nexmark_columns!();
+
 /// The largest `events.num` a table may ask for in one run.
 pub const MAX_EVENTS: u64 = 10_000_000;
 

@@ -11,7 +11,7 @@ use crate::plan::{Node, Plan};
 
 /// `plan` with every rewrite applied.
 pub fn optimize(mut plan: Plan) -> Plan {
-    for insert in &mut plan.inserts {
+    for insert in plan.inserts.iter_mut().chain(&mut plan.explains) {
         insert.input.node =
             fuse_projections(std::mem::replace(&mut insert.input.node, Node::Scan { table: String::new() }));
     }

@@ -113,6 +113,13 @@ pub enum Statement {
         /// What is written.
         query: Box<ast::Query>,
     },
+    /// `EXPLAIN [PLAN FOR] INSERT INTO table query`: planned, printed, not run.
+    Explain {
+        /// The table written.
+        table: String,
+        /// What is written.
+        query: Box<ast::Query>,
+    },
 }
 
 /// A `CREATE TABLE` statement.
@@ -212,10 +219,23 @@ fn parse_statement(parser: &mut Parser) -> Result<Statement, SqlError> {
         let query = parser.parse_query().map_err(fail)?;
         return Ok(Statement::Insert { table, query });
     }
+    if parser.parse_keyword(Keyword::EXPLAIN) {
+        let _optional = parser.parse_keywords(&[Keyword::PLAN, Keyword::FOR]);
+        let at = parser.peek_token().span.start;
+        if !parser.parse_keywords(&[Keyword::INSERT, Keyword::INTO]) {
+            let found = parser.peek_token().token;
+            return Err(SqlError::at(at, format!("expected INSERT INTO after EXPLAIN, found {found}")));
+        }
+        let table = object_name(parser)?;
+        let query = parser.parse_query().map_err(fail)?;
+        return Ok(Statement::Explain { table, query });
+    }
     let found = parser.peek_token().token;
     Err(SqlError::at(
         at,
-        format!("unsupported statement starting with {found}: Sluice runs CREATE TABLE, CREATE VIEW and INSERT INTO"),
+        format!(
+            "unsupported statement starting with {found}: Sluice runs CREATE TABLE, CREATE VIEW, INSERT INTO and EXPLAIN"
+        ),
     ))
 }
 

@@ -104,6 +104,8 @@ pub struct Plan {
     pub sources: BTreeMap<String, Source>,
     /// The inserts, in the script's order.
     pub inserts: Vec<Insert>,
+    /// The inserts of `EXPLAIN` statements: planned to be printed, never run.
+    pub explains: Vec<Insert>,
 }
 
 #[derive(Default)]
@@ -116,7 +118,7 @@ struct Catalog {
 /// Binds a parsed script.
 pub fn bind_script(statements: &[Located]) -> Result<Plan, SqlError> {
     let mut catalog = Catalog::default();
-    let mut inserts = Vec::new();
+    let (mut inserts, mut explains) = (Vec::new(), Vec::new());
     for Located { at, statement } in statements {
         match statement {
             Statement::CreateTable(def) => {
@@ -129,16 +131,17 @@ pub fn bind_script(statements: &[Located]) -> Result<Plan, SqlError> {
                 catalog.views.insert(name.clone(), relation);
             }
             Statement::Insert { table, query } => inserts.push(catalog.bind_insert(table, query, *at)?),
+            Statement::Explain { table, query } => explains.push(catalog.bind_insert(table, query, *at)?),
         }
     }
-    if inserts.is_empty() {
+    if inserts.is_empty() && explains.is_empty() {
         return Err(SqlError {
             line: 0,
             column: 0,
             message: "the script has no INSERT INTO: nothing to run".to_string(),
         });
     }
-    Ok(Plan { sources: catalog.sources, inserts })
+    Ok(Plan { sources: catalog.sources, inserts, explains })
 }
 
 impl Catalog {
@@ -544,7 +547,7 @@ fn bind_sink(def: &TableDef, at: Location) -> Result<Sink, SqlError> {
 }
 
 /// A table's physical columns: those its connector provides.
-fn physical_columns(def: &TableDef) -> Vec<(String, SqlType)> {
+pub(crate) fn physical_columns(def: &TableDef) -> Vec<(String, SqlType)> {
     def.columns
         .iter()
         .filter_map(|column| match column {
@@ -554,7 +557,8 @@ fn physical_columns(def: &TableDef) -> Vec<(String, SqlType)> {
         .collect()
 }
 
-/// A source table's relation: its physical rows, then its computed columns where declared.
+/// A source table's relation: its physical rows, then its computed columns where declared (a
+/// projection over the scan, only if there are any).
 pub fn source_relation(source: &Source) -> Relation {
     let physical = physical_columns(&source.def);
     let scope = Scope { qualifier: Some(source.def.name.clone()), columns: physical.clone() };
@@ -577,6 +581,10 @@ pub fn source_relation(source: &Source) -> Relation {
         }
     }
     let scan = Node::Scan { table: source.def.name.clone() };
+    if exprs.len() == next_physical {
+        // No computed columns: the physical rows as they are.
+        return Relation { node: scan, columns };
+    }
     Relation { node: Node::Project { input: Box::new(scan), exprs }, columns }
 }
 

@@ -99,6 +99,18 @@ pub enum Value {
     Row(Vec<Value>),
 }
 
+impl Value {
+    /// The value as a SQL literal: text quoted (a quote doubled), a timestamp as
+    /// `TIMESTAMP '…'`, anything else as it prints.
+    pub fn to_sql(&self) -> String {
+        match self {
+            Value::Str(text) => format!("'{}'", text.replace('\'', "''")),
+            Value::Timestamp(_) => format!("TIMESTAMP '{self}'"),
+            _ => self.to_string(),
+        }
+    }
+}
+
 impl fmt::Display for Value {
     /// Flink's text of a value (as its print sink writes it).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -16,12 +16,14 @@ mod jobs;
 pub mod limits;
 mod locate;
 pub mod profile;
+mod sql_file;
 mod validate;
 
 pub use error::ScenarioError;
 pub use inputs::{FileFormat, InputFile};
 pub use jobs::JobCatalog;
 pub use profile::{CostProfile, Machine};
+pub use sql_file::{ScriptError, SqlFiles, SqlRun, read_script};
 
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
@@ -56,8 +58,13 @@ pub const MAX_PARALLELISM: u32 = 256;
 pub struct Scenario {
     /// Its name, used in reports and replay files.
     pub name: String,
-    /// The job to run, by name.
+    /// The job to run, by name (empty in a file that gives `sql` instead, until it is loaded).
+    #[serde(default)]
     pub job: String,
+    /// SQL script files to run as the `sql` job, in place of `job` (see docs/sql.md). Loading
+    /// reads them into `params.script`, so a loaded scenario never holds them.
+    #[serde(default, skip_serializing)]
+    pub sql: Option<SqlFiles>,
     /// The job's parameters (whole numbers, text, durations); unset ones take the job's
     /// defaults. A parameter given twice is an error.
     #[serde(default, deserialize_with = "deserialize_params")]
@@ -439,6 +446,7 @@ impl Scenario {
         let mut scenario: Scenario =
             serde_yaml::from_str(text).map_err(|error| ScenarioError::from_yaml(file, text, &error))?;
         scenario.jobs = jobs;
+        sql_file::load(&mut scenario, file, text)?;
         let job = scenario
             .jobs
             .find(&scenario.job)

@@ -18,6 +18,7 @@ mod plan;
 mod replay;
 mod run;
 mod shrink;
+mod sql;
 mod sweep;
 mod timeline;
 
@@ -76,6 +77,9 @@ enum Command {
     /// Draw a JSON lines trace (`sluice run --trace`) as an SVG Gantt chart, or as text.
     #[command(after_help = EXIT_STATUS)]
     Timeline(timeline::TimelineArgs),
+    /// Run a Flink SQL script in both modes and print the verdicts and tables (or `--explain`).
+    #[command(after_help = EXIT_STATUS)]
+    Sql(sql::SqlArgs),
     /// Print a job's plan: StreamGraph, JobGraph, pipelined regions, slots needed.
     #[command(after_help = EXIT_STATUS)]
     Plan(plan::PlanArgs),
@@ -306,6 +310,7 @@ pub fn main(arguments: Vec<String>) -> i32 {
         Command::Shrink(arguments) => shrink::command(&arguments),
         Command::Timeline(arguments) => timeline::command(&arguments),
         Command::Plan(arguments) => plan::command(&arguments),
+        Command::Sql(arguments) => sql::command(&arguments),
         Command::Compare(arguments) => compare::command(&arguments),
         Command::Diff(arguments) => diff::command(&arguments),
         Command::Worker(arguments) => sweep::worker(&arguments),

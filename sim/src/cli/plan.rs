@@ -71,7 +71,7 @@ fn render(arguments: &PlanArgs) -> Result<String, String> {
 }
 
 /// The StreamGraph, JobGraph and pipelined regions, and the most slots a region needs.
-fn text(graph: JobGraph) -> String {
+pub(super) fn text(graph: JobGraph) -> String {
     let (stream_graph, job_graph) = (graph.stream_graph.to_string(), graph.to_string());
     let execution_graph = ExecutionGraph::new(Arc::new(graph));
     let slots = SchedulingStrategy::new(execution_graph.clone()).slots_needed_at_once();

@@ -93,7 +93,7 @@ pub(super) fn report_line(report: &RunReport, verdict: &Verdict) -> String {
     line
 }
 
-fn describe(scenario: &Scenario) -> String {
+pub(super) fn describe(scenario: &Scenario) -> String {
     let mut text = format!(
         "scenario `{}`: job {}, {} × {}, parallelism {}",
         printable(&scenario.name),

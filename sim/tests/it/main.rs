@@ -25,6 +25,7 @@ mod plans;
 mod scenario_errors;
 mod scenarios;
 mod shuffle;
+mod sql;
 mod support;
 mod sweep;
 mod tidy;

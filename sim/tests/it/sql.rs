@@ -1,0 +1,111 @@
+//! SQL jobs where a job goes: a scenario's `sql:` files in place of `job`, and `sluice sql`
+//! (run a script, print verdicts and tables; `--explain` and `EXPLAIN` print plans). Errors in
+//! a script name the SQL file, its line and column.
+
+use super::support::{sluice, workspace};
+
+const DDL: &str = "scenarios/sql/nexmark/ddl.sql";
+const Q1: &str = "scenarios/sql/nexmark/q1.sql";
+
+/// Writes `files` into a fresh directory (removed when the guard drops).
+fn directory_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).expect("writable");
+    }
+    dir
+}
+
+fn ddl() -> String {
+    std::fs::read_to_string(workspace().join(DDL)).expect("the Nexmark DDL")
+}
+
+fn path(dir: &tempfile::TempDir, name: &str) -> String {
+    dir.path().join(name).display().to_string()
+}
+
+#[test]
+fn sluice_sql_runs_a_script_in_both_modes_and_prints_its_tables() {
+    let (status, stdout, stderr) = sluice(&["sql", DDL, Q1, "--rows", "3"]);
+    assert_eq!(status, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("streaming PASS") && stdout.contains("batch PASS"), "{stdout}");
+    assert!(stdout.contains("streaming == batch: agree on `nexmark_q1` (2760 rows)"), "{stdout}");
+    let table = stdout.split("table nexmark_q1 (append, 2760 rows in streaming mode; the first 3):\n").nth(1);
+    let lines: Vec<&str> = table.expect("the table is printed").lines().collect();
+    assert_eq!(lines[0], "  auction, bidder, price, dateTime, extra");
+    assert!(lines[1].starts_with("  1000, 1000, ") && lines.len() == 4, "{stdout}");
+}
+
+#[test]
+fn sluice_sql_under_faults_restarts_and_still_agrees() {
+    let (status, stdout, stderr) = sluice(&["sql", DDL, Q1, "--faults", "3", "--seed", "2", "--rows", "0"]);
+    assert_eq!(status, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("restarted") && stdout.contains("agree on `nexmark_q1` (2760 rows)"), "{stdout}");
+}
+
+#[test]
+fn explain_prints_each_plan_with_changelog_modes_and_the_job_graph_and_runs_nothing() {
+    let (status, stdout, stderr) = sluice(&["sql", DDL, Q1, "--explain"]);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(stdout.starts_with("Sink(table=[nexmark_q1], fields=[auction, bidder, price, dateTime, extra]) [I]\n"));
+    assert!(stdout.contains("TableSourceScan(table=[datagen]"), "{stdout}");
+    assert!(stdout.contains("JobGraph `sql` (streaming, all-edges-pipelined)"), "{stdout}");
+    assert!(!stdout.contains("PASS"), "{stdout}");
+    // An EXPLAIN statement prints its plan; a script of nothing else runs nothing.
+    let dir = directory_with(&[(
+        "explain.sql",
+        "CREATE TABLE s (channel VARCHAR, bids BIGINT, PRIMARY KEY (channel) NOT ENFORCED) WITH ('connector' = 'sluice');\n\
+         EXPLAIN PLAN FOR INSERT INTO s SELECT channel, COUNT(*) FROM bid GROUP BY channel;",
+    )]);
+    let (status, stdout, stderr) = sluice(&["sql", DDL, &path(&dir, "explain.sql")]);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(stdout.starts_with("Sink(table=[s], fields=[channel, bids], primaryKey=[channel]) [I,UB,UA,D]\n"));
+    assert!(stdout.contains("GroupAggregate(groupBy=[$3], select=[COUNT(*)]) [I,UB,UA,D]"), "{stdout}");
+    assert!(!stdout.contains("PASS"), "{stdout}");
+}
+
+#[test]
+fn an_error_in_a_script_names_its_sql_file_line_and_column() {
+    let query =
+        "CREATE TABLE s (auction BIGINT) WITH ('connector' = 'sluice');\n\nINSERT INTO s SELECT channel FROM bid;\n";
+    let dir = directory_with(&[("q.sql", query), ("ddl.sql", &ddl())]);
+    let file = path(&dir, "q.sql");
+    let (status, stdout, stderr) = sluice(&["sql", &path(&dir, "ddl.sql"), &file]);
+    assert_eq!((status, stdout.as_str()), (2, ""));
+    let want =
+        format!("sluice sql: {file}:3: column 1: column `channel` is VARCHAR; the sink's column `auction` is BIGINT\n");
+    assert_eq!(stderr, want);
+    // The same error through a scenario's `sql:`.
+    let scenario = "name: s\nsql: [ddl.sql, q.sql]\ncluster: { task_managers: 2, slots_per_task_manager: 2 }\n";
+    std::fs::write(dir.path().join("s.yaml"), scenario).expect("writable");
+    let (status, _, stderr) = sluice(&["run", &path(&dir, "s.yaml")]);
+    assert_eq!((status, stderr), (2, want.replace("sluice sql:", "sluice:")));
+    let (status, _, stderr) = sluice(&["sql", &path(&dir, "missing.sql")]);
+    assert!(status == 2 && stderr.contains("cannot read") && stderr.contains("missing.sql"), "{stderr}");
+}
+
+#[test]
+fn a_scenario_gives_job_or_sql_files_never_both_nor_a_script_beside_them() {
+    let dir =
+        directory_with(&[("q.sql", &std::fs::read_to_string(workspace().join(Q1)).unwrap()), ("ddl.sql", &ddl())]);
+    let run = |yaml: &str| {
+        let file = dir.path().join("s.yaml");
+        std::fs::write(&file, format!("name: s\n{yaml}cluster: {{ task_managers: 3, slots_per_task_manager: 2 }}\n"))
+            .expect("writable");
+        let (status, _, stderr) = sluice(&["run", &file.display().to_string(), "--seeds", "1"]);
+        (status, stderr.replace(&format!("{}", dir.path().display()), "DIR"))
+    };
+    let (status, stderr) = run("job: sql\nsql: q.sql\n");
+    assert_eq!(status, 2);
+    assert_eq!(stderr, "sluice: DIR/s.yaml:3: field `sql`: give `job` or `sql`, not both (`sql` runs the `sql` job)\n");
+    let (status, stderr) = run("sql: [ddl.sql, q.sql]\nparams:\n  script: x\n");
+    assert_eq!(status, 2);
+    assert!(stderr.contains("field `params.script`: the script is the `sql` files'"), "{stderr}");
+    let (status, stderr) = run("sql: [ddl.sql, nowhere.sql]\n");
+    assert!(status == 2 && stderr.contains("field `sql`: cannot read") && stderr.contains("nowhere.sql"), "{stderr}");
+    let (status, stderr) = run("sql: []\n");
+    assert!(status == 2 && stderr.contains("field `sql`: name 1 to 16 SQL files"), "{stderr}");
+    // A scenario of `sql:` files runs like any other.
+    let (status, stderr) = run("sql: [ddl.sql, q.sql]\n");
+    assert_eq!(status, 0, "{stderr}");
+}

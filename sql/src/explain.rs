@@ -1,0 +1,153 @@
+//! `EXPLAIN`: a plan as text, one tree per `INSERT INTO`, as Flink's optimized plan prints it
+//! (`Sink`, `Calc`, `GroupAggregate`, `TableSourceScan`; a column is `$i` of its input, as in
+//! Calcite), with each node's changelog mode (`[I]` append-only, `[I,UB,UA,D]` updating).
+
+use std::fmt::{self, Write as _};
+
+use crate::aggregate::{Call, Function, GroupBy};
+use crate::expr::{Expr, Op};
+use crate::plan::{Insert, Node, Plan, is_updating, physical_columns};
+
+/// The plan tree of each of `inserts` (of `plan`).
+pub fn explain(plan: &Plan, inserts: &[Insert]) -> String {
+    let mut text = String::new();
+    for insert in inserts {
+        let fields: Vec<&str> = insert.sink.columns.iter().map(|(name, _)| name.as_str()).collect();
+        let key: Vec<&str> = insert.sink.primary_key.iter().map(|index| fields[*index]).collect();
+        let key = if key.is_empty() { String::new() } else { format!(", primaryKey=[{}]", key.join(", ")) };
+        let mode = changelog_mode(&insert.input.node);
+        let _ = writeln!(text, "Sink(table=[{}], fields=[{}]{key}) {mode}", insert.sink.name, fields.join(", "));
+        node(&mut text, plan, &insert.input.node, 1);
+        text.push('\n');
+    }
+    text
+}
+
+fn changelog_mode(node: &Node) -> &'static str {
+    if is_updating(node) { "[I,UB,UA,D]" } else { "[I]" }
+}
+
+fn node(text: &mut String, plan: &Plan, current: &Node, depth: usize) {
+    let indent = format!("{}+- ", "   ".repeat(depth - 1));
+    let mode = changelog_mode(current);
+    let input = match current {
+        Node::Scan { table } => {
+            let columns = plan.sources.get(table).map(|source| physical_columns(&source.def)).unwrap_or_default();
+            let fields: Vec<&str> = columns.iter().map(|(name, _)| name.as_str()).collect();
+            let _ = writeln!(text, "{indent}TableSourceScan(table=[{table}], fields=[{}]) {mode}", fields.join(", "));
+            return;
+        }
+        Node::Filter { input, predicate } => {
+            let _ = writeln!(text, "{indent}Calc(where=[{predicate}]) {mode}");
+            input
+        }
+        Node::Project { input, exprs } => {
+            let _ = writeln!(text, "{indent}Calc(select=[{}]) {mode}", list(exprs));
+            input
+        }
+        Node::Aggregate { input, group_by } => {
+            let _ = writeln!(text, "{indent}GroupAggregate({}) {mode}", aggregate(group_by));
+            input
+        }
+    };
+    node(text, plan, input, depth + 1);
+}
+
+fn aggregate(group_by: &GroupBy) -> String {
+    let calls: Vec<String> = group_by.calls.iter().map(Call::to_string).collect();
+    let mut text = format!("groupBy=[{}], select=[{}]", list(&group_by.keys), calls.join(", "));
+    if let Some(having) = &group_by.having {
+        let _ = write!(text, ", having=[{having}]");
+    }
+    text
+}
+
+fn list(exprs: &[Expr]) -> String {
+    exprs.iter().map(Expr::to_string).collect::<Vec<_>>().join(", ")
+}
+
+impl fmt::Display for Call {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self.function {
+            Function::CountStar => return write!(f, "COUNT(*)"),
+            Function::Count => "COUNT",
+            Function::Sum => "SUM",
+            Function::Min => "MIN",
+            Function::Max => "MAX",
+            Function::Avg => "AVG",
+        };
+        match &self.arg {
+            Some(arg) => write!(f, "{name}({arg})"),
+            None => write!(f, "{name}()"),
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Op::Add => "+",
+            Op::Sub => "-",
+            Op::Mul => "*",
+            Op::Div => "/",
+            Op::Mod => "%",
+            Op::Eq => "=",
+            Op::NotEq => "<>",
+            Op::Lt => "<",
+            Op::LtEq => "<=",
+            Op::Gt => ">",
+            Op::GtEq => ">=",
+        })
+    }
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::Column(index) => write!(f, "${index}"),
+            Expr::Field(row, index) => write!(f, "{row}.${index}"),
+            Expr::Literal(value) => write!(f, "{}", value.to_sql()),
+            Expr::Binary(op, left, right) => write!(f, "({left} {op} {right})"),
+            Expr::And(left, right) => write!(f, "({left} AND {right})"),
+            Expr::Or(left, right) => write!(f, "({left} OR {right})"),
+            Expr::Not(inner) => write!(f, "NOT({inner})"),
+            Expr::IsNull(inner, false) => write!(f, "IS NULL({inner})"),
+            Expr::IsNull(inner, true) => write!(f, "IS NOT NULL({inner})"),
+            Expr::Case(arms, otherwise) => {
+                f.write_str("CASE(")?;
+                for (condition, result) in arms {
+                    write!(f, "{condition}, {result}, ")?;
+                }
+                write!(f, "{otherwise})")
+            }
+            Expr::Rescale(inner, scale) => write!(f, "CAST({inner} AS DECIMAL(_, {scale}))"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plan_script;
+
+    #[test]
+    fn a_grouped_insert_explains_as_a_tree_with_changelog_modes() {
+        let script = format!(
+            "CREATE TABLE datagen ({}) WITH ('connector' = 'nexmark');
+            CREATE TABLE out (auction BIGINT, bids BIGINT, PRIMARY KEY (auction) NOT ENFORCED)
+              WITH ('connector' = 'sluice');
+            INSERT INTO out SELECT bid.auction, COUNT(*) FROM datagen WHERE event_type = 2
+              GROUP BY bid.auction HAVING MAX(bid.price) > 10;",
+            crate::nexmark::DATAGEN_COLUMNS
+        );
+        let plan = plan_script(&script).unwrap();
+        let text = super::explain(&plan, &plan.inserts);
+        let expected = "\
+Sink(table=[out], fields=[auction, bids], primaryKey=[auction]) [I,UB,UA,D]
++- Calc(select=[$0, $1]) [I,UB,UA,D]
+   +- GroupAggregate(groupBy=[$3.$0], select=[COUNT(*), MAX($3.$2)], having=[($2 > 10)]) [I,UB,UA,D]
+      +- Calc(where=[($0 = 2)]) [I]
+         +- TableSourceScan(table=[datagen], fields=[event_type, person, auction, bid]) [I]
+";
+        assert_eq!(text.trim_end(), expected.trim_end(), "{text}");
+    }
+}
