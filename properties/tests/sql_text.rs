@@ -22,7 +22,9 @@ fn scripts() -> Vec<String> {
         include_str!("../../scenarios/sql/nexmark/q1.sql"),
         include_str!("../../scenarios/sql/nexmark/q2.sql"),
     ];
-    vec![nexmark.join("\n"), script_of(include_str!("../../scenarios/sql/nexmark-grouped.yaml"))]
+    let windows =
+        [include_str!("../../scenarios/sql/nexmark/ddl.sql"), include_str!("../../scenarios/sql/nexmark/windows.sql")];
+    vec![nexmark.join("\n"), windows.join("\n"), script_of(include_str!("../../scenarios/sql/nexmark-grouped.yaml"))]
 }
 
 const TOKENS: &[&str] = &[
@@ -107,6 +109,15 @@ const TOKENS: &[&str] = &[
     "HAVING ",
     "COUNT(DISTINCT ",
     "GROUP BY auction ",
+    "TABLE(TUMBLE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '1' SECOND))",
+    "HOP(",
+    "CUMULATE(",
+    "DESCRIPTOR(",
+    "TABLE ",
+    "INTERVAL '0' SECOND",
+    "window_start",
+    "window_time",
+    "EXPLAIN ",
 ];
 
 /// The script of a scenario: the lines of its `script: |` block, unindented.

@@ -10,10 +10,14 @@ use sluice_engine::api::{DataStream, StreamEnv};
 use sluice_engine::connectors::log::LogSource;
 use sluice_engine::connectors::txn_store::TxnStoreSink;
 
-use crate::aggregate::Aggregation;
+use sluice_engine::api::changelog::RetractableAggregate;
+use sluice_engine::time::TimeWindow;
+
+use crate::aggregate::{Aggregation, GroupBy};
 use crate::expr::{self, Expr};
-use crate::plan::{Node, Plan, Sink, Source, source_relation};
+use crate::plan::{Node, Plan, Sink, Source, source_relation, with_window};
 use crate::value::{Row, Value};
+use crate::window::{SqlWindows, WindowSpec};
 
 /// The log topic a source table's rows are read from: the table's name.
 pub fn topic_of(table: &str) -> String {
@@ -87,6 +91,25 @@ fn build_node(env: &StreamEnv, plan: &Plan, node: &Node, scans: &mut BTreeMap<St
                 ),
             }
         }
+        Node::Window { input, time, spec, .. } => {
+            let Built::Append(rows) = build_node(env, plan, input, scans) else {
+                unreachable!("invariant: the planner refuses a window table function over an updating input")
+            };
+            let (time, spec) = (*time, *spec);
+            Built::Append(
+                rows.flat_map(move |row: Row| {
+                    let Value::Timestamp(timestamp) = row.0[time] else { return Vec::new() };
+                    spec.windows(timestamp).into_iter().map(|window| with_window(&row, window)).collect()
+                })
+                .name("WindowTableFunction"),
+            )
+        }
+        Node::WindowAggregate { input, spec, group_by, width, .. } => {
+            let Built::Append(rows) = build_node(env, plan, input, scans) else {
+                unreachable!("invariant: the planner refuses a window aggregation over an updating input")
+            };
+            Built::Append(window_aggregate(rows, *spec, group_by, *width))
+        }
         Node::Aggregate { input, group_by } => {
             let Built::Append(rows) = build_node(env, plan, input, scans) else {
                 unreachable!("invariant: the planner refuses an aggregate over an updating input")
@@ -98,6 +121,49 @@ fn build_node(env: &StreamEnv, plan: &Plan, node: &Node, scans: &mut BTreeMap<St
                 group_changelog(&changes, key, Aggregation(group_by.clone()), env.mode()).name("GroupAggregate"),
             )
         }
+    }
+}
+
+/// Flink's window aggregation on the engine's window operator: rows keyed by the keys that are
+/// not the window's, placed into windows by their event timestamps (the time column's values),
+/// aggregated, and when a window fires its row built in the keys' order (window columns from
+/// the window), then `HAVING`.
+fn window_aggregate(rows: DataStream<Row>, spec: WindowSpec, group_by: &GroupBy, width: usize) -> DataStream<Row> {
+    let other_keys: Vec<Expr> =
+        group_by.keys.iter().filter(|key| !matches!(key, Expr::Column(index) if *index >= width)).cloned().collect();
+    let aggregation =
+        Arc::new(Aggregation(GroupBy { keys: other_keys.clone(), calls: group_by.calls.clone(), having: None }));
+    let layout = Arc::new(group_by.keys.clone());
+    let key_exprs = Arc::new(other_keys);
+    let keyed = rows.key_by(move |row: &Row| Row(key_exprs.iter().map(|key| key.eval(&row.0)).collect()));
+    let add = Arc::clone(&aggregation);
+    let windowed = keyed.window(SqlWindows(spec)).aggregate(
+        Row::default,
+        move |mut acc: Row, row: Row| {
+            add.accumulate(&mut acc, &row);
+            acc
+        },
+        move |_key: &Row, window: TimeWindow, acc: Row| {
+            let inner = aggregation.output(&acc).0;
+            let mut others = inner.iter();
+            let mut row: Vec<Value> = layout
+                .iter()
+                .map(|key| match key {
+                    Expr::Column(index) if *index >= width => {
+                        let window = [window.start, window.end, window.end - 1];
+                        Value::Timestamp(window[*index - width])
+                    }
+                    _ => others.next().cloned().unwrap_or(Value::Null),
+                })
+                .collect();
+            row.extend(others.cloned());
+            Row(row)
+        },
+    );
+    let windowed = windowed.name("WindowAggregate");
+    match group_by.having.clone() {
+        Some(having) => windowed.filter(move |row: &Row| having.eval(&row.0) == Value::Bool(true)).name("Calc: having"),
+        None => windowed,
     }
 }
 

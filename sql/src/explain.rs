@@ -49,6 +49,15 @@ fn node(text: &mut String, plan: &Plan, current: &Node, depth: usize) {
             let _ = writeln!(text, "{indent}GroupAggregate({}) {mode}", aggregate(group_by));
             input
         }
+        Node::Window { input, time, spec, .. } => {
+            let _ = writeln!(text, "{indent}WindowTableFunction(window=[{spec}], time_col=[${time}]) {mode}");
+            input
+        }
+        Node::WindowAggregate { input, time, spec, group_by, .. } => {
+            let window = format!("window=[{spec}], time_col=[${time}]");
+            let _ = writeln!(text, "{indent}WindowAggregate({window}, {}) {mode}", aggregate(group_by));
+            input
+        }
     };
     node(text, plan, input, depth + 1);
 }

@@ -310,6 +310,23 @@ fn call(scope: &Scope, function: &ast::Function, at: Location) -> Result<(Expr, 
 }
 
 impl Expr {
+    /// Whether the expression reads a column that `matches`.
+    pub fn reads(&self, matches: &dyn Fn(usize) -> bool) -> bool {
+        match self {
+            Expr::Column(index) => matches(*index),
+            Expr::Literal(_) => false,
+            Expr::Field(inner, _) | Expr::Not(inner) | Expr::IsNull(inner, _) | Expr::Rescale(inner, _) => {
+                inner.reads(matches)
+            }
+            Expr::Binary(_, left, right) | Expr::And(left, right) | Expr::Or(left, right) => {
+                left.reads(matches) || right.reads(matches)
+            }
+            Expr::Case(arms, otherwise) => {
+                arms.iter().any(|(when, then)| when.reads(matches) || then.reads(matches)) || otherwise.reads(matches)
+            }
+        }
+    }
+
     /// The expression's value on `row`.
     pub fn eval(&self, row: &[Value]) -> Value {
         match self {

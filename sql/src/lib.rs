@@ -13,6 +13,7 @@
 //! | [`explain`] | `EXPLAIN`: a plan as a tree with changelog modes |
 //! | [`optimize`] | rewrites that keep a plan's meaning (projection fusion) |
 //! | [`build`] | a plan onto a `StreamEnv` |
+//! | [`window`] | window table functions `TUMBLE`, `HOP`, `CUMULATE`: their windows and assigners |
 //! | [`nexmark`] | the `nexmark` connector's schema and events |
 //!
 //! Depends on the engine's public API only. Must never read the clock, draw randomness, or let
@@ -27,6 +28,7 @@ pub mod optimize;
 pub mod parse;
 pub mod plan;
 pub mod value;
+pub mod window;
 
 pub use parse::SqlError;
 pub use plan::Plan;

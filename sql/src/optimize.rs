@@ -30,6 +30,12 @@ pub fn fuse_projections(node: Node) -> Node {
         },
         Node::Filter { input, predicate } => Node::Filter { input: Box::new(fuse_projections(*input)), predicate },
         Node::Aggregate { input, group_by } => Node::Aggregate { input: Box::new(fuse_projections(*input)), group_by },
+        Node::Window { input, time, spec, width } => {
+            Node::Window { input: Box::new(fuse_projections(*input)), time, spec, width }
+        }
+        Node::WindowAggregate { input, time, spec, group_by, width } => {
+            Node::WindowAggregate { input: Box::new(fuse_projections(*input)), time, spec, group_by, width }
+        }
         scan @ Node::Scan { .. } => scan,
     }
 }

@@ -12,7 +12,7 @@ use sqlparser::ast;
 use sqlparser::dialect::Dialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::{Location, Token};
+use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 
 use crate::value::{MAX_DECIMAL_PRECISION, SqlType};
 
@@ -170,10 +170,12 @@ impl ColumnDef {
 /// Parses a script of statements separated by `;`.
 pub fn parse_script(text: &str) -> Result<Vec<Located>, SqlError> {
     let dialect = FlinkDialect;
-    let mut parser = Parser::new(&dialect)
-        .with_recursion_limit(RECURSION_LIMIT)
-        .try_with_sql(text)
-        .map_err(SqlError::from_parser)?;
+    let tokens = Tokenizer::new(&dialect, text)
+        .with_unescape(true)
+        .tokenize_with_location()
+        .map_err(|error| SqlError::from_parser(ParserError::TokenizerError(error.to_string())))?;
+    let mut parser =
+        Parser::new(&dialect).with_recursion_limit(RECURSION_LIMIT).with_tokens_with_locations(table_arguments(tokens));
     let mut statements = Vec::new();
     loop {
         while parser.consume_token(&Token::SemiColon) {}
@@ -191,6 +193,28 @@ pub fn parse_script(text: &str) -> Result<Vec<Located>, SqlError> {
             ));
         }
     }
+}
+
+/// The tokens with the `TABLE` of a window table function's table argument dropped
+/// (`TUMBLE(TABLE bid, …)` becomes `TUMBLE(bid, …)`): sqlparser parses no table arguments, and
+/// the window functions' first argument is always a table.
+fn table_arguments(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let is_word = |token: &Token, words: &[&str]| {
+        matches!(token, Token::Word(word) if word.quote_style.is_none()
+            && words.iter().any(|name| word.value.eq_ignore_ascii_case(name)))
+    };
+    let mut kept: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len());
+    for token in tokens {
+        let mut significant = kept.iter().rev().filter(|token| !matches!(token.token, Token::Whitespace(_)));
+        let (before, function) = (significant.next(), significant.next());
+        let is_table_argument = is_word(&token.token, &["TABLE"])
+            && before.is_some_and(|before| before.token == Token::LParen)
+            && function.is_some_and(|function| is_word(&function.token, &["TUMBLE", "HOP", "CUMULATE", "SESSION"]));
+        if !is_table_argument {
+            kept.push(token);
+        }
+    }
+    kept
 }
 
 /// sqlparser gives no place for an error at the end of the text: the end is the place.

@@ -16,6 +16,8 @@ use crate::expr::{self, Expr, Scope};
 use crate::nexmark;
 use crate::parse::{ColumnDef, Located, SqlError, Statement, TableDef};
 use crate::value::{Row, SqlType, Value};
+use crate::window::{self, WindowSpec};
+use sluice_engine::time::TimeWindow;
 
 /// A relational node: what an operator chain computes.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,6 +42,35 @@ pub enum Node {
         /// Keys, calls and `HAVING`.
         group_by: GroupBy,
     },
+    /// A window table function: each row once per window it is in, with the window's start,
+    /// end and time (`end` − 1 ms) after its columns. Append-only.
+    Window {
+        /// The input (append-only).
+        input: Box<Node>,
+        /// The time attribute column the windows are of.
+        time: usize,
+        /// The windows.
+        spec: WindowSpec,
+        /// The input's columns.
+        width: usize,
+    },
+    /// Flink's window aggregation: a group aggregation over a window table function's rows
+    /// grouped by `window_start` and `window_end` (and other keys), one final row per window and
+    /// group once the watermark passes the window's end. Append-only.
+    WindowAggregate {
+        /// The window table function's input (append-only).
+        input: Box<Node>,
+        /// The time attribute column the windows are of.
+        time: usize,
+        /// The windows.
+        spec: WindowSpec,
+        /// Keys, calls and `HAVING` over the window function's rows: the input's `width`
+        /// columns, then the window's start, end and time. Only keys read the window columns,
+        /// each as it is.
+        group_by: GroupBy,
+        /// The input's columns.
+        width: usize,
+    },
     /// Computes a row of expressions from each row.
     Project {
         /// The input.
@@ -56,6 +87,10 @@ pub struct Relation {
     pub node: Node,
     /// Its columns.
     pub columns: Vec<(String, SqlType)>,
+    /// Its time attribute column, if it has one: a source's `WATERMARK FOR` column, selected as
+    /// it is, or a window table function's `window_time`. Window functions need one; its values
+    /// are the rows' event timestamps.
+    pub rowtime: Option<usize>,
 }
 
 /// A source table.
@@ -207,7 +242,8 @@ impl Catalog {
         if select.distinct.is_some() || !select.named_window.is_empty() {
             return Err(SqlError::at(at, "unsupported: DISTINCT and WINDOW are not planned yet"));
         }
-        let (input, scope) = self.bind_from(&select.from, at)?;
+        let (from, scope) = self.bind_from(&select.from, at)?;
+        let input = from.node;
         let input = match &select.selection {
             Some(predicate) => {
                 let (bound, ty) = expr::bind(&scope, predicate, at)?;
@@ -226,23 +262,57 @@ impl Catalog {
         for item in &select.projection {
             bind_item(&scope, item, at, &mut exprs, &mut columns)?;
         }
-        Ok(Relation { node: Node::Project { input: Box::new(input), exprs }, columns })
+        let rowtime = selected_as_is(&exprs, from.rowtime);
+        Ok(Relation { node: Node::Project { input: Box::new(input), exprs }, columns, rowtime })
     }
 
-    fn bind_from(&self, from: &[ast::TableWithJoins], at: Location) -> Result<(Node, Scope), SqlError> {
+    /// The `FROM` clause: a table or view (with an alias), or a window table function over one.
+    fn bind_from(&self, from: &[ast::TableWithJoins], at: Location) -> Result<(Relation, Scope), SqlError> {
         let [table] = from else {
             return Err(SqlError::at(at, "unsupported FROM: Sluice plans one table or view, no joins yet"));
-        };
-        let ast::TableFactor::Table { name, alias, args: None, .. } = &table.relation else {
-            return Err(SqlError::at(at, format!("unsupported FROM `{}`", table.relation)));
         };
         if !table.joins.is_empty() {
             return Err(SqlError::at(at, "unsupported: joins are not planned yet"));
         }
-        let name = name.to_string();
-        let relation = self.relation_of(&name, at)?;
-        let qualifier = alias.as_ref().map_or(name, |alias| alias.name.value.clone());
-        Ok((relation.node, Scope { qualifier: Some(qualifier), columns: relation.columns }))
+        let (relation, qualifier) = match &table.relation {
+            ast::TableFactor::Table { name, alias, args: None, .. } => {
+                let name = name.to_string();
+                let relation = self.relation_of(&name, at)?;
+                (relation, Some(alias.as_ref().map_or(name, |alias| alias.name.value.clone())))
+            }
+            ast::TableFactor::TableFunction { expr: ast::Expr::Function(function), alias } => {
+                (self.bind_window(function, at)?, alias.as_ref().map(|alias| alias.name.value.clone()))
+            }
+            other => return Err(SqlError::at(at, format!("unsupported FROM `{other}`"))),
+        };
+        let scope = Scope { qualifier, columns: relation.columns.clone() };
+        Ok((relation, scope))
+    }
+
+    /// `TABLE(TUMBLE(TABLE t, DESCRIPTOR(col), …))`: `t`'s rows with their windows.
+    fn bind_window(&self, function: &ast::Function, at: Location) -> Result<Relation, SqlError> {
+        let call = window::bind_call(function, at)?;
+        let input = self.relation_of(&call.table, at)?;
+        let Some(time) = input.columns.iter().position(|(name, _)| *name == call.time_column) else {
+            return Err(SqlError::at(
+                at,
+                format!("DESCRIPTOR({}): `{}` has no such column", call.time_column, call.table),
+            ));
+        };
+        if input.rowtime != Some(time) {
+            return Err(SqlError::at(
+                at,
+                format!(
+                    "DESCRIPTOR({}): not a time attribute; a window is over the source's WATERMARK FOR column, selected as it is",
+                    call.time_column
+                ),
+            ));
+        }
+        let width = input.columns.len();
+        let mut columns = input.columns;
+        columns.extend(window::window_columns());
+        let node = Node::Window { input: Box::new(input.node), time, spec: call.spec, width };
+        Ok(Relation { node, columns, rowtime: Some(width + 2) })
     }
 
     fn bind_insert(&self, table: &str, query: &ast::Query, at: Location) -> Result<Insert, SqlError> {
@@ -271,7 +341,7 @@ impl Catalog {
             check_upsert_sink(sink, &input, at)?;
         }
         let node = Node::Project { input: Box::new(input.node), exprs: casts };
-        Ok(Insert { sink: sink.clone(), input: Relation { node, columns: sink.columns.clone() } })
+        Ok(Insert { sink: sink.clone(), input: Relation { node, columns: sink.columns.clone(), rowtime: None } })
     }
 }
 
@@ -357,16 +427,68 @@ fn bind_grouped(
     }
     let calls = grouping.calls.into_iter().map(|(call, _, _)| call).collect();
     let group_by = GroupBy { keys: bound_keys, calls, having };
-    let aggregate = Node::Aggregate { input: Box::new(input), group_by };
-    Ok(Relation { node: Node::Project { input: Box::new(aggregate), exprs }, columns })
+    let aggregate = aggregate_node(input, group_by);
+    // A window aggregation's `window_time`, grouped and selected as it is, stays a time attribute.
+    let rowtime = match &aggregate {
+        Node::WindowAggregate { group_by, width, .. } => {
+            selected_as_is(&exprs, group_by.keys.iter().position(|key| *key == Expr::Column(width + 2)))
+        }
+        _ => None,
+    };
+    Ok(Relation { node: Node::Project { input: Box::new(aggregate), exprs }, columns, rowtime })
+}
+
+/// The output column of `exprs` that is input column `column` as it is.
+fn selected_as_is(exprs: &[Expr], column: Option<usize>) -> Option<usize> {
+    let column = column?;
+    exprs.iter().position(|expr| *expr == Expr::Column(column))
+}
+
+/// The aggregation of `group_by` over `input`: a window aggregation if `input` is a window
+/// table function (under a filter of its input's columns, at most) and the keys hold its
+/// `window_start` and `window_end` as they are, and read the window's columns no other way;
+/// else a group aggregation.
+fn aggregate_node(input: Node, group_by: GroupBy) -> Node {
+    if !is_window_aggregation(&input, &group_by) {
+        return Node::Aggregate { input: Box::new(input), group_by };
+    }
+    let (window, filter) = match input {
+        Node::Filter { input, predicate } => (*input, Some(predicate)),
+        window => (window, None),
+    };
+    let Node::Window { input: rows, time, spec, width } = window else {
+        unreachable!("invariant: is_window_aggregation found a window table function")
+    };
+    // The filter reads the input's columns only: it runs on the rows before their windows.
+    let rows = match filter {
+        Some(predicate) => Box::new(Node::Filter { input: rows, predicate }),
+        None => rows,
+    };
+    Node::WindowAggregate { input: rows, time, spec, group_by, width }
+}
+
+fn is_window_aggregation(input: &Node, group_by: &GroupBy) -> bool {
+    let (window, filter) = match input {
+        Node::Filter { input, predicate } => (input.as_ref(), Some(predicate)),
+        other => (other, None),
+    };
+    let Node::Window { width, .. } = window else { return false };
+    let width = *width;
+    let windowed = |index: usize| index >= width;
+    let keys = &group_by.keys;
+    keys.contains(&Expr::Column(width))
+        && keys.contains(&Expr::Column(width + 1))
+        && keys.iter().all(|key| matches!(key, Expr::Column(index) if windowed(*index)) || !key.reads(&windowed))
+        && group_by.calls.iter().all(|call| call.arg.as_ref().is_none_or(|arg| !arg.reads(&windowed)))
+        && filter.is_none_or(|predicate| !predicate.reads(&windowed))
 }
 
 /// Whether `node`'s rows are updated (it aggregates somewhere).
 pub fn is_updating(node: &Node) -> bool {
     match node {
-        Node::Scan { .. } => false,
+        Node::Scan { .. } | Node::WindowAggregate { .. } => false,
         Node::Aggregate { .. } => true,
-        Node::Filter { input, .. } | Node::Project { input, .. } => is_updating(input),
+        Node::Filter { input, .. } | Node::Project { input, .. } | Node::Window { input, .. } => is_updating(input),
     }
 }
 
@@ -374,7 +496,7 @@ pub fn is_updating(node: &Node) -> bool {
 /// keeps them as they are), if it keeps them all.
 pub fn upsert_key(node: &Node) -> Option<Vec<usize>> {
     match node {
-        Node::Scan { .. } => None,
+        Node::Scan { .. } | Node::Window { .. } | Node::WindowAggregate { .. } => None,
         Node::Aggregate { group_by, .. } => Some((0..group_by.keys.len()).collect()),
         Node::Filter { input, .. } => upsert_key(input),
         Node::Project { input, exprs } => {
@@ -581,11 +703,12 @@ pub fn source_relation(source: &Source) -> Relation {
         }
     }
     let scan = Node::Scan { table: source.def.name.clone() };
+    let rowtime = source.watermark.map(|(column, _)| column);
     if exprs.len() == next_physical {
         // No computed columns: the physical rows as they are.
-        return Relation { node: scan, columns };
+        return Relation { node: scan, columns, rowtime };
     }
-    Relation { node: Node::Project { input: Box::new(scan), exprs }, columns }
+    Relation { node: Node::Project { input: Box::new(scan), exprs }, columns, rowtime }
 }
 
 /// Checks a source table's computed columns bind over its physical ones.
@@ -610,7 +733,25 @@ pub fn evaluate(node: &Node, inputs: &BTreeMap<String, Vec<Row>>) -> Vec<Row> {
         }
         Node::Project { input, exprs } => evaluate(input, inputs).iter().map(|row| expr::project(exprs, row)).collect(),
         Node::Aggregate { input, group_by } => aggregate::evaluate(group_by, &evaluate(input, inputs)),
+        Node::Window { input, time, spec, .. } => evaluate(input, inputs)
+            .into_iter()
+            .flat_map(|row| {
+                let Value::Timestamp(timestamp) = row.0[*time] else { return Vec::new() };
+                spec.windows(timestamp).into_iter().map(|window| with_window(&row, window)).collect()
+            })
+            .collect(),
+        Node::WindowAggregate { input, time, spec, group_by, width } => {
+            let window = Node::Window { input: input.clone(), time: *time, spec: *spec, width: *width };
+            aggregate::evaluate(group_by, &evaluate(&window, inputs))
+        }
     }
+}
+
+/// `row` with `window`'s start, end and time after its columns.
+pub fn with_window(row: &Row, window: TimeWindow) -> Row {
+    let mut values = row.0.clone();
+    values.extend([window.start, window.end, window.end - 1].map(Value::Timestamp));
+    Row(values)
 }
 
 #[cfg(test)]
@@ -626,6 +767,91 @@ mod tests {
 
     fn error(script: &str) -> String {
         plan_script(&format!("{SOURCE}{script}")).expect_err("the script is refused").to_string()
+    }
+
+    /// Nexmark's bids as a view with the time attribute, 100 events per second.
+    fn windowed_source() -> String {
+        format!(
+            "CREATE TABLE datagen ({}, dateTime AS bid.dateTime, WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND) \
+             WITH ('connector' = 'nexmark', 'events.num' = '2000', 'first-event.rate' = '100');\n\
+             CREATE VIEW bids AS SELECT bid.auction, bid.price, dateTime FROM datagen WHERE event_type = 2;\n\
+             CREATE VIEW shifted AS SELECT auction, CASE WHEN TRUE THEN dateTime ELSE dateTime END AS dateTime FROM bids;\n\
+             CREATE TABLE out (s TIMESTAMP(3), e TIMESTAMP(3), n BIGINT) WITH ('connector' = 'sluice');\n",
+            crate::nexmark::DATAGEN_COLUMNS
+        )
+    }
+
+    fn windowed(query: &str) -> Result<Plan, SqlError> {
+        plan_script(&format!("{}INSERT INTO out {query};", windowed_source()))
+    }
+
+    #[test]
+    fn a_window_aggregation_is_append_only_and_window_functions_need_a_time_attribute() {
+        let tumble = "FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))";
+        let plan =
+            windowed(&format!("SELECT window_start, window_end, COUNT(*) {tumble} GROUP BY window_start, window_end"))
+                .expect("a window aggregation plans into an append table");
+        // The select list and the cast to the sink's types, fused.
+        let Node::Project { input, .. } = &plan.inserts[0].input.node else { panic!("a projection") };
+        assert!(matches!(input.as_ref(), Node::WindowAggregate { width: 3, .. }), "{input:?}");
+        assert!(!is_updating(input));
+        // Grouped by the start alone, it is a group aggregation: updating, so keyed sinks only.
+        let by_start =
+            windowed(&format!("SELECT window_start, window_start AS e, COUNT(*) {tumble} GROUP BY window_start"));
+        let message = by_start.unwrap_err().message;
+        assert!(message.contains("needs PRIMARY KEY"), "{message}");
+        let not_time = windowed(
+            "SELECT window_start, window_end, COUNT(*) FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(price), \
+             INTERVAL '10' SECOND)) GROUP BY window_start, window_end",
+        );
+        assert!(not_time.unwrap_err().message.contains("DESCRIPTOR(price): not a time attribute"));
+        let computed = windowed(
+            "SELECT window_start, window_end, COUNT(*) FROM TABLE(TUMBLE(TABLE shifted, \
+             DESCRIPTOR(dateTime), INTERVAL '10' SECOND)) GROUP BY window_start, window_end",
+        );
+        assert!(computed.unwrap_err().message.contains("not a time attribute"), "a computed column is none");
+        for (function, error) in [
+            ("HOP(TABLE bids, DESCRIPTOR(dateTime), INTERVAL '3' SECOND, INTERVAL '10' SECOND)", "whole multiple"),
+            ("SESSION(TABLE bids, DESCRIPTOR(dateTime), INTERVAL '3' SECOND)", "unsupported: SESSION"),
+            ("TUMBLE(TABLE bids, DESCRIPTOR(dateTime))", "takes 3 or 4 arguments"),
+            ("TUMBLE(TABLE bids, dateTime, INTERVAL '1' SECOND)", "DESCRIPTOR(column)"),
+            ("TUMBLE(TABLE nowhere, DESCRIPTOR(dateTime), INTERVAL '1' SECOND)", "unknown table or view `nowhere`"),
+        ] {
+            let text = format!(
+                "SELECT window_start, window_end, COUNT(*) FROM TABLE({function}) GROUP BY window_start, window_end"
+            );
+            let message = windowed(&text).unwrap_err().message;
+            assert!(message.contains(error), "{function}: {message}");
+        }
+    }
+
+    #[test]
+    fn window_aggregates_count_the_rows_of_each_window_as_flink_defines_them() {
+        let query = "SELECT window_start, window_end, COUNT(*) FROM TABLE(HOP(TABLE bids, DESCRIPTOR(dateTime), \
+             INTERVAL '2' SECOND, INTERVAL '6' SECOND)) GROUP BY window_start, window_end";
+        let plan = windowed(query).expect("it plans");
+        let SourceConnector::Nexmark(options) = &plan.sources["datagen"].connector;
+        let events: Vec<Row> = nexmark::events(options).collect();
+        let times: Vec<i64> = events
+            .iter()
+            .filter_map(|event| match &event.0[3] {
+                Value::Row(bid) => match bid[5] {
+                    Value::Timestamp(millis) => Some(millis),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        let rows = evaluate(&plan.inserts[0].input.node, &BTreeMap::from([("datagen".to_string(), events)]));
+        assert!(rows.len() > 5, "{rows:?}");
+        for row in rows {
+            let [Value::Timestamp(start), Value::Timestamp(end), Value::Int(count)] = row.0[..] else {
+                panic!("{row:?}")
+            };
+            assert_eq!((end - start, start.rem_euclid(2000)), (6000, 0), "a 6-second window every 2 seconds");
+            let inside = times.iter().filter(|time| (start..end).contains(*time)).count() as i64;
+            assert_eq!(count, inside, "window [{start}, {end})");
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 -- Nexmark's events as one table, as Flink's Nexmark lays them out: `event_type` (0 person,
 -- 1 auction, 2 bid), one ROW column per kind, and the event time with a 4-second bound of
 -- out-of-orderness; then one view per kind. Sluice's `nexmark` connector generates the events
--- (see docs/sql.md): `events.num` of them, deterministically.
+-- (see docs/sql.md): `events.num` of them, deterministically, 100 per second of event time.
 CREATE TABLE datagen (
   event_type INT,
   person ROW<id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR,
@@ -17,7 +17,7 @@ CREATE TABLE datagen (
       ELSE bid.dateTime
     END,
   WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND
-) WITH ('connector' = 'nexmark', 'events.num' = '3000', 'first-event.rate' = '10000');
+) WITH ('connector' = 'nexmark', 'events.num' = '3000', 'first-event.rate' = '100');
 
 CREATE VIEW person AS
 SELECT person.id, person.name, person.emailAddress, person.creditCard, person.city, person.state,
