@@ -22,9 +22,20 @@ fn scripts() -> Vec<String> {
         include_str!("../../scenarios/sql/nexmark/q1.sql"),
         include_str!("../../scenarios/sql/nexmark/q2.sql"),
     ];
+    let functions = [
+        include_str!("../../scenarios/sql/nexmark/ddl.sql"),
+        include_str!("../../scenarios/sql/nexmark/q14.sql"),
+        include_str!("../../scenarios/sql/nexmark/q21.sql"),
+        include_str!("../../scenarios/sql/nexmark/q22.sql"),
+    ];
     let windows =
         [include_str!("../../scenarios/sql/nexmark/ddl.sql"), include_str!("../../scenarios/sql/nexmark/windows.sql")];
-    vec![nexmark.join("\n"), windows.join("\n"), script_of(include_str!("../../scenarios/sql/nexmark-grouped.yaml"))]
+    vec![
+        nexmark.join("\n"),
+        functions.join("\n"),
+        windows.join("\n"),
+        script_of(include_str!("../../scenarios/sql/nexmark-grouped.yaml")),
+    ]
 }
 
 const TOKENS: &[&str] = &[
@@ -118,6 +129,14 @@ const TOKENS: &[&str] = &[
     "window_start",
     "window_time",
     "EXPLAIN ",
+    "REGEXP_EXTRACT(url, '(",
+    "'[^&]*'",
+    "SPLIT_INDEX(",
+    "DATE_FORMAT(dateTime, 'yyyy-MM-dd')",
+    "HOUR(",
+    "lower(",
+    " IN (",
+    "CREATE FUNCTION f AS 'x';",
 ];
 
 /// The script of a scenario: the lines of its `script: |` block, unindented.

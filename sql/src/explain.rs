@@ -130,6 +130,7 @@ impl fmt::Display for Expr {
                 write!(f, "{otherwise})")
             }
             Expr::Rescale(inner, scale) => write!(f, "CAST({inner} AS DECIMAL(_, {scale}))"),
+            Expr::Call(function, args) => write!(f, "{function}({})", list(args)),
         }
     }
 }

@@ -9,6 +9,7 @@
 use sqlparser::ast::{self, BinaryOperator, UnaryOperator};
 use sqlparser::tokenizer::Location;
 
+use crate::functions::{self, Scalar};
 use crate::parse::SqlError;
 use crate::value::{MAX_DECIMAL_PRECISION, Row, SqlType, Value};
 
@@ -71,6 +72,8 @@ pub enum Expr {
     Case(Vec<(Expr, Expr)>, Box<Expr>),
     /// A number widened to a decimal of this scale.
     Rescale(Box<Expr>, u8),
+    /// A scalar function's call.
+    Call(Scalar, Vec<Expr>),
 }
 
 /// Binds `expr` in `scope`: the bound expression and its type.
@@ -99,6 +102,7 @@ pub fn bind(scope: &Scope, expr: &ast::Expr, at: Location) -> Result<(Expr, SqlT
             case(scope, operand.as_deref(), conditions, else_result.as_deref(), at)
         }
         ast::Expr::Function(function) => call(scope, function, at),
+        ast::Expr::InList { expr, list, negated } => in_list(scope, expr, list, *negated, at),
         other => fail(format!("unsupported expression `{other}`")),
     }
 }
@@ -303,10 +307,35 @@ fn call(scope: &Scope, function: &ast::Function, at: Location) -> Result<(Expr, 
             other => return Err(SqlError::at(at, format!("unsupported argument `{other}` of {name}"))),
         }
     }
-    match (name.as_str(), args.as_slice()) {
-        ("MOD", [left, right]) => binary(scope, left, &BinaryOperator::Modulo, right, at),
-        (name, _) => Err(SqlError::at(at, format!("unsupported function {name}({} arguments)", args.len()))),
+    if let ("MOD", [left, right]) = (name.as_str(), args.as_slice()) {
+        return binary(scope, left, &BinaryOperator::Modulo, right, at);
     }
+    let bound = args.iter().map(|arg| bind(scope, arg, at)).collect::<Result<Vec<_>, _>>()?;
+    match functions::bind(&name, &bound) {
+        Some(Ok((function, ty))) => Ok((Expr::Call(function, bound.into_iter().map(|(expr, _)| expr).collect()), ty)),
+        Some(Err(message)) => Err(SqlError::at(at, message)),
+        None => Err(SqlError::at(at, format!("unsupported function {name}({} arguments)", args.len()))),
+    }
+}
+
+/// `x [NOT] IN (a, b, …)`: `x = a OR x = b …` (three-valued, as Flink's).
+fn in_list(
+    scope: &Scope,
+    expr: &ast::Expr,
+    list: &[ast::Expr],
+    negated: bool,
+    at: Location,
+) -> Result<(Expr, SqlType), SqlError> {
+    let mut any: Option<Expr> = None;
+    for item in list {
+        let (equal, _) = binary(scope, expr, &BinaryOperator::Eq, item, at)?;
+        any = Some(match any {
+            Some(before) => Expr::Or(Box::new(before), Box::new(equal)),
+            None => equal,
+        });
+    }
+    let any = any.ok_or_else(|| SqlError::at(at, "IN () lists nothing"))?;
+    Ok((if negated { Expr::Not(Box::new(any)) } else { any }, SqlType::Boolean))
 }
 
 impl Expr {
@@ -324,6 +353,7 @@ impl Expr {
             Expr::Case(arms, otherwise) => {
                 arms.iter().any(|(when, then)| when.reads(matches) || then.reads(matches)) || otherwise.reads(matches)
             }
+            Expr::Call(_, args) => args.iter().any(|arg| arg.reads(matches)),
         }
     }
 
@@ -349,6 +379,7 @@ impl Expr {
                 .find(|(when, _)| when.eval(row) == Value::Bool(true))
                 .map_or_else(|| otherwise.eval(row), |(_, then)| then.eval(row)),
             Expr::Rescale(inner, scale) => rescale(inner.eval(row), *scale),
+            Expr::Call(function, args) => function.eval(&args.iter().map(|arg| arg.eval(row)).collect::<Vec<_>>()),
         }
     }
 }

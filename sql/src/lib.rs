@@ -8,6 +8,7 @@
 //! | [`parse`] | the script's text to statements; Flink's DDL; errors with line and column |
 //! | [`value`] | SQL types, values and the [`value::Row`] operators pass |
 //! | [`expr`] | scalar expressions: binding, typing, evaluation |
+//! | [`functions`] | scalar functions (`LOWER`, `HOUR`, `DATE_FORMAT`, `SPLIT_INDEX`, `REGEXP_EXTRACT`, …) |
 //! | [`aggregate`] | `GROUP BY`: aggregate calls, their accumulators, `HAVING` |
 //! | [`plan`] | the catalog of a script, its [`plan::Plan`], and the sequential reference evaluation |
 //! | [`explain`] | `EXPLAIN`: a plan as a tree with changelog modes |
@@ -23,6 +24,7 @@ pub mod aggregate;
 pub mod build;
 pub mod explain;
 pub mod expr;
+pub mod functions;
 pub mod nexmark;
 pub mod optimize;
 pub mod parse;

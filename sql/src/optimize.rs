@@ -57,6 +57,9 @@ fn substitute(expr: &Expr, columns: &[Expr]) -> Expr {
             sub(otherwise),
         ),
         Expr::Rescale(inner, scale) => Expr::Rescale(sub(inner), *scale),
+        Expr::Call(function, args) => {
+            Expr::Call(function.clone(), args.iter().map(|arg| substitute(arg, columns)).collect())
+        }
     }
 }
 

@@ -113,6 +113,13 @@ pub enum Statement {
         /// What is written.
         query: Box<ast::Query>,
     },
+    /// `CREATE [TEMPORARY] [SYSTEM] FUNCTION name AS 'class'`.
+    CreateFunction {
+        /// The function's name.
+        name: String,
+        /// The Java class named.
+        class: String,
+    },
     /// `EXPLAIN [PLAN FOR] INSERT INTO table query`: planned, printed, not run.
     Explain {
         /// The table written.
@@ -232,6 +239,9 @@ fn parse_statement(parser: &mut Parser) -> Result<Statement, SqlError> {
     if parser.parse_keywords(&[Keyword::CREATE, Keyword::TABLE]) {
         return parse_create_table(parser).map(|table| Statement::CreateTable(Box::new(table)));
     }
+    if let Some(function) = parse_create_function(parser)? {
+        return Ok(function);
+    }
     if parser.parse_keywords(&[Keyword::CREATE, Keyword::VIEW]) {
         let name = object_name(parser)?;
         parser.expect_keyword(Keyword::AS).map_err(fail)?;
@@ -261,6 +271,32 @@ fn parse_statement(parser: &mut Parser) -> Result<Statement, SqlError> {
             "unsupported statement starting with {found}: Sluice runs CREATE TABLE, CREATE VIEW, INSERT INTO and EXPLAIN"
         ),
     ))
+}
+
+/// `CREATE [TEMPORARY] [SYSTEM] FUNCTION [IF NOT EXISTS] name AS 'class' [LANGUAGE JAVA]`, if
+/// that comes next.
+fn parse_create_function(parser: &mut Parser) -> Result<Option<Statement>, SqlError> {
+    let words = parser.peek_tokens::<4>().map(|token| match token {
+        Token::Word(word) if word.quote_style.is_none() => word.value.to_ascii_uppercase(),
+        _ => String::new(),
+    });
+    let modifiers = match words.each_ref().map(String::as_str) {
+        ["CREATE", "FUNCTION", ..] => 0,
+        ["CREATE", "TEMPORARY" | "SYSTEM", "FUNCTION", _] => 1,
+        ["CREATE", "TEMPORARY", "SYSTEM", "FUNCTION"] => 2,
+        _ => return Ok(None),
+    };
+    for _ in 0..modifiers + 2 {
+        parser.next_token();
+    }
+    let _if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+    let name = object_name(parser)?;
+    parser.expect_keyword(Keyword::AS).map_err(SqlError::from_parser)?;
+    let class = parser.parse_literal_string().map_err(SqlError::from_parser)?;
+    if parse_word(parser, "LANGUAGE") {
+        expect_word(parser, "JAVA")?;
+    }
+    Ok(Some(Statement::CreateFunction { name, class }))
 }
 
 fn object_name(parser: &mut Parser) -> Result<String, SqlError> {

@@ -13,6 +13,7 @@ use sqlparser::tokenizer::Location;
 
 use crate::aggregate::{self, GroupBy, Grouping};
 use crate::expr::{self, Expr, Scope};
+use crate::functions;
 use crate::nexmark;
 use crate::parse::{ColumnDef, Located, SqlError, Statement, TableDef};
 use crate::value::{Row, SqlType, Value};
@@ -167,6 +168,7 @@ pub fn bind_script(statements: &[Located]) -> Result<Plan, SqlError> {
             }
             Statement::Insert { table, query } => inserts.push(catalog.bind_insert(table, query, *at)?),
             Statement::Explain { table, query } => explains.push(catalog.bind_insert(table, query, *at)?),
+            Statement::CreateFunction { name, class } => check_function(name, class, *at)?,
         }
     }
     if inserts.is_empty() && explains.is_empty() {
@@ -177,6 +179,22 @@ pub fn bind_script(statements: &[Located]) -> Result<Plan, SqlError> {
         });
     }
     Ok(Plan { sources: catalog.sources, inserts, explains })
+}
+
+/// `CREATE FUNCTION`: Sluice runs no Java; the one class it knows is Nexmark's `count_char`,
+/// built in.
+fn check_function(name: &str, class: &str, at: Location) -> Result<(), SqlError> {
+    if name.eq_ignore_ascii_case("count_char") && class == functions::COUNT_CHAR_CLASS {
+        return Ok(());
+    }
+    Err(SqlError::at(
+        at,
+        format!(
+            "unsupported: CREATE FUNCTION {name} AS '{class}': Sluice runs no Java functions; it has Nexmark's \
+             count_char ('{}') built in",
+            functions::COUNT_CHAR_CLASS
+        ),
+    ))
 }
 
 impl Catalog {
@@ -852,6 +870,26 @@ mod tests {
             let inside = times.iter().filter(|time| (start..end).contains(*time)).count() as i64;
             assert_eq!(count, inside, "window [{start}, {end})");
         }
+    }
+
+    #[test]
+    fn functions_bind_with_their_types_and_unknown_java_classes_are_refused() {
+        let sink = "CREATE TABLE out (c VARCHAR, n BIGINT) WITH ('connector' = 'sluice');\n";
+        let ok = |query: &str| plan_script(&format!("{SOURCE}{sink}INSERT INTO out {query};"));
+        assert!(
+            ok("SELECT lower(bid.channel), HOUR(bid.dateTime) FROM datagen WHERE bid.channel IN ('a', 'b')").is_ok()
+        );
+        let wrong = ok("SELECT lower(bid.price), 1 FROM datagen").unwrap_err().message;
+        assert_eq!(wrong, "LOWER(BIGINT): no such signature");
+        let pattern = ok("SELECT REGEXP_EXTRACT(bid.url, bid.channel, 1), 1 FROM datagen").unwrap_err().message;
+        assert!(pattern.contains("must be a string literal"), "{pattern}");
+        let java = error("CREATE FUNCTION f AS 'com.example.F';");
+        assert!(java.contains("unsupported: CREATE FUNCTION f AS 'com.example.F'"), "{java}");
+        let known = format!(
+            "{SOURCE}CREATE TEMPORARY FUNCTION count_char AS 'com.github.nexmark.flink.udf.CountChar';\n{sink}\
+             INSERT INTO out SELECT bid.extra, count_char(bid.extra, 'c') FROM datagen;"
+        );
+        assert!(plan_script(&known).is_ok(), "{:?}", plan_script(&known).err());
     }
 
     #[test]

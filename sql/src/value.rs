@@ -144,6 +144,11 @@ fn write_decimal(f: &mut fmt::Formatter<'_>, units: i128, scale: u8) -> fmt::Res
 }
 
 /// `YYYY-MM-DD HH:MM:SS.mmm`, UTC (days from the epoch by Howard Hinnant's civil calendar).
+/// A timestamp's text, `yyyy-MM-dd HH:mm:ss.SSS`, as Flink prints it.
+pub fn write_timestamp_text(millis: i64) -> String {
+    Value::Timestamp(millis).to_string()
+}
+
 fn write_timestamp(f: &mut fmt::Formatter<'_>, millis: i64) -> fmt::Result {
     let days = millis.div_euclid(86_400_000);
     let in_day = millis.rem_euclid(86_400_000);

@@ -140,6 +140,11 @@ fn nexmark_append_only_sql_queries_commit_what_the_script_computes_in_both_modes
 }
 
 #[test]
+fn nexmark_sql_queries_calling_functions_commit_what_the_script_computes_under_faults() {
+    random_fault_scenario("scenarios/sql/nexmark-functions.yaml");
+}
+
+#[test]
 fn sql_window_aggregations_commit_each_window_once_in_both_modes_under_faults() {
     random_fault_scenario("scenarios/sql/nexmark-windows.yaml");
 }
