@@ -28,11 +28,26 @@ fn scripts() -> Vec<String> {
         include_str!("../../scenarios/sql/nexmark/q21.sql"),
         include_str!("../../scenarios/sql/nexmark/q22.sql"),
     ];
+    let joins = [
+        include_str!("../../scenarios/sql/nexmark/ddl.sql"),
+        include_str!("../../scenarios/sql/nexmark/q3.sql"),
+        include_str!("../../scenarios/sql/nexmark/q7.sql"),
+        include_str!("../../scenarios/sql/nexmark/q8.sql"),
+        include_str!("../../scenarios/sql/nexmark/q20.sql"),
+    ];
+    let updating = [
+        include_str!("../../scenarios/sql/nexmark/ddl.sql"),
+        include_str!("../../scenarios/sql/nexmark/q15.sql"),
+        include_str!("../../scenarios/sql/nexmark/q16.sql"),
+        include_str!("../../scenarios/sql/nexmark/q17.sql"),
+    ];
     let windows =
         [include_str!("../../scenarios/sql/nexmark/ddl.sql"), include_str!("../../scenarios/sql/nexmark/windows.sql")];
     vec![
         nexmark.join("\n"),
         functions.join("\n"),
+        joins.join("\n"),
+        updating.join("\n"),
         windows.join("\n"),
         script_of(include_str!("../../scenarios/sql/nexmark-grouped.yaml")),
     ]
@@ -137,6 +152,13 @@ const TOKENS: &[&str] = &[
     "lower(",
     " IN (",
     "CREATE FUNCTION f AS 'x';",
+    " JOIN ",
+    " ON ",
+    " BETWEEN ",
+    "count(distinct ",
+    " filter (where ",
+    ", bid AS C",
+    "(SELECT * FROM bid) X",
 ];
 
 /// The script of a scenario: the lines of its `script: |` block, unindented.

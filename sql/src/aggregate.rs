@@ -38,6 +38,10 @@ pub struct Call {
     pub function: Function,
     /// Its argument (`COUNT(*)`: none).
     pub arg: Option<Expr>,
+    /// `COUNT(DISTINCT x)`: distinct non-null values are counted.
+    pub distinct: bool,
+    /// `FILTER (WHERE p)`: only rows where `p` is TRUE are aggregated.
+    pub filter: Option<Expr>,
 }
 
 /// A bound `GROUP BY`: keys and calls over the input, `HAVING` over the output row.
@@ -112,16 +116,28 @@ impl Grouping<'_> {
         let ast::FunctionArguments::List(list) = &function.args else {
             return Err(SqlError::at(at, format!("unsupported call of {name}")));
         };
-        if list.duplicate_treatment.is_some() || !list.clauses.is_empty() || function.filter.is_some() {
-            return Err(SqlError::at(at, format!("unsupported: DISTINCT, FILTER or clauses in {name}")));
+        if !list.clauses.is_empty() || function.over.is_some() || !function.within_group.is_empty() {
+            return Err(SqlError::at(at, format!("unsupported: clauses or OVER in {name}")));
         }
+        let distinct = matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
+        if distinct && aggregate != Function::Count {
+            return Err(SqlError::at(at, format!("unsupported: DISTINCT in {name} (Sluice has COUNT(DISTINCT …))")));
+        }
+        let filter = match &function.filter {
+            Some(predicate) => match expr::bind(self.input, predicate, at)? {
+                (bound, SqlType::Boolean) => Some(bound),
+                (_, ty) => return Err(SqlError::at(at, format!("FILTER (WHERE {predicate}) is {ty}, not BOOLEAN"))),
+            },
+            None => None,
+        };
         let (call, ty) = match (aggregate, list.args.as_slice()) {
-            (Function::Count, [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)]) => {
-                (Call { function: Function::CountStar, arg: None }, SqlType::BigInt)
+            (Function::Count, [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)]) if !distinct => {
+                (Call { function: Function::CountStar, arg: None, distinct, filter }, SqlType::BigInt)
             }
             (_, [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))]) => {
                 let (bound, ty) = expr::bind(self.input, arg, at)?;
-                (Call { function: aggregate, arg: Some(bound) }, result_type(aggregate, &ty, &name, at)?)
+                let ty = result_type(aggregate, &ty, &name, at)?;
+                (Call { function: aggregate, arg: Some(bound), distinct, filter }, ty)
             }
             _ => return Err(SqlError::at(at, format!("{name} takes one argument"))),
         };
@@ -137,7 +153,7 @@ impl Grouping<'_> {
     pub fn output_scope(&self) -> Scope {
         let keys = self.key_types.iter().enumerate().map(|(index, ty)| (format!("$k{index}"), ty.clone()));
         let calls = self.calls.iter().enumerate().map(|(index, (_, ty, _))| (format!("$a{index}"), ty.clone()));
-        Scope { qualifier: None, columns: keys.chain(calls).collect() }
+        Scope::of(None, keys.chain(calls).collect())
     }
 }
 
@@ -184,9 +200,37 @@ fn add(sum: &Value, value: &Value, negate: bool) -> Value {
     }
 }
 
+/// Adds `delta` rows holding `value` to a `COUNT(DISTINCT …)` state: a sorted list of
+/// `(value, rows)` pairs, a pair dropped when no row holds its value any more.
+fn count_distinct(state: &mut Value, value: Value, delta: i64) {
+    let Value::Row(pairs) = state else { return };
+    let position = pairs.binary_search_by(|pair| match pair {
+        Value::Row(pair) => pair[0].cmp(&value),
+        _ => std::cmp::Ordering::Less,
+    });
+    match position {
+        Ok(index) => {
+            let Value::Row(pair) = &mut pairs[index] else { return };
+            let Value::Int(rows) = &mut pair[1] else { return };
+            *rows += delta;
+            if *rows <= 0 {
+                pairs.remove(index);
+            }
+        }
+        Err(index) if delta > 0 => pairs.insert(index, Value::Row(vec![value, Value::Int(delta)])),
+        Err(_) => {
+            panic!("invariant: a retracted row was aggregated before (COUNT(DISTINCT) has no row holding its value)")
+        }
+    }
+}
+
 impl Aggregation {
-    fn state(function: Function) -> Value {
-        match function {
+    fn state(call: &Call) -> Value {
+        if call.distinct {
+            // (value, how many rows hold it), sorted by value
+            return Value::Row(Vec::new());
+        }
+        match call.function {
             Function::Count | Function::CountStar => Value::Int(0),
             // (sum, non-null count)
             Function::Sum | Function::Avg => Value::Row(vec![Value::Null, Value::Int(0)]),
@@ -198,18 +242,25 @@ impl Aggregation {
         if acc.0.is_empty() {
             let keys = self.0.keys.iter().map(|key| key.eval(&row.0)).collect();
             acc.0 = vec![Value::Row(keys), Value::Int(0)];
-            acc.0.extend(self.0.calls.iter().map(|call| Aggregation::state(call.function)));
+            acc.0.extend(self.0.calls.iter().map(Aggregation::state));
         }
         let delta = if retract { -1 } else { 1 };
         if let Value::Int(count) = &mut acc.0[COUNT] {
             *count += delta;
         }
         for (index, call) in self.0.calls.iter().enumerate() {
+            if call.filter.as_ref().is_some_and(|filter| filter.eval(&row.0) != Value::Bool(true)) {
+                continue;
+            }
             let value = call.arg.as_ref().map_or(Value::Int(1), |arg| arg.eval(&row.0));
             if value == Value::Null {
                 continue;
             }
             let state = &mut acc.0[STATES + index];
+            if call.distinct {
+                count_distinct(state, value, delta);
+                continue;
+            }
             match (call.function, state) {
                 (Function::Count | Function::CountStar, Value::Int(count)) => *count += delta,
                 (Function::Sum | Function::Avg, Value::Row(pair)) => {
@@ -240,6 +291,7 @@ impl Aggregation {
         let mut row = keys.clone();
         for (index, call) in self.0.calls.iter().enumerate() {
             row.push(match (call.function, &acc.0[STATES + index]) {
+                (_, Value::Row(values)) if call.distinct => Value::Int(values.len() as i64),
                 (Function::Sum, Value::Row(pair)) if pair[1] != Value::Int(0) => pair[0].clone(),
                 (Function::Sum, _) => Value::Null,
                 (Function::Avg, Value::Row(pair)) => match (&pair[0], &pair[1]) {

@@ -110,6 +110,14 @@ fn build_node(env: &StreamEnv, plan: &Plan, node: &Node, scans: &mut BTreeMap<St
             };
             Built::Append(window_aggregate(rows, *spec, group_by, *width))
         }
+        Node::Join { left, right, left_keys, right_keys, .. } => {
+            let (Built::Append(left), Built::Append(right)) =
+                (build_node(env, plan, left, scans), build_node(env, plan, right, scans))
+            else {
+                unreachable!("invariant: the planner refuses a join of an updating input")
+            };
+            Built::Append(join(&left, &right, left_keys, right_keys))
+        }
         Node::Aggregate { input, group_by } => {
             let Built::Append(rows) = build_node(env, plan, input, scans) else {
                 unreachable!("invariant: the planner refuses an aggregate over an updating input")
@@ -122,6 +130,23 @@ fn build_node(env: &StreamEnv, plan: &Plan, node: &Node, scans: &mut BTreeMap<St
             )
         }
     }
+}
+
+/// A regular inner equi-join on the engine's keyed join: rows with a `NULL` key meet nothing
+/// (SQL's `=`), so they are dropped before the exchange.
+fn join(left: &DataStream<Row>, right: &DataStream<Row>, left_keys: &[Expr], right_keys: &[Expr]) -> DataStream<Row> {
+    let keyed = |rows: &DataStream<Row>, keys: &[Expr]| {
+        let keys = Arc::new(keys.to_vec());
+        let for_filter = Arc::clone(&keys);
+        rows.filter(move |row: &Row| for_filter.iter().all(|key| key.eval(&row.0) != Value::Null))
+            .name("Calc: non-null keys")
+            .key_by(move |row: &Row| Row(keys.iter().map(|key| key.eval(&row.0)).collect()))
+    };
+    keyed(left, left_keys)
+        .join(&keyed(right, right_keys), |left: &Row, right: &Row| {
+            Row(left.0.iter().chain(&right.0).cloned().collect())
+        })
+        .name("Join")
 }
 
 /// Flink's window aggregation on the engine's window operator: rows keyed by the keys that are

@@ -58,6 +58,12 @@ fn node(text: &mut String, plan: &Plan, current: &Node, depth: usize) {
             let _ = writeln!(text, "{indent}WindowAggregate({window}, {}) {mode}", aggregate(group_by));
             input
         }
+        Node::Join { left, right, left_keys, right_keys, .. } => {
+            let keys = format!("leftKeys=[{}], rightKeys=[{}]", list(left_keys), list(right_keys));
+            let _ = writeln!(text, "{indent}Join(joinType=[InnerJoin], {keys}) {mode}");
+            node(text, plan, left, depth + 1);
+            right
+        }
     };
     node(text, plan, input, depth + 1);
 }
@@ -77,7 +83,17 @@ fn list(exprs: &[Expr]) -> String {
 
 impl fmt::Display for Call {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = match self.function {
+        write_call(f, self)?;
+        match &self.filter {
+            Some(filter) => write!(f, " FILTER {filter}"),
+            None => Ok(()),
+        }
+    }
+}
+
+fn write_call(f: &mut fmt::Formatter<'_>, call: &Call) -> fmt::Result {
+    {
+        let name = match call.function {
             Function::CountStar => return write!(f, "COUNT(*)"),
             Function::Count => "COUNT",
             Function::Sum => "SUM",
@@ -85,8 +101,9 @@ impl fmt::Display for Call {
             Function::Max => "MAX",
             Function::Avg => "AVG",
         };
-        match &self.arg {
-            Some(arg) => write!(f, "{name}({arg})"),
+        let distinct = if call.distinct { "DISTINCT " } else { "" };
+        match &call.arg {
+            Some(arg) => write!(f, "{name}({distinct}{arg})"),
             None => write!(f, "{name}()"),
         }
     }

@@ -20,6 +20,35 @@ pub struct Scope {
     pub qualifier: Option<String>,
     /// Its columns.
     pub columns: Vec<(String, SqlType)>,
+    /// A join's relations: each one's name or alias and its columns' range in `columns`.
+    pub tables: Vec<(String, std::ops::Range<usize>)>,
+}
+
+impl Scope {
+    /// The scope of one relation's columns, named `qualifier`.
+    pub fn of(qualifier: Option<String>, columns: Vec<(String, SqlType)>) -> Scope {
+        Scope { qualifier, columns, tables: Vec::new() }
+    }
+
+    /// The scope of a join's row: `left`'s columns, then `right`'s, each named as before.
+    pub fn joined(left: Scope, right: Scope) -> Scope {
+        let tables_of = |scope: Scope, shift: usize| -> Vec<(String, std::ops::Range<usize>)> {
+            if !scope.tables.is_empty() {
+                return scope
+                    .tables
+                    .into_iter()
+                    .map(|(name, range)| (name, range.start + shift..range.end + shift))
+                    .collect();
+            }
+            scope.qualifier.map(|name| (name, shift..shift + scope.columns.len())).into_iter().collect()
+        };
+        let width = left.columns.len();
+        let mut columns = left.columns.clone();
+        columns.extend(right.columns.iter().cloned());
+        let mut tables = tables_of(left, 0);
+        tables.extend(tables_of(right, width));
+        Scope { qualifier: None, columns, tables }
+    }
 }
 
 /// An arithmetic or comparison operator.
@@ -103,12 +132,32 @@ pub fn bind(scope: &Scope, expr: &ast::Expr, at: Location) -> Result<(Expr, SqlT
         }
         ast::Expr::Function(function) => call(scope, function, at),
         ast::Expr::InList { expr, list, negated } => in_list(scope, expr, list, *negated, at),
+        ast::Expr::Between { expr, negated, low, high } => {
+            let (above, _) = binary(scope, expr, &BinaryOperator::GtEq, low, at)?;
+            let (below, _) = binary(scope, expr, &BinaryOperator::LtEq, high, at)?;
+            let both = Expr::And(Box::new(above), Box::new(below));
+            Ok((if *negated { Expr::Not(Box::new(both)) } else { both }, SqlType::Boolean))
+        }
         other => fail(format!("unsupported expression `{other}`")),
     }
 }
 
 fn column(scope: &Scope, name: &str, at: Location) -> Result<(Expr, SqlType), SqlError> {
-    if let Some(index) = scope.columns.iter().position(|(column, _)| column == name) {
+    column_in(scope, name, 0..scope.columns.len(), at)
+}
+
+/// The column called `name` among `range` of the scope's columns.
+fn column_in(
+    scope: &Scope,
+    name: &str,
+    range: std::ops::Range<usize>,
+    at: Location,
+) -> Result<(Expr, SqlType), SqlError> {
+    let mut found = range.clone().filter(|index| scope.columns[*index].0 == name);
+    if let Some(index) = found.next() {
+        if !scope.tables.is_empty() && found.next().is_some() {
+            return Err(SqlError::at(at, format!("column `{name}` is ambiguous: name its table (`t.{name}`)")));
+        }
         return Ok((Expr::Column(index), scope.columns[index].1.clone()));
     }
     let hint = match scope.columns.iter().find(|(column, _)| column.eq_ignore_ascii_case(name)) {
@@ -126,6 +175,10 @@ fn compound(scope: &Scope, parts: &[ast::Ident], at: Location) -> Result<(Expr, 
     let (base, fields) = match names.as_slice() {
         [qualifier, column_name, rest @ ..] if scope.qualifier.as_deref() == Some(*qualifier) => {
             (column(scope, column_name, at)?, rest)
+        }
+        [qualifier, column_name, rest @ ..] if scope.tables.iter().any(|(name, _)| name == qualifier) => {
+            let range = scope.tables.iter().find(|(name, _)| name == qualifier).map(|(_, range)| range.clone());
+            (column_in(scope, column_name, range.unwrap_or_default(), at)?, rest)
         }
         [column_name, rest @ ..] => (column(scope, column_name, at)?, rest),
         [] => return Err(SqlError::at(at, "an empty name")),
@@ -185,6 +238,9 @@ fn binary(
     at: Location,
 ) -> Result<(Expr, SqlType), SqlError> {
     let (l, lt) = bind(scope, left, at)?;
+    if let ast::Expr::Interval(interval) = right {
+        return shift_time((l, lt), op, interval, at);
+    }
     let (r, rt) = bind(scope, right, at)?;
     let op = match op {
         BinaryOperator::And | BinaryOperator::Or => {
@@ -208,6 +264,26 @@ fn binary(
         other => return Err(SqlError::at(at, format!("unsupported operator {other}"))),
     };
     typed_binary(op, (l, lt), (r, rt), &format!("{left} {op:?} {right}"), at)
+}
+
+/// `ts + INTERVAL …` and `ts - INTERVAL …`: a timestamp moved by whole units.
+fn shift_time(
+    (l, lt): (Expr, SqlType),
+    op: &BinaryOperator,
+    interval: &ast::Interval,
+    at: Location,
+) -> Result<(Expr, SqlType), SqlError> {
+    let op = match op {
+        BinaryOperator::Plus => Op::Add,
+        BinaryOperator::Minus => Op::Sub,
+        other => return Err(SqlError::at(at, format!("unsupported: {other} of an INTERVAL"))),
+    };
+    if lt != SqlType::Timestamp {
+        return Err(SqlError::at(at, format!("an INTERVAL moves a TIMESTAMP, not a {lt}")));
+    }
+    let millis =
+        interval_millis(interval).ok_or_else(|| SqlError::at(at, format!("unsupported interval `{interval}`")))?;
+    Ok((Expr::Binary(op, Box::new(l), Box::new(Expr::Literal(Value::Int(millis)))), SqlType::Timestamp))
 }
 
 fn typed_binary(
@@ -311,7 +387,15 @@ fn call(scope: &Scope, function: &ast::Function, at: Location) -> Result<(Expr, 
         return binary(scope, left, &BinaryOperator::Modulo, right, at);
     }
     let bound = args.iter().map(|arg| bind(scope, arg, at)).collect::<Result<Vec<_>, _>>()?;
-    match functions::bind(&name, &bound) {
+    let types: Vec<&SqlType> = bound.iter().map(|(_, ty)| ty).collect();
+    let literals: Vec<Option<&str>> = bound
+        .iter()
+        .map(|(expr, _)| match expr {
+            Expr::Literal(Value::Str(text)) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    match functions::bind(&name, &types, &literals) {
         Some(Ok((function, ty))) => Ok((Expr::Call(function, bound.into_iter().map(|(expr, _)| expr).collect()), ty)),
         Some(Err(message)) => Err(SqlError::at(at, message)),
         None => Err(SqlError::at(at, format!("unsupported function {name}({} arguments)", args.len()))),
@@ -338,7 +422,50 @@ fn in_list(
     Ok((if negated { Expr::Not(Box::new(any)) } else { any }, SqlType::Boolean))
 }
 
+/// An `INTERVAL 'n' unit` of whole units, in milliseconds.
+pub fn interval_millis(interval: &ast::Interval) -> Option<i64> {
+    let ast::Expr::Value(value) = interval.value.as_ref() else { return None };
+    let (ast::Value::SingleQuotedString(text) | ast::Value::Number(text, _)) = &value.value else { return None };
+    let count: i64 = text.trim().parse().ok()?;
+    let unit = match interval.leading_field.as_ref()? {
+        ast::DateTimeField::Second | ast::DateTimeField::Seconds => 1000,
+        ast::DateTimeField::Minute | ast::DateTimeField::Minutes => 60_000,
+        ast::DateTimeField::Hour | ast::DateTimeField::Hours => 3_600_000,
+        ast::DateTimeField::Day | ast::DateTimeField::Days => 86_400_000,
+        _ => return None,
+    };
+    count.checked_mul(unit).filter(|millis| *millis >= 0)
+}
+
 impl Expr {
+    /// The expression with each column `i` read as column `map(i)`.
+    pub fn remap(&self, map: &dyn Fn(usize) -> usize) -> Expr {
+        self.replace_columns(&|index| Expr::Column(map(index)))
+    }
+
+    /// The expression with each column `i` replaced by `by(i)`.
+    pub fn replace_columns(&self, by: &dyn Fn(usize) -> Expr) -> Expr {
+        let boxed = |inner: &Expr| Box::new(inner.replace_columns(by));
+        match self {
+            Expr::Column(index) => by(*index),
+            Expr::Literal(value) => Expr::Literal(value.clone()),
+            Expr::Field(inner, index) => Expr::Field(boxed(inner), *index),
+            Expr::Binary(op, left, right) => Expr::Binary(*op, boxed(left), boxed(right)),
+            Expr::And(left, right) => Expr::And(boxed(left), boxed(right)),
+            Expr::Or(left, right) => Expr::Or(boxed(left), boxed(right)),
+            Expr::Not(inner) => Expr::Not(boxed(inner)),
+            Expr::IsNull(inner, negated) => Expr::IsNull(boxed(inner), *negated),
+            Expr::Case(arms, otherwise) => Expr::Case(
+                arms.iter().map(|(when, then)| (when.replace_columns(by), then.replace_columns(by))).collect(),
+                boxed(otherwise),
+            ),
+            Expr::Rescale(inner, scale) => Expr::Rescale(boxed(inner), *scale),
+            Expr::Call(function, args) => {
+                Expr::Call(function.clone(), args.iter().map(|arg| arg.replace_columns(by)).collect())
+            }
+        }
+    }
+
     /// Whether the expression reads a column that `matches`.
     pub fn reads(&self, matches: &dyn Fn(usize) -> bool) -> bool {
         match self {
@@ -416,6 +543,8 @@ fn apply(op: Op, l: Value, r: Value) -> Value {
         (Op::Gt, ..) => Value::Bool(compare(&l, &r).is_gt()),
         (Op::GtEq, ..) => Value::Bool(compare(&l, &r).is_ge()),
         (_, Value::Int(a), Value::Int(b)) => integer(op, *a, *b),
+        (Op::Add, Value::Timestamp(time), Value::Int(millis)) => Value::Timestamp(time.saturating_add(*millis)),
+        (Op::Sub, Value::Timestamp(time), Value::Int(millis)) => Value::Timestamp(time.saturating_sub(*millis)),
         (Op::Mul, _, _) => match (rescale(l.clone(), scale_of(&l)), rescale(r.clone(), scale_of(&r))) {
             (Value::Decimal { units: a, scale: sa }, Value::Decimal { units: b, scale: sb }) => {
                 Value::Decimal { units: a.wrapping_mul(b), scale: sa + sb }

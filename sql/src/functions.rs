@@ -107,18 +107,17 @@ impl DateFormat {
     }
 }
 
-/// Binds a call of `name` (upper case) to arguments already bound: the function, its result
-/// type, or `None` if no such function; a wrong argument is an error.
-pub fn bind(name: &str, args: &[(crate::expr::Expr, SqlType)]) -> Option<Result<(Scalar, SqlType), String>> {
-    use crate::expr::Expr;
-    let types: Vec<&SqlType> = args.iter().map(|(_, ty)| ty).collect();
-    let literal = |index: usize| match args.get(index) {
-        Some((Expr::Literal(Value::Str(text)), _)) => Ok(text.clone()),
+/// Binds a call of `name` (upper case) to arguments of `types` (and, where an argument is a
+/// string literal, its text): the function and its result type, or `None` if there is no such
+/// function; a wrong argument is an error.
+pub fn bind(name: &str, types: &[&SqlType], literals: &[Option<&str>]) -> Option<Result<(Scalar, SqlType), String>> {
+    let literal = |index: usize| match literals.get(index) {
+        Some(Some(text)) => Ok(text.to_string()),
         _ => Err(format!("{name}'s argument {} must be a string literal", index + 1)),
     };
     let is_text = |ty: &&SqlType| matches!(ty, SqlType::Varchar);
     let is_int = |ty: &&SqlType| matches!(ty, SqlType::Int | SqlType::BigInt);
-    let result = match (name, types.as_slice()) {
+    let result = match (name, types) {
         ("LOWER", [text]) if is_text(text) => Ok((Scalar::Lower, SqlType::Varchar)),
         ("UPPER", [text]) if is_text(text) => Ok((Scalar::Upper, SqlType::Varchar)),
         ("CHAR_LENGTH" | "CHARACTER_LENGTH", [text]) if is_text(text) => Ok((Scalar::CharLength, SqlType::Int)),

@@ -10,6 +10,8 @@
 //! | [`expr`] | scalar expressions: binding, typing, evaluation |
 //! | [`functions`] | scalar functions (`LOWER`, `HOUR`, `DATE_FORMAT`, `SPLIT_INDEX`, `REGEXP_EXTRACT`, …) |
 //! | [`aggregate`] | `GROUP BY`: aggregate calls, their accumulators, `HAVING` |
+//! | [`join`] | regular inner equi-joins: keys and pushed-down filters from their conditions |
+//! | [`node`] | the relational nodes of a plan |
 //! | [`plan`] | the catalog of a script, its [`plan::Plan`], and the sequential reference evaluation |
 //! | [`explain`] | `EXPLAIN`: a plan as a tree with changelog modes |
 //! | [`optimize`] | rewrites that keep a plan's meaning (projection fusion) |
@@ -25,7 +27,9 @@ pub mod build;
 pub mod explain;
 pub mod expr;
 pub mod functions;
+pub mod join;
 pub mod nexmark;
+pub mod node;
 pub mod optimize;
 pub mod parse;
 pub mod plan;

@@ -99,12 +99,14 @@ impl Options {
             first_category_id: 10,
             person_id_lead: 10,
             sine_approx_steps: 10,
-            us_states: split("az,ca,id,or,wa,wy"),
-            us_cities: split("phoenix,los angeles,san francisco,boise,portland,bend,redmond,seattle,kent,cheyenne"),
+            // Flink's (Beam's) generator's values, which its queries name (q3's `state = 'OR'`);
+            // the crate's defaults are lower case.
+            us_states: split("AZ,CA,ID,OR,WA,WY"),
+            us_cities: split("Phoenix,Los Angeles,San Francisco,Boise,Portland,Bend,Redmond,Seattle,Kent,Cheyenne"),
             hot_channels: split("Google,Facebook,Baidu,Apple"),
             hot_urls: (0..4).map(|index| format!("https://www.nexmark.com/{index}/item.htm?query=1")).collect(),
-            first_names: split("peter,paul,luke,john,saul,vicky,kate,julie,sarah,deiter,walter"),
-            last_names: split("shultz,abrams,spencer,white,bartels,walton,smith,jones,noris"),
+            first_names: split("Peter,Paul,Luke,John,Saul,Vicky,Kate,Julie,Sarah,Deiter,Walter"),
+            last_names: split("Shultz,Abrams,Spencer,White,Bartels,Walton,Smith,Jones,Noris"),
             num_event_generators: 1,
             rate_shape: RateShape::Square,
             rate_period: 600,

@@ -30,6 +30,13 @@ pub fn fuse_projections(node: Node) -> Node {
         },
         Node::Filter { input, predicate } => Node::Filter { input: Box::new(fuse_projections(*input)), predicate },
         Node::Aggregate { input, group_by } => Node::Aggregate { input: Box::new(fuse_projections(*input)), group_by },
+        Node::Join { left, right, left_keys, right_keys, left_width } => Node::Join {
+            left: Box::new(fuse_projections(*left)),
+            right: Box::new(fuse_projections(*right)),
+            left_keys,
+            right_keys,
+            left_width,
+        },
         Node::Window { input, time, spec, width } => {
             Node::Window { input: Box::new(fuse_projections(*input)), time, spec, width }
         }
@@ -42,25 +49,7 @@ pub fn fuse_projections(node: Node) -> Node {
 
 /// `expr` with each column `i` replaced by `columns[i]`.
 fn substitute(expr: &Expr, columns: &[Expr]) -> Expr {
-    let sub = |inner: &Expr| Box::new(substitute(inner, columns));
-    match expr {
-        Expr::Column(index) => columns[*index].clone(),
-        Expr::Literal(value) => Expr::Literal(value.clone()),
-        Expr::Field(inner, index) => Expr::Field(sub(inner), *index),
-        Expr::Binary(op, l, r) => Expr::Binary(*op, sub(l), sub(r)),
-        Expr::And(l, r) => Expr::And(sub(l), sub(r)),
-        Expr::Or(l, r) => Expr::Or(sub(l), sub(r)),
-        Expr::Not(inner) => Expr::Not(sub(inner)),
-        Expr::IsNull(inner, negated) => Expr::IsNull(sub(inner), *negated),
-        Expr::Case(arms, otherwise) => Expr::Case(
-            arms.iter().map(|(when, then)| (substitute(when, columns), substitute(then, columns))).collect(),
-            sub(otherwise),
-        ),
-        Expr::Rescale(inner, scale) => Expr::Rescale(sub(inner), *scale),
-        Expr::Call(function, args) => {
-            Expr::Call(function.clone(), args.iter().map(|arg| substitute(arg, columns)).collect())
-        }
-    }
+    expr.replace_columns(&|index| columns[index].clone())
 }
 
 #[cfg(test)]

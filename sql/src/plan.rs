@@ -14,72 +14,13 @@ use sqlparser::tokenizer::Location;
 use crate::aggregate::{self, GroupBy, Grouping};
 use crate::expr::{self, Expr, Scope};
 use crate::functions;
+use crate::join;
 use crate::nexmark;
+pub use crate::node::Node;
 use crate::parse::{ColumnDef, Located, SqlError, Statement, TableDef};
 use crate::value::{Row, SqlType, Value};
-use crate::window::{self, WindowSpec};
+use crate::window;
 use sluice_engine::time::TimeWindow;
-
-/// A relational node: what an operator chain computes.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Node {
-    /// Reads a source table's physical rows.
-    Scan {
-        /// The table.
-        table: String,
-    },
-    /// Keeps the rows where the predicate is TRUE.
-    Filter {
-        /// The input.
-        input: Box<Node>,
-        /// The predicate.
-        predicate: Expr,
-    },
-    /// Flink's unbounded group aggregation: an updating relation of one row per group (the
-    /// group keys, then the aggregates), filtered by `HAVING`.
-    Aggregate {
-        /// The input (append-only).
-        input: Box<Node>,
-        /// Keys, calls and `HAVING`.
-        group_by: GroupBy,
-    },
-    /// A window table function: each row once per window it is in, with the window's start,
-    /// end and time (`end` − 1 ms) after its columns. Append-only.
-    Window {
-        /// The input (append-only).
-        input: Box<Node>,
-        /// The time attribute column the windows are of.
-        time: usize,
-        /// The windows.
-        spec: WindowSpec,
-        /// The input's columns.
-        width: usize,
-    },
-    /// Flink's window aggregation: a group aggregation over a window table function's rows
-    /// grouped by `window_start` and `window_end` (and other keys), one final row per window and
-    /// group once the watermark passes the window's end. Append-only.
-    WindowAggregate {
-        /// The window table function's input (append-only).
-        input: Box<Node>,
-        /// The time attribute column the windows are of.
-        time: usize,
-        /// The windows.
-        spec: WindowSpec,
-        /// Keys, calls and `HAVING` over the window function's rows: the input's `width`
-        /// columns, then the window's start, end and time. Only keys read the window columns,
-        /// each as it is.
-        group_by: GroupBy,
-        /// The input's columns.
-        width: usize,
-    },
-    /// Computes a row of expressions from each row.
-    Project {
-        /// The input.
-        input: Box<Node>,
-        /// One expression per output column.
-        exprs: Vec<Expr>,
-    },
-}
 
 /// A node and the columns it produces.
 #[derive(Clone, Debug, PartialEq)]
@@ -181,6 +122,37 @@ pub fn bind_script(statements: &[Located]) -> Result<Plan, SqlError> {
     Ok(Plan { sources: catalog.sources, inserts, explains })
 }
 
+/// `predicate` bound over `scope`: a BOOLEAN (`clause` names it in errors).
+fn bind_predicate(scope: &Scope, predicate: &ast::Expr, clause: &str, at: Location) -> Result<Expr, SqlError> {
+    match expr::bind(scope, predicate, at)? {
+        (bound, SqlType::Boolean) => Ok(bound),
+        (_, ty) => Err(SqlError::at(at, format!("{clause} `{predicate}` is {ty}, not BOOLEAN"))),
+    }
+}
+
+/// Two relations joined with no keys yet: their conditions attach to it ([`join::attach`]).
+fn join_relations(
+    (left, left_scope): (Relation, Scope),
+    (right, right_scope): (Relation, Scope),
+    at: Location,
+) -> Result<(Relation, Scope), SqlError> {
+    if is_updating(&left.node) || is_updating(&right.node) {
+        return Err(SqlError::at(at, "unsupported: a join of an updating input"));
+    }
+    let left_width = left.columns.len();
+    let mut columns = left.columns;
+    columns.extend(right.columns);
+    let node = Node::Join {
+        left: Box::new(left.node),
+        right: Box::new(right.node),
+        left_keys: Vec::new(),
+        right_keys: Vec::new(),
+        left_width,
+    };
+    // A regular join's result has no time attribute (Flink's makes them plain timestamps).
+    Ok((Relation { node, columns, rowtime: None }, Scope::joined(left_scope, right_scope)))
+}
+
 /// `CREATE FUNCTION`: Sluice runs no Java; the one class it knows is Nexmark's `count_char`,
 /// built in.
 fn check_function(name: &str, class: &str, at: Location) -> Result<(), SqlError> {
@@ -261,17 +233,20 @@ impl Catalog {
             return Err(SqlError::at(at, "unsupported: DISTINCT and WINDOW are not planned yet"));
         }
         let (from, scope) = self.bind_from(&select.from, at)?;
-        let input = from.node;
         let input = match &select.selection {
-            Some(predicate) => {
-                let (bound, ty) = expr::bind(&scope, predicate, at)?;
-                if ty != SqlType::Boolean {
-                    return Err(SqlError::at(at, format!("WHERE `{predicate}` is {ty}, not BOOLEAN")));
-                }
-                Node::Filter { input: Box::new(input), predicate: bound }
+            // Over a join, the WHERE's conjuncts go where they apply (keys, a side, above).
+            Some(predicate) if matches!(from.node, Node::Join { .. }) => {
+                let bound = bind_predicate(&scope, predicate, "WHERE", at)?;
+                join::conjuncts(bound).into_iter().fold(from.node, join::attach)
             }
-            None => input,
+            Some(predicate) => {
+                Node::Filter { input: Box::new(from.node), predicate: bind_predicate(&scope, predicate, "WHERE", at)? }
+            }
+            None => from.node,
         };
+        if join::has_cross_join(&input) {
+            return Err(SqlError::at(at, "unsupported: a join with no equality between its sides (a cross join)"));
+        }
         if !keys.is_empty() || select.having.is_some() || select.projection.iter().any(has_aggregate) {
             return bind_grouped(select, keys, input, &scope, at);
         }
@@ -284,15 +259,41 @@ impl Catalog {
         Ok(Relation { node: Node::Project { input: Box::new(input), exprs }, columns, rowtime })
     }
 
-    /// The `FROM` clause: a table or view (with an alias), or a window table function over one.
+    /// The `FROM` clause: tables and views (with aliases), derived tables and window table
+    /// functions, joined (`JOIN … ON`, or listed with commas and joined by the `WHERE`).
     fn bind_from(&self, from: &[ast::TableWithJoins], at: Location) -> Result<(Relation, Scope), SqlError> {
-        let [table] = from else {
-            return Err(SqlError::at(at, "unsupported FROM: Sluice plans one table or view, no joins yet"));
-        };
-        if !table.joins.is_empty() {
-            return Err(SqlError::at(at, "unsupported: joins are not planned yet"));
+        let mut joined: Option<(Relation, Scope)> = None;
+        for table in from {
+            let mut current = self.bind_factor(&table.relation, at)?;
+            for join in &table.joins {
+                let on = match &join.join_operator {
+                    ast::JoinOperator::Join(ast::JoinConstraint::On(on))
+                    | ast::JoinOperator::Inner(ast::JoinConstraint::On(on)) => on,
+                    other => {
+                        let kind = format!("{other:?}");
+                        let kind = kind.split('(').next().unwrap_or("this");
+                        return Err(SqlError::at(
+                            at,
+                            format!("unsupported join ({kind}): Sluice plans inner joins with ON"),
+                        ));
+                    }
+                };
+                let (relation, scope) = join_relations(current, self.bind_factor(&join.relation, at)?, at)?;
+                let predicate = bind_predicate(&scope, on, "ON", at)?;
+                let node = join::conjuncts(predicate).into_iter().fold(relation.node, join::attach);
+                current = (Relation { node, ..relation }, scope);
+            }
+            joined = Some(match joined {
+                Some(left) => join_relations(left, current, at)?,
+                None => current,
+            });
         }
-        let (relation, qualifier) = match &table.relation {
+        joined.ok_or_else(|| SqlError::at(at, "a SELECT without FROM: Sluice reads tables"))
+    }
+
+    /// One relation of a `FROM`: a table or view, a derived table, or a window table function.
+    fn bind_factor(&self, factor: &ast::TableFactor, at: Location) -> Result<(Relation, Scope), SqlError> {
+        let (relation, qualifier) = match factor {
             ast::TableFactor::Table { name, alias, args: None, .. } => {
                 let name = name.to_string();
                 let relation = self.relation_of(&name, at)?;
@@ -301,9 +302,12 @@ impl Catalog {
             ast::TableFactor::TableFunction { expr: ast::Expr::Function(function), alias } => {
                 (self.bind_window(function, at)?, alias.as_ref().map(|alias| alias.name.value.clone()))
             }
+            ast::TableFactor::Derived { lateral: false, subquery, alias } => {
+                (self.bind_query(subquery, at)?, alias.as_ref().map(|alias| alias.name.value.clone()))
+            }
             other => return Err(SqlError::at(at, format!("unsupported FROM `{other}`"))),
         };
-        let scope = Scope { qualifier, columns: relation.columns.clone() };
+        let scope = Scope::of(qualifier, relation.columns.clone());
         Ok((relation, scope))
     }
 
@@ -504,7 +508,7 @@ fn is_window_aggregation(input: &Node, group_by: &GroupBy) -> bool {
 /// Whether `node`'s rows are updated (it aggregates somewhere).
 pub fn is_updating(node: &Node) -> bool {
     match node {
-        Node::Scan { .. } | Node::WindowAggregate { .. } => false,
+        Node::Scan { .. } | Node::WindowAggregate { .. } | Node::Join { .. } => false,
         Node::Aggregate { .. } => true,
         Node::Filter { input, .. } | Node::Project { input, .. } | Node::Window { input, .. } => is_updating(input),
     }
@@ -514,7 +518,7 @@ pub fn is_updating(node: &Node) -> bool {
 /// keeps them as they are), if it keeps them all.
 pub fn upsert_key(node: &Node) -> Option<Vec<usize>> {
     match node {
-        Node::Scan { .. } | Node::Window { .. } | Node::WindowAggregate { .. } => None,
+        Node::Scan { .. } | Node::Window { .. } | Node::WindowAggregate { .. } | Node::Join { .. } => None,
         Node::Aggregate { group_by, .. } => Some((0..group_by.keys.len()).collect()),
         Node::Filter { input, .. } => upsert_key(input),
         Node::Project { input, exprs } => {
@@ -542,13 +546,20 @@ fn bind_item(
         }
         other => return Err(SqlError::at(at, format!("unsupported select item `{other}`"))),
     };
-    if columns.iter().any(|(column, _)| *column == name) {
-        return Err(SqlError::at(at, format!("the query has two columns named `{name}`: give one an alias")));
-    }
     let (bound, ty) = expr::bind(scope, expr, at)?;
     exprs.push(bound);
-    columns.push((name, ty));
+    columns.push((unique_name(columns, name), ty));
     Ok(())
+}
+
+/// `name`, or if a column has it already, `name` with the first number that makes it unique
+/// (`dateTime0`), as Calcite names a query's repeated columns.
+fn unique_name(columns: &[(String, SqlType)], name: String) -> String {
+    let taken = |candidate: &str| columns.iter().any(|(column, _)| column == candidate);
+    if !taken(&name) {
+        return name;
+    }
+    (0..).map(|suffix| format!("{name}{suffix}")).find(|candidate| !taken(candidate)).unwrap_or(name)
 }
 
 /// Flink's name of an unaliased select item: a column's (or field's) own name, else `EXPR$n`.
@@ -638,25 +649,10 @@ fn watermark_delay(column: &str, expr: &ast::Expr, at: Location) -> Result<i64, 
             if ident.value != column {
                 return Err(unsupported());
             }
-            interval_millis(interval).ok_or_else(unsupported)
+            expr::interval_millis(interval).ok_or_else(unsupported)
         }
         _ => Err(unsupported()),
     }
-}
-
-/// An `INTERVAL 'n' unit` of whole units, in milliseconds.
-pub fn interval_millis(interval: &ast::Interval) -> Option<i64> {
-    let ast::Expr::Value(value) = interval.value.as_ref() else { return None };
-    let (ast::Value::SingleQuotedString(text) | ast::Value::Number(text, _)) = &value.value else { return None };
-    let count: i64 = text.trim().parse().ok()?;
-    let unit = match interval.leading_field.as_ref()? {
-        ast::DateTimeField::Second | ast::DateTimeField::Seconds => 1000,
-        ast::DateTimeField::Minute | ast::DateTimeField::Minutes => 60_000,
-        ast::DateTimeField::Hour | ast::DateTimeField::Hours => 3_600_000,
-        ast::DateTimeField::Day | ast::DateTimeField::Days => 86_400_000,
-        _ => return None,
-    };
-    count.checked_mul(unit).filter(|millis| *millis >= 0)
 }
 
 fn bind_sink(def: &TableDef, at: Location) -> Result<Sink, SqlError> {
@@ -701,7 +697,7 @@ pub(crate) fn physical_columns(def: &TableDef) -> Vec<(String, SqlType)> {
 /// projection over the scan, only if there are any).
 pub fn source_relation(source: &Source) -> Relation {
     let physical = physical_columns(&source.def);
-    let scope = Scope { qualifier: Some(source.def.name.clone()), columns: physical.clone() };
+    let scope = Scope::of(Some(source.def.name.clone()), physical.clone());
     let mut exprs = Vec::new();
     let mut columns = Vec::new();
     let mut next_physical = 0;
@@ -732,7 +728,7 @@ pub fn source_relation(source: &Source) -> Relation {
 /// Checks a source table's computed columns bind over its physical ones.
 pub fn check_computed(def: &TableDef) -> Result<(), SqlError> {
     let physical = physical_columns(def);
-    let scope = Scope { qualifier: Some(def.name.clone()), columns: physical };
+    let scope = Scope::of(Some(def.name.clone()), physical);
     for column in &def.columns {
         if let ColumnDef::Computed { expr, at, .. } = column {
             expr::bind(&scope, expr, *at)?;
@@ -758,6 +754,9 @@ pub fn evaluate(node: &Node, inputs: &BTreeMap<String, Vec<Row>>) -> Vec<Row> {
                 spec.windows(timestamp).into_iter().map(|window| with_window(&row, window)).collect()
             })
             .collect(),
+        Node::Join { left, right, left_keys, right_keys, .. } => {
+            join::evaluate(&evaluate(left, inputs), &evaluate(right, inputs), left_keys, right_keys)
+        }
         Node::WindowAggregate { input, time, spec, group_by, width } => {
             let window = Node::Window { input: input.clone(), time: *time, spec: *spec, width: *width };
             aggregate::evaluate(group_by, &evaluate(&window, inputs))
@@ -893,6 +892,48 @@ mod tests {
     }
 
     #[test]
+    fn a_join_s_equalities_become_keys_its_one_side_conjuncts_go_down_and_null_keys_meet_nothing() {
+        let script = format!(
+            "{}CREATE TABLE pairs (a BIGINT, b BIGINT) WITH ('connector' = 'sluice');\n\
+             INSERT INTO pairs SELECT B.auction, A.id FROM bids AS B, auctions A \
+             WHERE B.auction = A.id AND A.category = 10 AND B.price > A.id;",
+            "CREATE TABLE datagen (".to_string()
+                + crate::nexmark::DATAGEN_COLUMNS
+                + ") WITH ('connector' = 'nexmark', 'events.num' = '2000');\n\
+                   CREATE VIEW bids AS SELECT bid.auction, bid.price FROM datagen WHERE event_type = 2;\n\
+                   CREATE VIEW auctions AS SELECT auction.id, auction.category FROM datagen WHERE event_type = 1;\n"
+        );
+        let plan = plan_script(&script).expect("a comma join with its condition in WHERE plans");
+        let Node::Project { input, .. } = &plan.inserts[0].input.node else { panic!("a projection") };
+        let Node::Filter { input: join, predicate } = input.as_ref() else { panic!("the residual above: {input:?}") };
+        assert_eq!(predicate.to_string(), "($1 > $2)", "B.price > A.id reads both sides");
+        let Node::Join { left_keys, right_keys, right, .. } = join.as_ref() else { panic!("a join") };
+        assert_eq!((left_keys[0].to_string(), right_keys[0].to_string()), ("$0".to_string(), "$0".to_string()));
+        assert!(matches!(right.as_ref(), Node::Filter { .. }), "A.category = 10 went down to the right side");
+        let rows = |values: &[Option<i64>]| -> Vec<Row> {
+            values.iter().map(|value| Row(vec![value.map_or(Value::Null, Value::Int)])).collect()
+        };
+        let joined = join::evaluate(
+            &rows(&[Some(1), None, Some(2)]),
+            &rows(&[None, Some(1), Some(1)]),
+            &[Expr::Column(0)],
+            &[Expr::Column(0)],
+        );
+        assert_eq!(joined.len(), 2, "1 meets both 1s; NULL meets nothing: {joined:?}");
+        let ambiguous = plan_script(&script.replace("SELECT B.auction, A.id", "SELECT auction, id, price"));
+        assert!(ambiguous.is_err(), "three columns for two");
+        let cross = plan_script(&script.replace("B.auction = A.id AND ", "")).unwrap_err().message;
+        assert!(cross.contains("cross join"), "{cross}");
+        let outer = plan_script(&script.replace(
+            "FROM bids AS B, auctions A WHERE B.auction = A.id AND",
+            "FROM bids AS B LEFT JOIN auctions A ON B.auction = A.id WHERE",
+        ));
+        assert!(outer.unwrap_err().message.contains("unsupported join"));
+        let both = plan_script(&script.replace("SELECT B.auction, A.id", "SELECT id, id"));
+        assert!(both.is_ok(), "a repeated column is renamed, as Calcite does: {:?}", both.err());
+    }
+
+    #[test]
     fn an_updating_query_needs_a_sink_keyed_by_its_group_key() {
         let grouped = "INSERT INTO out SELECT bid.auction, COUNT(*) FROM datagen GROUP BY bid.auction;";
         let no_key = error(&format!("CREATE TABLE out (a BIGINT, n BIGINT) WITH ('connector' = 'sluice');\n{grouped}"));
@@ -915,11 +956,11 @@ mod tests {
             error(&format!("{sink}INSERT INTO out SELECT bid.auction, bid.price FROM datagen GROUP BY bid.auction;"));
         assert!(ungrouped.contains("neither in GROUP BY nor in an aggregate"), "{ungrouped}");
         let distinct = error(&format!(
-            "{sink}INSERT INTO out SELECT bid.auction, COUNT(DISTINCT bid.bidder) FROM datagen GROUP BY bid.auction;"
+            "{sink}INSERT INTO out SELECT bid.auction, SUM(DISTINCT bid.bidder) FROM datagen GROUP BY bid.auction;"
         ));
         assert!(distinct.contains("unsupported: DISTINCT"), "{distinct}");
         let join = error(&format!(
-            "{sink}INSERT INTO out SELECT 1, 2 FROM datagen a JOIN datagen b ON a.event_type = b.event_type;"
+            "{sink}INSERT INTO out SELECT 1, 2 FROM datagen a FULL OUTER JOIN datagen b ON a.event_type = b.event_type;"
         ));
         assert!(join.contains("unsupported"), "{join}");
         assert!(error("INSERT INTO nowhere SELECT 1 FROM datagen;").contains("no sink table"));

@@ -15,8 +15,8 @@ use sluice_engine::time::{SlidingEventTimeWindows, TimeWindow, Timestamp, Tumbli
 use sqlparser::ast;
 use sqlparser::tokenizer::Location;
 
+use crate::expr::interval_millis;
 use crate::parse::SqlError;
-use crate::plan::interval_millis;
 use crate::value::SqlType;
 
 /// The columns a window table function adds, after its input's.

@@ -145,6 +145,16 @@ fn nexmark_sql_queries_calling_functions_commit_what_the_script_computes_under_f
 }
 
 #[test]
+fn nexmark_sql_joins_commit_what_the_script_computes_in_both_modes_under_faults() {
+    random_fault_scenario("scenarios/sql/nexmark-joins.yaml");
+}
+
+#[test]
+fn nexmark_updating_sql_reports_end_at_the_final_groups_in_both_modes_under_faults() {
+    random_fault_scenario("scenarios/sql/nexmark-updating.yaml");
+}
+
+#[test]
 fn sql_window_aggregations_commit_each_window_once_in_both_modes_under_faults() {
     random_fault_scenario("scenarios/sql/nexmark-windows.yaml");
 }

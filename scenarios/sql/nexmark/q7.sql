@@ -1,0 +1,16 @@
+-- Nexmark q7, highest bid: the bids that are the highest of their 10-second window (a window
+-- aggregation joined back with the bids on the price, within the window).
+CREATE TABLE nexmark_q7 (
+  auction BIGINT, bidder BIGINT, price BIGINT, dateTime TIMESTAMP(3), extra VARCHAR
+) WITH ('connector' = 'sluice');
+
+INSERT INTO nexmark_q7
+SELECT B.auction, B.price, B.bidder, B.dateTime, B.extra
+FROM bid B
+JOIN (
+  SELECT MAX(price) AS maxprice, window_end AS dateTime
+  FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))
+  GROUP BY window_start, window_end
+) B1
+ON B.price = B1.maxprice
+WHERE B.dateTime BETWEEN B1.dateTime - INTERVAL '10' SECOND AND B1.dateTime;
