@@ -40,6 +40,8 @@ fn scripts() -> Vec<String> {
         include_str!("../../scenarios/sql/nexmark/q15.sql"),
         include_str!("../../scenarios/sql/nexmark/q16.sql"),
         include_str!("../../scenarios/sql/nexmark/q17.sql"),
+        include_str!("../../scenarios/sql/nexmark/q18.sql"),
+        include_str!("../../scenarios/sql/nexmark/q19.sql"),
     ];
     let windows =
         [include_str!("../../scenarios/sql/nexmark/ddl.sql"), include_str!("../../scenarios/sql/nexmark/windows.sql")];
@@ -159,6 +161,10 @@ const TOKENS: &[&str] = &[
     " filter (where ",
     ", bid AS C",
     "(SELECT * FROM bid) X",
+    "ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC)",
+    " WHERE rank_number <= ",
+    " ORDER BY ",
+    " PARTITION BY ",
 ];
 
 /// The script of a scenario: the lines of its `script: |` block, unindented.

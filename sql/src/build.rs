@@ -16,6 +16,7 @@ use sluice_engine::time::TimeWindow;
 use crate::aggregate::{Aggregation, GroupBy};
 use crate::expr::{self, Expr};
 use crate::plan::{Node, Plan, Sink, Source, source_relation, with_window};
+use crate::topn::{Order, TopN, ranked_changes};
 use crate::value::{Row, Value};
 use crate::window::{SqlWindows, WindowSpec};
 
@@ -58,71 +59,27 @@ pub fn build_plan(env: &StreamEnv, plan: &Plan) {
 }
 
 fn build_node(env: &StreamEnv, plan: &Plan, node: &Node, scans: &mut BTreeMap<String, DataStream<Row>>) -> Built {
+    let mut input = |node: &Node| build_node(env, plan, node, scans);
     match node {
         Node::Scan { table } => {
             Built::Append(scans.entry(table.clone()).or_insert_with(|| scan(env, &plan.sources[table])).clone())
         }
-        Node::Filter { input, predicate } => {
-            let predicate = Arc::new(predicate.clone());
-            match build_node(env, plan, input, scans) {
-                Built::Append(rows) => Built::Append(
-                    rows.filter(move |row: &Row| predicate.eval(&row.0) == Value::Bool(true)).name("Calc: filter"),
-                ),
-                Built::Updating(changes) => Built::Updating(
-                    changes
-                        .filter(move |change: &Change<Row>| predicate.eval(&change.row.0) == Value::Bool(true))
-                        .name("Calc: filter"),
-                ),
-            }
-        }
-        Node::Project { input, exprs } => {
-            let exprs: Arc<Vec<Expr>> = Arc::new(exprs.clone());
-            match build_node(env, plan, input, scans) {
-                Built::Append(rows) => {
-                    Built::Append(rows.map(move |row: Row| expr::project(&exprs, &row)).name("Calc: project"))
-                }
-                Built::Updating(changes) => Built::Updating(
-                    changes
-                        .map(move |change: Change<Row>| Change {
-                            kind: change.kind,
-                            row: expr::project(&exprs, &change.row),
-                        })
-                        .name("Calc: project"),
-                ),
-            }
-        }
-        Node::Window { input, time, spec, .. } => {
-            let Built::Append(rows) = build_node(env, plan, input, scans) else {
-                unreachable!("invariant: the planner refuses a window table function over an updating input")
-            };
-            let (time, spec) = (*time, *spec);
-            Built::Append(
-                rows.flat_map(move |row: Row| {
-                    let Value::Timestamp(timestamp) = row.0[time] else { return Vec::new() };
-                    spec.windows(timestamp).into_iter().map(|window| with_window(&row, window)).collect()
-                })
-                .name("WindowTableFunction"),
-            )
-        }
-        Node::WindowAggregate { input, spec, group_by, width, .. } => {
-            let Built::Append(rows) = build_node(env, plan, input, scans) else {
-                unreachable!("invariant: the planner refuses a window aggregation over an updating input")
-            };
-            Built::Append(window_aggregate(rows, *spec, group_by, *width))
+        Node::Filter { input: rows, predicate } => calc_filter(input(rows), predicate),
+        Node::Project { input: rows, exprs } => calc_project(input(rows), exprs),
+        Node::Window { input: rows, time, spec, .. } => Built::Append(window_rows(append(input(rows)), *time, *spec)),
+        Node::WindowAggregate { input: rows, spec, group_by, width, .. } => {
+            Built::Append(window_aggregate(append(input(rows)), *spec, group_by, *width))
         }
         Node::Join { left, right, left_keys, right_keys, .. } => {
-            let (Built::Append(left), Built::Append(right)) =
-                (build_node(env, plan, left, scans), build_node(env, plan, right, scans))
-            else {
-                unreachable!("invariant: the planner refuses a join of an updating input")
-            };
-            Built::Append(join(&left, &right, left_keys, right_keys))
+            let left = append(input(left));
+            Built::Append(join(&left, &append(input(right)), left_keys, right_keys))
         }
-        Node::Aggregate { input, group_by } => {
-            let Built::Append(rows) = build_node(env, plan, input, scans) else {
-                unreachable!("invariant: the planner refuses an aggregate over an updating input")
-            };
-            let changes = rows.map(Change::insert).name("Calc: to changelog");
+        Node::Rank { input: rows, partition, order, limit, .. } => {
+            let limit = limit.expect("invariant: the planner refuses a ROW_NUMBER() without a limit");
+            Built::Updating(top_n(env, &append(input(rows)), partition, order, limit))
+        }
+        Node::Aggregate { input: rows, group_by } => {
+            let changes = append(input(rows)).map(Change::insert).name("Calc: to changelog");
             let keys = Arc::new(group_by.keys.clone());
             let key = move |row: &Row| Row(keys.iter().map(|key| key.eval(&row.0)).collect());
             Built::Updating(
@@ -130,6 +87,69 @@ fn build_node(env: &StreamEnv, plan: &Plan, node: &Node, scans: &mut BTreeMap<St
             )
         }
     }
+}
+
+/// The rows of an input the planner made append-only (windows, joins, aggregates and Top-N
+/// read only those).
+fn append(built: Built) -> DataStream<Row> {
+    match built {
+        Built::Append(rows) => rows,
+        Built::Updating(_) => unreachable!("invariant: the planner refuses this operator over an updating input"),
+    }
+}
+
+fn calc_filter(input: Built, predicate: &Expr) -> Built {
+    let predicate = Arc::new(predicate.clone());
+    match input {
+        Built::Append(rows) => Built::Append(
+            rows.filter(move |row: &Row| predicate.eval(&row.0) == Value::Bool(true)).name("Calc: filter"),
+        ),
+        Built::Updating(changes) => Built::Updating(
+            changes
+                .filter(move |change: &Change<Row>| predicate.eval(&change.row.0) == Value::Bool(true))
+                .name("Calc: filter"),
+        ),
+    }
+}
+
+fn calc_project(input: Built, exprs: &[Expr]) -> Built {
+    let exprs: Arc<Vec<Expr>> = Arc::new(exprs.to_vec());
+    match input {
+        Built::Append(rows) => {
+            Built::Append(rows.map(move |row: Row| expr::project(&exprs, &row)).name("Calc: project"))
+        }
+        Built::Updating(changes) => Built::Updating(
+            changes
+                .map(move |change: Change<Row>| Change { kind: change.kind, row: expr::project(&exprs, &change.row) })
+                .name("Calc: project"),
+        ),
+    }
+}
+
+/// A window table function: each row once per window of its time column's value.
+fn window_rows(rows: DataStream<Row>, time: usize, spec: WindowSpec) -> DataStream<Row> {
+    rows.flat_map(move |row: Row| {
+        let Value::Timestamp(timestamp) = row.0[time] else { return Vec::new() };
+        spec.windows(timestamp).into_iter().map(|window| with_window(&row, window)).collect()
+    })
+    .name("WindowTableFunction")
+}
+
+/// Top-N on the engine's group aggregation: each partition's first rows as one result, which
+/// changes as a whole, then as changes of its numbered rows.
+fn top_n(
+    env: &StreamEnv,
+    rows: &DataStream<Row>,
+    partition: &[Expr],
+    order: &Order,
+    limit: usize,
+) -> DataStream<Change<Row>> {
+    let top = TopN { order: order.clone(), limit };
+    let keys = Arc::new(partition.to_vec());
+    let key = move |row: &Row| Row(keys.iter().map(|key| key.eval(&row.0)).collect());
+    let changes = rows.map(Change::insert).name("Calc: to changelog");
+    let partitions = group_changelog(&changes, key, top, env.mode()).name("Rank");
+    partitions.flat_map(ranked_changes).name("Calc: ranked rows")
 }
 
 /// A regular inner equi-join on the engine's keyed join: rows with a `NULL` key meet nothing

@@ -58,6 +58,17 @@ fn node(text: &mut String, plan: &Plan, current: &Node, depth: usize) {
             let _ = writeln!(text, "{indent}WindowAggregate({window}, {}) {mode}", aggregate(group_by));
             input
         }
+        Node::Rank { input, partition, order, limit, .. } => {
+            let order: Vec<String> = order
+                .0
+                .iter()
+                .map(|(expr, descending)| format!("{expr} {}", if *descending { "DESC" } else { "ASC" }))
+                .collect();
+            let limit = limit.map_or("none".to_string(), |limit| limit.to_string());
+            let spec = format!("partitionBy=[{}], orderBy=[{}], rankEnd=[{limit}]", list(partition), order.join(", "));
+            let _ = writeln!(text, "{indent}Rank(rankType=[ROW_NUMBER], {spec}, outputRankNumber=[true]) {mode}");
+            input
+        }
         Node::Join { left, right, left_keys, right_keys, .. } => {
             let keys = format!("leftKeys=[{}], rightKeys=[{}]", list(left_keys), list(right_keys));
             let _ = writeln!(text, "{indent}Join(joinType=[InnerJoin], {keys}) {mode}");

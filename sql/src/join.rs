@@ -65,17 +65,7 @@ fn key_pair(conjunct: &Expr, left_width: usize) -> Option<(Expr, Expr)> {
 
 /// Whether `node` holds a join without keys (a cross join, which Sluice does not plan).
 pub fn has_cross_join(node: &Node) -> bool {
-    match node {
-        Node::Join { left_keys, left, right, .. } => {
-            left_keys.is_empty() || has_cross_join(left) || has_cross_join(right)
-        }
-        Node::Scan { .. } => false,
-        Node::Filter { input, .. }
-        | Node::Project { input, .. }
-        | Node::Aggregate { input, .. }
-        | Node::Window { input, .. }
-        | Node::WindowAggregate { input, .. } => has_cross_join(input),
-    }
+    node.any(&|node| matches!(node, Node::Join { left_keys, .. } if left_keys.is_empty()))
 }
 
 /// The rows of an inner equi-join, by a hash of the right side's keys: the reference.

@@ -6,6 +6,7 @@
 //! | module | owns |
 //! |---|---|
 //! | [`parse`] | the script's text to statements; Flink's DDL; errors with line and column |
+//! | [`topn`] | `ROW_NUMBER() OVER` with `rn <= N`: Top-N and deduplication |
 //! | [`value`] | SQL types, values and the [`value::Row`] operators pass |
 //! | [`expr`] | scalar expressions: binding, typing, evaluation |
 //! | [`functions`] | scalar functions (`LOWER`, `HOUR`, `DATE_FORMAT`, `SPLIT_INDEX`, `REGEXP_EXTRACT`, …) |
@@ -33,6 +34,7 @@ pub mod node;
 pub mod optimize;
 pub mod parse;
 pub mod plan;
+pub mod topn;
 pub mod value;
 pub mod window;
 

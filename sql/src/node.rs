@@ -2,6 +2,7 @@
 
 use crate::aggregate::GroupBy;
 use crate::expr::Expr;
+use crate::topn::Order;
 use crate::window::WindowSpec;
 
 /// A relational node: what an operator chain computes.
@@ -71,6 +72,22 @@ pub enum Node {
         /// The left input's columns.
         left_width: usize,
     },
+    /// `ROW_NUMBER() OVER (PARTITION BY … ORDER BY …)` kept to `rn <= limit` (see
+    /// [`crate::topn`]): each partition's first rows in the order, each with its number after
+    /// its columns. Updating.
+    Rank {
+        /// The input (append-only).
+        input: Box<Node>,
+        /// The partition keys.
+        partition: Vec<Expr>,
+        /// The order within a partition.
+        order: Order,
+        /// How many rows a partition keeps: set by the enclosing query's filter on the number
+        /// (a rank without one is refused).
+        limit: Option<usize>,
+        /// The input's columns (the number is column `width`).
+        width: usize,
+    },
     /// Computes a row of expressions from each row.
     Project {
         /// The input.
@@ -78,4 +95,23 @@ pub enum Node {
         /// One expression per output column.
         exprs: Vec<Expr>,
     },
+}
+
+impl Node {
+    /// Whether `matches` holds for this node or any node below it.
+    pub fn any(&self, matches: &dyn Fn(&Node) -> bool) -> bool {
+        if matches(self) {
+            return true;
+        }
+        match self {
+            Node::Scan { .. } => false,
+            Node::Join { left, right, .. } => left.any(matches) || right.any(matches),
+            Node::Rank { input, .. }
+            | Node::Filter { input, .. }
+            | Node::Project { input, .. }
+            | Node::Aggregate { input, .. }
+            | Node::Window { input, .. }
+            | Node::WindowAggregate { input, .. } => input.any(matches),
+        }
+    }
 }

@@ -37,6 +37,9 @@ pub fn fuse_projections(node: Node) -> Node {
             right_keys,
             left_width,
         },
+        Node::Rank { input, partition, order, limit, width } => {
+            Node::Rank { input: Box::new(fuse_projections(*input)), partition, order, limit, width }
+        }
         Node::Window { input, time, spec, width } => {
             Node::Window { input: Box::new(fuse_projections(*input)), time, spec, width }
         }

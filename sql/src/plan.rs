@@ -12,12 +12,13 @@ use sqlparser::ast;
 use sqlparser::tokenizer::Location;
 
 use crate::aggregate::{self, GroupBy, Grouping};
-use crate::expr::{self, Expr, Scope};
+use crate::expr::{self, Expr, Op, Scope};
 use crate::functions;
 use crate::join;
 use crate::nexmark;
 pub use crate::node::Node;
 use crate::parse::{ColumnDef, Located, SqlError, Statement, TableDef};
+use crate::topn;
 use crate::value::{Row, SqlType, Value};
 use crate::window;
 use sluice_engine::time::TimeWindow;
@@ -120,6 +121,86 @@ pub fn bind_script(statements: &[Located]) -> Result<Plan, SqlError> {
         });
     }
     Ok(Plan { sources: catalog.sources, inserts, explains })
+}
+
+/// A select list's input, expressions and columns.
+type Items = (Node, Vec<Expr>, Vec<(String, SqlType)>);
+
+/// A plain select list over `input` (of `scope`'s columns): its expressions and columns, and the
+/// input, numbered by a rank if an item is `ROW_NUMBER() OVER (…)` (its number is then column
+/// `width` of the rank's rows).
+fn bind_items(scope: &Scope, select: &ast::Select, input: Node, at: Location) -> Result<Items, SqlError> {
+    let (mut exprs, mut columns, mut rank) = (Vec::new(), Vec::new(), None);
+    let width = scope.columns.len();
+    for item in &select.projection {
+        let (expr, name) = match item {
+            ast::SelectItem::UnnamedExpr(expr) => (expr, default_name(expr, columns.len())),
+            ast::SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
+            _ => {
+                bind_item(scope, item, at, &mut exprs, &mut columns)?;
+                continue;
+            }
+        };
+        let Some(numbering) = topn::bind_row_number(scope, expr, at)? else {
+            bind_item(scope, item, at, &mut exprs, &mut columns)?;
+            continue;
+        };
+        if rank.replace(numbering).is_some() {
+            return Err(SqlError::at(at, "unsupported: two ROW_NUMBER() in one SELECT"));
+        }
+        exprs.push(Expr::Column(width));
+        columns.push((unique_name(&columns, name), SqlType::BigInt));
+    }
+    let Some((partition, order)) = rank else { return Ok((input, exprs, columns)) };
+    if is_updating(&input) {
+        return Err(SqlError::at(at, "unsupported: ROW_NUMBER() over an updating input"));
+    }
+    Ok((Node::Rank { input: Box::new(input), partition, order, limit: None, width }, exprs, columns))
+}
+
+/// `node` filtered by `conjunct`, or, if `node` numbers rows and `conjunct` is `rn <= N` (or
+/// `rn < N`, `rn = 1`) on its number, `node` keeping `N` rows per partition (Flink's Top-N).
+fn filter_or_limit(node: Node, conjunct: Expr, at: Location) -> Result<Node, SqlError> {
+    let Some(limit) = rank_limit(&node, &conjunct) else {
+        return Ok(Node::Filter { input: Box::new(node), predicate: conjunct });
+    };
+    if !(1..=topn::MAX_LIMIT).contains(&limit) {
+        return Err(SqlError::at(
+            at,
+            format!("a Top-N keeps 1 to {} rows per partition, not {limit}", topn::MAX_LIMIT),
+        ));
+    }
+    let Node::Project { input, exprs } = node else { unreachable!("invariant: rank_limit found a projection") };
+    let Node::Rank { input: rows, partition, order, width, .. } = *input else {
+        unreachable!("invariant: rank_limit found a rank")
+    };
+    let rank = Node::Rank { input: rows, partition, order, limit: Some(limit as usize), width };
+    Ok(Node::Project { input: Box::new(rank), exprs })
+}
+
+/// The `N` that `conjunct` bounds `node`'s row number to, if `node` is a projection of a rank
+/// with no limit yet and `conjunct` bounds its number.
+fn rank_limit(node: &Node, conjunct: &Expr) -> Option<i64> {
+    let Node::Project { input, exprs } = node else { return None };
+    let Node::Rank { limit: None, width, .. } = input.as_ref() else { return None };
+    let Expr::Binary(op, left, right) = conjunct else { return None };
+    let (Expr::Column(column), Expr::Literal(Value::Int(bound))) = (left.as_ref(), right.as_ref()) else {
+        return None;
+    };
+    if exprs.get(*column) != Some(&Expr::Column(*width)) {
+        return None;
+    }
+    match op {
+        Op::LtEq => Some(*bound),
+        Op::Lt => Some(bound.saturating_sub(1)),
+        Op::Eq if *bound == 1 => Some(1),
+        _ => None,
+    }
+}
+
+/// Whether `node` numbers rows without a limit (`ROW_NUMBER()` with no `rn <= N` on it).
+fn has_unlimited_rank(node: &Node) -> bool {
+    node.any(&|node| matches!(node, Node::Rank { limit: None, .. }))
 }
 
 /// `predicate` bound over `scope`: a BOOLEAN (`clause` names it in errors).
@@ -240,7 +321,10 @@ impl Catalog {
                 join::conjuncts(bound).into_iter().fold(from.node, join::attach)
             }
             Some(predicate) => {
-                Node::Filter { input: Box::new(from.node), predicate: bind_predicate(&scope, predicate, "WHERE", at)? }
+                let bound = bind_predicate(&scope, predicate, "WHERE", at)?;
+                join::conjuncts(bound)
+                    .into_iter()
+                    .try_fold(from.node, |node, conjunct| filter_or_limit(node, conjunct, at))?
             }
             None => from.node,
         };
@@ -250,11 +334,7 @@ impl Catalog {
         if !keys.is_empty() || select.having.is_some() || select.projection.iter().any(has_aggregate) {
             return bind_grouped(select, keys, input, &scope, at);
         }
-        let mut exprs = Vec::new();
-        let mut columns = Vec::new();
-        for item in &select.projection {
-            bind_item(&scope, item, at, &mut exprs, &mut columns)?;
-        }
+        let (input, exprs, columns) = bind_items(&scope, select, input, at)?;
         let rowtime = selected_as_is(&exprs, from.rowtime);
         Ok(Relation { node: Node::Project { input: Box::new(input), exprs }, columns, rowtime })
     }
@@ -342,6 +422,12 @@ impl Catalog {
             return Err(SqlError::at(at, format!("INSERT INTO `{table}`: no sink table of that name")));
         };
         let input = self.bind_query(query, at)?;
+        if has_unlimited_rank(&input.node) {
+            return Err(SqlError::at(
+                at,
+                "ROW_NUMBER() with no `WHERE rn <= N` on it in the enclosing query: Sluice plans ROW_NUMBER() as Top-N",
+            ));
+        }
         if input.columns.len() != sink.columns.len() {
             return Err(SqlError::at(
                 at,
@@ -509,7 +595,7 @@ fn is_window_aggregation(input: &Node, group_by: &GroupBy) -> bool {
 pub fn is_updating(node: &Node) -> bool {
     match node {
         Node::Scan { .. } | Node::WindowAggregate { .. } | Node::Join { .. } => false,
-        Node::Aggregate { .. } => true,
+        Node::Aggregate { .. } | Node::Rank { .. } => true,
         Node::Filter { input, .. } | Node::Project { input, .. } | Node::Window { input, .. } => is_updating(input),
     }
 }
@@ -520,6 +606,20 @@ pub fn upsert_key(node: &Node) -> Option<Vec<usize>> {
     match node {
         Node::Scan { .. } | Node::Window { .. } | Node::WindowAggregate { .. } | Node::Join { .. } => None,
         Node::Aggregate { group_by, .. } => Some((0..group_by.keys.len()).collect()),
+        // A partition's first row is identified by the partition; the others by their number too.
+        Node::Rank { partition, limit, width, .. } => {
+            let mut key: Vec<usize> = partition
+                .iter()
+                .map(|key| match key {
+                    Expr::Column(index) => Some(*index),
+                    _ => None,
+                })
+                .collect::<Option<_>>()?;
+            if *limit != Some(1) {
+                key.push(*width);
+            }
+            Some(key)
+        }
         Node::Filter { input, .. } => upsert_key(input),
         Node::Project { input, exprs } => {
             upsert_key(input)?.into_iter().map(|key| exprs.iter().position(|expr| *expr == Expr::Column(key))).collect()
@@ -602,7 +702,7 @@ fn check_upsert_sink(sink: &Sink, input: &Relation, at: Location) -> Result<(), 
             sink.name
         ),
         None => format!(
-            "sink `{}` cannot take the query's updates: the select list must keep every GROUP BY key",
+            "sink `{}` cannot take the query's updates: the select list must keep every GROUP BY key (a Top-N's PARTITION BY keys, as columns, and its row number)",
             sink.name
         ),
     };
@@ -754,6 +854,9 @@ pub fn evaluate(node: &Node, inputs: &BTreeMap<String, Vec<Row>>) -> Vec<Row> {
                 spec.windows(timestamp).into_iter().map(|window| with_window(&row, window)).collect()
             })
             .collect(),
+        Node::Rank { input, partition, order, limit, .. } => {
+            topn::evaluate(evaluate(input, inputs), partition, order, limit.unwrap_or(0))
+        }
         Node::Join { left, right, left_keys, right_keys, .. } => {
             join::evaluate(&evaluate(left, inputs), &evaluate(right, inputs), left_keys, right_keys)
         }
@@ -931,6 +1034,41 @@ mod tests {
         assert!(outer.unwrap_err().message.contains("unsupported join"));
         let both = plan_script(&script.replace("SELECT B.auction, A.id", "SELECT id, id"));
         assert!(both.is_ok(), "a repeated column is renamed, as Calcite does: {:?}", both.err());
+    }
+
+    #[test]
+    fn row_number_bounded_by_the_enclosing_query_is_a_top_n_keyed_by_partition_and_number() {
+        let top = |sink_key: &str, bound: &str| {
+            plan_script(&format!(
+                "{}CREATE TABLE top (auction BIGINT, price BIGINT, rn BIGINT, PRIMARY KEY ({sink_key}) NOT ENFORCED) \
+                 WITH ('connector' = 'sluice');\n\
+                 INSERT INTO top SELECT auction, price, rn FROM (SELECT auction, price, \
+                 ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) AS rn FROM bids){bound};",
+                windowed_source()
+            ))
+        };
+        let plan = top("auction, rn", " WHERE rn <= 3").expect("a Top-N plans");
+        let SourceConnector::Nexmark(options) = &plan.sources["datagen"].connector;
+        let inputs = BTreeMap::from([("datagen".to_string(), nexmark::events(options).collect())]);
+        let rows = evaluate(&plan.inserts[0].input.node, &inputs);
+        let mut by_auction: BTreeMap<Value, Vec<(Value, Value)>> = BTreeMap::new();
+        for row in rows {
+            by_auction.entry(row.0[0].clone()).or_default().push((row.0[1].clone(), row.0[2].clone()));
+        }
+        assert!(by_auction.len() > 5);
+        for (auction, ranked) in by_auction {
+            assert!(ranked.len() <= 3, "auction {auction}: {ranked:?}");
+            let numbers: Vec<Value> = ranked.iter().map(|(_, number)| number.clone()).collect();
+            assert_eq!(numbers, (1..=ranked.len() as i64).map(Value::Int).collect::<Vec<_>>());
+            assert!(ranked.windows(2).all(|pair| pair[0].0 >= pair[1].0), "prices descend: {ranked:?}");
+        }
+        let missing = top("auction, rn", "").unwrap_err().message;
+        assert!(missing.contains("ROW_NUMBER() with no `WHERE rn <= N`"), "{missing}");
+        assert!(top("auction, rn", " WHERE rn <= 0").unwrap_err().message.contains("keeps 1 to"));
+        let key = top("auction", " WHERE rn <= 3").unwrap_err().message;
+        assert!(key.contains("needs PRIMARY KEY (auction, rn)"), "{key}");
+        // With one row per partition, the partition is the key (Flink's deduplication).
+        assert!(top("auction", " WHERE rn = 1").is_ok());
     }
 
     #[test]
