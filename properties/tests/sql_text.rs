@@ -31,8 +31,11 @@ fn scripts() -> Vec<String> {
     let joins = [
         include_str!("../../scenarios/sql/nexmark/ddl.sql"),
         include_str!("../../scenarios/sql/nexmark/q3.sql"),
+        include_str!("../../scenarios/sql/nexmark/q4.sql"),
+        include_str!("../../scenarios/sql/nexmark/q5.sql"),
         include_str!("../../scenarios/sql/nexmark/q7.sql"),
         include_str!("../../scenarios/sql/nexmark/q8.sql"),
+        include_str!("../../scenarios/sql/nexmark/q9.sql"),
         include_str!("../../scenarios/sql/nexmark/q20.sql"),
     ];
     let updating = [
@@ -165,6 +168,8 @@ const TOKENS: &[&str] = &[
     " WHERE rank_number <= ",
     " ORDER BY ",
     " PARTITION BY ",
+    "A.*, ",
+    "GROUP BY window_start, window_end",
 ];
 
 /// The script of a scenario: the lines of its `script: |` block, unindented.

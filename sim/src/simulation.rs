@@ -17,6 +17,8 @@
 //!     .assert_passed();
 //! ```
 //!
+//! A Flink SQL script is a job too: `Simulation::sql(&["queries/ddl.sql", "queries/q.sql"])?`.
+//!
 //! A simulation is a scenario built in code ([`Scenario`]: the same fields, defaults and checks
 //! as a YAML file's), plus the oracles to hold on every seed. The standard checks of a run
 //! always hold (completed, liveness, checkpoint-commits, commits-stay, and exactly-once against
@@ -39,7 +41,7 @@ use crate::seed::{DeterminismCheck, SeedOutcome, SeedResult, run_seed};
 use sluice_harness::check::{CheckFailure, same_final_output};
 use sluice_harness::faults::{Fault, RandomFaults};
 use sluice_harness::report::RunReport;
-use sluice_harness::scenario::{FileFormat, InputFile, JobCatalog, Scenario};
+use sluice_harness::scenario::{FileFormat, InputFile, JobCatalog, Scenario, ScriptError, read_script};
 
 /// A check beyond each run's own, for jobs with or without a reference implementation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -88,6 +90,21 @@ impl Simulation {
             oracles: vec![Oracle::ModesAgree],
             failures: std::env::temp_dir().join("sluice-failures"),
         }
+    }
+
+    /// A simulation of a Flink SQL script: `files` read in order as one script (say, the
+    /// tables' DDL, then a query), run as the `sql` job; an error names the SQL file, its line
+    /// and column. Named after the last file.
+    pub fn sql<P: AsRef<Path>>(files: &[P]) -> Result<Simulation, String> {
+        let paths: Vec<PathBuf> = files.iter().map(|file| file.as_ref().to_path_buf()).collect();
+        let (script, _) = read_script(&paths).map_err(|error| match error {
+            ScriptError::Files(message) => message,
+            ScriptError::Sql(error) => error.to_string(),
+        })?;
+        let name = paths.last().and_then(|path| path.file_stem()).map(|stem| stem.to_string_lossy().into_owned());
+        Ok(Simulation::of(&sluice_catalog::sql::SQL)
+            .name(name.as_deref().unwrap_or("sql"))
+            .param("script", script.as_str()))
     }
 
     /// The simulation of a scenario file whose job is `job`.

@@ -79,7 +79,11 @@ fn build_node(env: &StreamEnv, plan: &Plan, node: &Node, scans: &mut BTreeMap<St
             Built::Updating(top_n(env, &append(input(rows)), partition, order, limit))
         }
         Node::Aggregate { input: rows, group_by } => {
-            let changes = append(input(rows)).map(Change::insert).name("Calc: to changelog");
+            let changes = match input(rows) {
+                Built::Append(rows) => rows.map(Change::insert).name("Calc: to changelog"),
+                // An updating input's retractions take rows back out of their groups.
+                Built::Updating(changes) => changes,
+            };
             let keys = Arc::new(group_by.keys.clone());
             let key = move |row: &Row| Row(keys.iter().map(|key| key.eval(&row.0)).collect());
             Built::Updating(

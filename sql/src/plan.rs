@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use sqlparser::ast;
 use sqlparser::tokenizer::Location;
 
-use crate::aggregate::{self, GroupBy, Grouping};
+use crate::aggregate::{self, Call, Function, GroupBy, Grouping};
 use crate::expr::{self, Expr, Op, Scope};
 use crate::functions;
 use crate::join;
@@ -20,7 +20,7 @@ pub use crate::node::Node;
 use crate::parse::{ColumnDef, Located, SqlError, Statement, TableDef};
 use crate::topn;
 use crate::value::{Row, SqlType, Value};
-use crate::window;
+use crate::window::{self, WindowKind, WindowSpec};
 use sluice_engine::time::TimeWindow;
 
 /// A node and the columns it produces.
@@ -34,6 +34,31 @@ pub struct Relation {
     /// it is, or a window table function's `window_time`. Window functions need one; its values
     /// are the rows' event timestamps.
     pub rowtime: Option<usize>,
+    /// Its window columns, if its rows are a window aggregation's results (see
+    /// [`WindowColumns`]).
+    pub window: Option<WindowColumns>,
+}
+
+/// The `window_start` and `window_end` columns of a window aggregation's results, and the
+/// windows' length. Each result row's event timestamp is its window's last millisecond, so a
+/// `GROUP BY` of both columns is a window aggregation of the same windows (Flink's window
+/// aggregation over a window aggregation, which q5 is).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowColumns {
+    /// `window_start`'s column.
+    pub start: usize,
+    /// `window_end`'s column.
+    pub end: usize,
+    /// The windows' length in milliseconds.
+    pub size: i64,
+}
+
+impl WindowColumns {
+    /// The same columns after a projection `exprs` that selects both as they are.
+    fn selected(self, exprs: &[Expr]) -> Option<WindowColumns> {
+        let start = selected_as_is(exprs, Some(self.start))?;
+        Some(WindowColumns { start, end: selected_as_is(exprs, Some(self.end))?, size: self.size })
+    }
 }
 
 /// A source table.
@@ -231,7 +256,7 @@ fn join_relations(
         left_width,
     };
     // A regular join's result has no time attribute (Flink's makes them plain timestamps).
-    Ok((Relation { node, columns, rowtime: None }, Scope::joined(left_scope, right_scope)))
+    Ok((Relation { node, columns, rowtime: None, window: None }, Scope::joined(left_scope, right_scope)))
 }
 
 /// `CREATE FUNCTION`: Sluice runs no Java; the one class it knows is Nexmark's `count_char`,
@@ -332,11 +357,12 @@ impl Catalog {
             return Err(SqlError::at(at, "unsupported: a join with no equality between its sides (a cross join)"));
         }
         if !keys.is_empty() || select.having.is_some() || select.projection.iter().any(has_aggregate) {
-            return bind_grouped(select, keys, input, &scope, at);
+            return bind_grouped(select, keys, (input, from.window), &scope, at);
         }
         let (input, exprs, columns) = bind_items(&scope, select, input, at)?;
         let rowtime = selected_as_is(&exprs, from.rowtime);
-        Ok(Relation { node: Node::Project { input: Box::new(input), exprs }, columns, rowtime })
+        let window = from.window.and_then(|window| window.selected(&exprs));
+        Ok(Relation { node: Node::Project { input: Box::new(input), exprs }, columns, rowtime, window })
     }
 
     /// The `FROM` clause: tables and views (with aliases), derived tables and window table
@@ -414,7 +440,9 @@ impl Catalog {
         let mut columns = input.columns;
         columns.extend(window::window_columns());
         let node = Node::Window { input: Box::new(input.node), time, spec: call.spec, width };
-        Ok(Relation { node, columns, rowtime: Some(width + 2) })
+        // The rows' event timestamps are not their windows' ends: no window columns for a
+        // later aggregation (grouping these by window is the window aggregation itself).
+        Ok(Relation { node, columns, rowtime: Some(width + 2), window: None })
     }
 
     fn bind_insert(&self, table: &str, query: &ast::Query, at: Location) -> Result<Insert, SqlError> {
@@ -449,7 +477,10 @@ impl Catalog {
             check_upsert_sink(sink, &input, at)?;
         }
         let node = Node::Project { input: Box::new(input.node), exprs: casts };
-        Ok(Insert { sink: sink.clone(), input: Relation { node, columns: sink.columns.clone(), rowtime: None } })
+        Ok(Insert {
+            sink: sink.clone(),
+            input: Relation { node, columns: sink.columns.clone(), rowtime: None, window: None },
+        })
     }
 }
 
@@ -490,13 +521,10 @@ fn calls_aggregate(expr: &ast::Expr) -> bool {
 fn bind_grouped(
     select: &ast::Select,
     keys: &[ast::Expr],
-    input: Node,
+    (input, window): (Node, Option<WindowColumns>),
     scope: &Scope,
     at: Location,
 ) -> Result<Relation, SqlError> {
-    if is_updating(&input) {
-        return Err(SqlError::at(at, "unsupported: an aggregate over an updating input"));
-    }
     let mut bound_keys = Vec::new();
     let mut key_types = Vec::new();
     for key in keys {
@@ -533,17 +561,31 @@ fn bind_grouped(
         exprs.push(bound);
         columns.push((name, ty));
     }
-    let calls = grouping.calls.into_iter().map(|(call, _, _)| call).collect();
+    let calls: Vec<Call> = grouping.calls.into_iter().map(|(call, _, _)| call).collect();
+    if is_updating(&input) && calls.iter().any(|call| matches!(call.function, Function::Min | Function::Max)) {
+        // Flink keeps every value of a group to take one back; Sluice's MIN and MAX keep one.
+        return Err(SqlError::at(at, "unsupported: MIN or MAX over an updating input"));
+    }
     let group_by = GroupBy { keys: bound_keys, calls, having };
-    let aggregate = aggregate_node(input, group_by);
-    // A window aggregation's `window_time`, grouped and selected as it is, stays a time attribute.
-    let rowtime = match &aggregate {
-        Node::WindowAggregate { group_by, width, .. } => {
-            selected_as_is(&exprs, group_by.keys.iter().position(|key| *key == Expr::Column(width + 2)))
+    let aggregate = aggregate_node(input, group_by, window, scope.columns.len());
+    // A window aggregation's `window_time`, grouped and selected as it is, stays a time attribute;
+    // its `window_start` and `window_end`, selected as they are, stay its window columns.
+    let (rowtime, window) = match &aggregate {
+        Node::WindowAggregate { group_by, width, spec, time, .. } => {
+            let key = |column: usize| group_by.keys.iter().position(|key| *key == Expr::Column(column));
+            let (start, end) = match spec.kind {
+                WindowKind::Windowed { .. } => (window.map(|window| window.start), Some(*time)),
+                _ => (Some(*width), Some(width + 1)),
+            };
+            let columns = match (start.and_then(key), end.and_then(key), spec.size()) {
+                (Some(start), Some(end), Some(size)) => WindowColumns { start, end, size }.selected(&exprs),
+                _ => None,
+            };
+            (selected_as_is(&exprs, key(width + 2)), columns)
         }
-        _ => None,
+        _ => (None, None),
     };
-    Ok(Relation { node: Node::Project { input: Box::new(aggregate), exprs }, columns, rowtime })
+    Ok(Relation { node: Node::Project { input: Box::new(aggregate), exprs }, columns, rowtime, window })
 }
 
 /// The output column of `exprs` that is input column `column` as it is.
@@ -556,9 +598,17 @@ fn selected_as_is(exprs: &[Expr], column: Option<usize>) -> Option<usize> {
 /// table function (under a filter of its input's columns, at most) and the keys hold its
 /// `window_start` and `window_end` as they are, and read the window's columns no other way;
 /// else a group aggregation.
-fn aggregate_node(input: Node, group_by: GroupBy) -> Node {
+fn aggregate_node(input: Node, group_by: GroupBy, window: Option<WindowColumns>, width: usize) -> Node {
     if !is_window_aggregation(&input, &group_by) {
-        return Node::Aggregate { input: Box::new(input), group_by };
+        let grouped = |column: usize| group_by.keys.contains(&Expr::Column(column));
+        return match window {
+            // Grouped by a window aggregation's window: the same windows again.
+            Some(window) if grouped(window.start) && grouped(window.end) && !is_updating(&input) => {
+                let spec = WindowSpec { kind: WindowKind::Windowed { size: window.size }, offset: 0 };
+                Node::WindowAggregate { input: Box::new(input), time: window.end, spec, group_by, width }
+            }
+            _ => Node::Aggregate { input: Box::new(input), group_by },
+        };
     }
     let (window, filter) = match input {
         Node::Filter { input, predicate } => (*input, Some(predicate)),
@@ -641,6 +691,19 @@ fn bind_item(
             for (index, column) in scope.columns.iter().enumerate() {
                 exprs.push(Expr::Column(index));
                 columns.push(column.clone());
+            }
+            return Ok(());
+        }
+        ast::SelectItem::QualifiedWildcard(ast::SelectItemQualifiedWildcardKind::ObjectName(name), _) => {
+            let name = name.to_string();
+            let range = match scope.tables.iter().find(|(table, _)| *table == name) {
+                Some((_, range)) => range.clone(),
+                None if scope.qualifier.as_deref() == Some(name.as_str()) => 0..scope.columns.len(),
+                None => return Err(SqlError::at(at, format!("`{name}.*`: no table `{name}` in FROM"))),
+            };
+            for index in range {
+                exprs.push(Expr::Column(index));
+                columns.push((unique_name(columns, scope.columns[index].0.clone()), scope.columns[index].1.clone()));
             }
             return Ok(());
         }
@@ -820,9 +883,9 @@ pub fn source_relation(source: &Source) -> Relation {
     let rowtime = source.watermark.map(|(column, _)| column);
     if exprs.len() == next_physical {
         // No computed columns: the physical rows as they are.
-        return Relation { node: scan, columns, rowtime };
+        return Relation { node: scan, columns, rowtime, window: None };
     }
-    Relation { node: Node::Project { input: Box::new(scan), exprs }, columns, rowtime }
+    Relation { node: Node::Project { input: Box::new(scan), exprs }, columns, rowtime, window: None }
 }
 
 /// Checks a source table's computed columns bind over its physical ones.
@@ -860,6 +923,9 @@ pub fn evaluate(node: &Node, inputs: &BTreeMap<String, Vec<Row>>) -> Vec<Row> {
         Node::Join { left, right, left_keys, right_keys, .. } => {
             join::evaluate(&evaluate(left, inputs), &evaluate(right, inputs), left_keys, right_keys)
         }
+        Node::WindowAggregate {
+            input, spec: WindowSpec { kind: WindowKind::Windowed { .. }, .. }, group_by, ..
+        } => aggregate::evaluate(group_by, &evaluate(input, inputs)),
         Node::WindowAggregate { input, time, spec, group_by, width } => {
             let window = Node::Window { input: input.clone(), time: *time, spec: *spec, width: *width };
             aggregate::evaluate(group_by, &evaluate(&window, inputs))
@@ -1069,6 +1135,32 @@ mod tests {
         assert!(key.contains("needs PRIMARY KEY (auction, rn)"), "{key}");
         // With one row per partition, the partition is the key (Flink's deduplication).
         assert!(top("auction", " WHERE rn = 1").is_ok());
+    }
+
+    #[test]
+    fn a_window_aggregation_of_a_window_aggregation_keeps_its_windows_and_is_append_only() {
+        let counts = "SELECT auction, COUNT(*) AS n, window_start AS s, window_end AS e FROM TABLE(TUMBLE(TABLE bids, \
+             DESCRIPTOR(dateTime), INTERVAL '10' SECOND)) GROUP BY auction, window_start, window_end";
+        let plan = windowed(&format!("SELECT s, e, MAX(n) FROM ({counts}) C GROUP BY s, e")).expect("it plans");
+        let node = &plan.inserts[0].input.node;
+        assert!(!is_updating(node), "a window aggregation of one is append-only: {node:?}");
+        assert!(node.any(&|node| matches!(
+            node,
+            Node::WindowAggregate { spec: WindowSpec { kind: WindowKind::Windowed { size: 10_000 }, .. }, .. }
+        )));
+        // Grouped by the start alone, it is a group aggregation again.
+        let by_start = windowed(&format!("SELECT s, s AS e2, MAX(n) FROM ({counts}) C GROUP BY s"));
+        assert!(by_start.unwrap_err().message.contains("needs PRIMARY KEY"));
+        // An aggregate over updating rows takes their retractions, MIN and MAX excepted.
+        let grouped = "SELECT auction, COUNT(*) AS n FROM bids GROUP BY auction";
+        let sum = plan_script(&format!(
+            "{}CREATE TABLE totals (n BIGINT, c BIGINT, PRIMARY KEY (n) NOT ENFORCED) WITH ('connector' = 'sluice');\n\
+             INSERT INTO totals SELECT n, COUNT(*) FROM ({grouped}) G GROUP BY n;",
+            windowed_source()
+        ));
+        assert!(sum.is_ok(), "{:?}", sum.err());
+        let max = windowed(&format!("SELECT 1, 2, MAX(n) FROM ({grouped}) G GROUP BY auction"));
+        assert!(max.unwrap_err().message.contains("MIN or MAX over an updating input"));
     }
 
     #[test]

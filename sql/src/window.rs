@@ -45,6 +45,12 @@ pub enum WindowKind {
         /// The longest window's length.
         size: i64,
     },
+    /// The windows a window aggregation's result rows are of: a row whose event timestamp is
+    /// `t` (its window's last millisecond) is in `[t + 1 − size, t + 1)`.
+    Windowed {
+        /// The windows' length.
+        size: i64,
+    },
 }
 
 /// A window table function's windows: its kind and the alignment offset.
@@ -80,6 +86,18 @@ impl WindowSpec {
                     .filter(|window| window.end > timestamp)
                     .collect()
             }
+            WindowKind::Windowed { size } => {
+                let end = timestamp.saturating_add(1);
+                vec![TimeWindow { start: end.saturating_sub(size), end }]
+            }
+        }
+    }
+
+    /// The windows' length, if they all have the same (a `CUMULATE`'s differ).
+    pub fn size(&self) -> Option<i64> {
+        match self.kind {
+            WindowKind::Tumble { size } | WindowKind::Hop { size, .. } | WindowKind::Windowed { size } => Some(size),
+            WindowKind::Cumulate { .. } => None,
         }
     }
 }
@@ -101,7 +119,7 @@ impl WindowAssigner for SqlWindows {
             WindowKind::Hop { slide, size } => {
                 SlidingEventTimeWindows::of(size, slide, spec.offset).expect(checked).assign(timestamp)
             }
-            WindowKind::Cumulate { .. } => spec.windows(timestamp),
+            WindowKind::Cumulate { .. } | WindowKind::Windowed { .. } => spec.windows(timestamp),
         }
     }
 }
@@ -112,6 +130,7 @@ impl fmt::Display for WindowSpec {
             WindowKind::Tumble { size } => write!(f, "TUMBLE(size=[{size} ms]")?,
             WindowKind::Hop { slide, size } => write!(f, "HOP(slide=[{slide} ms], size=[{size} ms]")?,
             WindowKind::Cumulate { step, size } => write!(f, "CUMULATE(step=[{step} ms], size=[{size} ms]")?,
+            WindowKind::Windowed { size } => write!(f, "WINDOWED(size=[{size} ms]")?,
         }
         if self.offset != 0 {
             write!(f, ", offset=[{} ms]", self.offset)?;
@@ -205,6 +224,7 @@ fn check(spec: &WindowSpec) -> Result<(), String> {
         WindowKind::Tumble { size } => (size, size, size),
         WindowKind::Hop { slide, size } => (slide, size, slide),
         WindowKind::Cumulate { step, size } => (size, size, step),
+        WindowKind::Windowed { size } => (size, size, size),
     };
     if part <= 0 || size <= 0 {
         return Err(format!("{spec}: a window's lengths are positive"));

@@ -109,3 +109,20 @@ fn a_scenario_gives_job_or_sql_files_never_both_nor_a_script_beside_them() {
     let (status, stderr) = run("sql: [ddl.sql, q.sql]\n");
     assert_eq!(status, 0, "{stderr}");
 }
+
+#[test]
+fn a_user_crate_simulates_its_sql_files_under_faults_through_the_test_api() {
+    let files = [workspace().join(DDL), workspace().join("scenarios/sql/nexmark/q19.sql")];
+    sluice_sim::Simulation::sql(&files)
+        .expect("the script plans")
+        .cluster(3, 2)
+        .checkpoints(std::time::Duration::from_millis(50))
+        .random_faults(3, &["tm-crash", "jm-crash", "partition-loss"])
+        .seeds(1..4)
+        .run()
+        .assert_passed();
+    let dir = directory_with(&[("bad.sql", "INSERT INTO nowhere SELECT 1 FROM bid;")]);
+    let error = sluice_sim::Simulation::sql(&[workspace().join(DDL), dir.path().join("bad.sql")]).err();
+    let error = error.expect("an unknown sink is refused");
+    assert!(error.contains("bad.sql:1: column 1: INSERT INTO `nowhere`"), "{error}");
+}
