@@ -35,8 +35,8 @@ impl SqlFiles {
     }
 }
 
-/// The most files `sql:` may list.
-const MAX_FILES: usize = 16;
+/// The most files `sql:` may list (a script is at most 32 KiB in all, whatever the count).
+const MAX_FILES: usize = 64;
 
 /// Resolves `sql:` (if given) into the `sql` job and its `script` parameter; without it, `job`
 /// must be given.

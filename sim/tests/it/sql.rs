@@ -104,7 +104,7 @@ fn a_scenario_gives_job_or_sql_files_never_both_nor_a_script_beside_them() {
     let (status, stderr) = run("sql: [ddl.sql, nowhere.sql]\n");
     assert!(status == 2 && stderr.contains("field `sql`: cannot read") && stderr.contains("nowhere.sql"), "{stderr}");
     let (status, stderr) = run("sql: []\n");
-    assert!(status == 2 && stderr.contains("field `sql`: name 1 to 16 SQL files"), "{stderr}");
+    assert!(status == 2 && stderr.contains("field `sql`: name 1 to 64 SQL files"), "{stderr}");
     // A scenario of `sql:` files runs like any other.
     let (status, stderr) = run("sql: [ddl.sql, q.sql]\n");
     assert_eq!(status, 0, "{stderr}");
@@ -125,4 +125,53 @@ fn a_user_crate_simulates_its_sql_files_under_faults_through_the_test_api() {
     let error = sluice_sim::Simulation::sql(&[workspace().join(DDL), dir.path().join("bad.sql")]).err();
     let error = error.expect("an unknown sink is refused");
     assert!(error.contains("bad.sql:1: column 1: INSERT INTO `nowhere`"), "{error}");
+}
+
+/// The Nexmark DDL, then every query file whose text `keep`s, in name order.
+fn nexmark_script(keep: impl Fn(&str) -> bool) -> Vec<std::path::PathBuf> {
+    let queries = std::fs::read_dir(workspace().join("scenarios/sql/nexmark")).expect("the Nexmark queries");
+    let mut files: Vec<std::path::PathBuf> = queries
+        .map(|entry| entry.expect("readable").path())
+        .filter(|path| path.file_name().is_some_and(|name| name.to_string_lossy().starts_with('q')))
+        .filter(|path| keep(&std::fs::read_to_string(path).unwrap_or_default()))
+        .collect();
+    files.sort();
+    files.insert(0, workspace().join(DDL));
+    files
+}
+
+#[test]
+fn every_nexmark_query_without_windows_commits_the_same_tables_at_parallelism_one_and_under_every_exchange_mode() {
+    // FIXME: the window queries (q5, q7, q8) are left out: in one statement set with every
+    // other query, q5 commits wrong rows in streaming (see the test below) and q8 loses the
+    // first window's rows at parallelism 1; each passes alone and in its scenario.
+    let files = nexmark_script(|text| !text.contains("TABLE("));
+    assert!(files.len() >= 16, "the DDL and {} query files", files.len() - 1);
+    // One job of every query (a statement set), at parallelism 2, then 1, and in batch under
+    // every exchange mode; each run is also checked against the script's evaluation.
+    sluice_sim::Simulation::sql(&files)
+        .expect("every query plans")
+        .cluster(3, 2)
+        .seeds(1..2)
+        .oracle(sluice_sim::Oracle::SameAtParallelism(1))
+        .oracle(sluice_sim::Oracle::EveryExchangeMode)
+        .run()
+        .assert_passed();
+}
+
+/// FIXME (a known bug, asserted as it behaves today): every Nexmark query in one statement set,
+/// streaming, seed 1, no faults, commits two wrong rows of q5's table (two windows' hot items),
+/// though q5 alone and with any one other query passes, and batch passes. Nothing is dropped as
+/// late. When this fails, the bug is fixed: put q5 back into the test above and delete this one.
+#[test]
+fn fixme_q5_in_a_statement_set_of_every_query_commits_wrong_rows_in_streaming() {
+    let files = nexmark_script(|_| true);
+    let report = sluice_sim::Simulation::sql(&files)
+        .expect("every query plans")
+        .cluster(3, 2)
+        .modes(&[sluice_engine::graph::ExecutionMode::Streaming])
+        .seeds(1..2)
+        .run();
+    let failures = report.summary();
+    assert!(failures.contains("table `nexmark_q5`") && failures.contains("lost: 1100=244"), "{failures}");
 }
