@@ -216,18 +216,23 @@ fn window_aggregate(rows: DataStream<Row>, spec: WindowSpec, group_by: &GroupBy,
     }
 }
 
+/// A table's source; with a `WATERMARK FOR`, its readers stamp rows with the rowtime and
+/// generate watermarks per log partition, as Flink's FLIP-27 sources do (a reader reading
+/// partitions in turn never makes one's rows late by reading another ahead).
 fn scan(env: &StreamEnv, source: &Source) -> DataStream<Row> {
     let table = &source.def.name;
-    let rows = env.from_source(LogSource::<Row>::new(&topic_of(table))).name(&format!("Source: {table}"));
-    let Some((column, delay)) = source.watermark else { return rows };
-    let rowtime = Arc::new(match source_relation(source).node {
+    let log = LogSource::<Row>::new(&topic_of(table));
+    let name = format!("Source: {table}");
+    let Some((column, delay)) = source.watermark else { return env.from_source(log).name(&name) };
+    let rowtime = match source_relation(source).node {
         Node::Project { exprs, .. } => exprs[column].clone(),
         _ => Expr::Column(column),
-    });
-    rows.assign_timestamps_and_watermarks(delay, move |row: &Row| match rowtime.eval(&row.0) {
+    };
+    let timestamp = move |row: &Row| match rowtime.eval(&row.0) {
         Value::Timestamp(millis) => millis,
         _ => i64::MIN,
-    })
+    };
+    env.from_source_with_watermarks(log, delay, timestamp).name(&name)
 }
 
 /// A sink row as the transactional store keeps it: an upsert table's key is its primary key's

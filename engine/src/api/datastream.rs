@@ -13,11 +13,11 @@ use super::operators::{
     ReduceFunctions, StreamSumOperator, join_operator, reduce_operator,
 };
 use super::process::{KeyedProcessFunction, ProcessFunctions, process_operator};
-use super::source::{Source, erase_source};
+use super::source::{Source, erase_source, erase_source_with_watermarks};
 use super::window::{
     AddFunction, FinishFunction, LateFunction, TimestampsAndWatermarksOperator, WindowFunctions, window_operator,
 };
-use crate::graph::operator::{OperatorFactory, StreamOperator};
+use crate::graph::operator::{OperatorFactory, SourceFactory, StreamOperator};
 use crate::graph::partitioner::Partitioner;
 use crate::graph::{
     ChainingStrategy, ExecutionMode, NodeBody, StreamEdge, StreamGraph, StreamNode, StreamNodeId, TaskInfo,
@@ -114,12 +114,41 @@ fn keyed_chaining(config: JobConfig) -> ChainingStrategy {
 impl<T: Record> DataStream<T> {
     pub(super) fn source<S: Source<T>>(graph: Rc<RefCell<StreamGraph>>, config: JobConfig, source: S) -> DataStream<T> {
         let name = source.name();
+        DataStream::source_node(graph, config, name, erase_source(source))
+    }
+
+    /// A source whose readers stamp records with `timestamp` and generate watermarks per split
+    /// (see [`super::StreamEnv::from_source_with_watermarks`]).
+    pub(super) fn source_with_watermarks<S: Source<T>>(
+        graph: Rc<RefCell<StreamGraph>>,
+        config: JobConfig,
+        source: S,
+        out_of_orderness_ms: i64,
+        timestamp: Arc<dyn Fn(&T) -> Timestamp + Send + Sync>,
+    ) -> DataStream<T> {
+        let name = source.name();
+        let generator = match BoundedOutOfOrderness::new(out_of_orderness_ms) {
+            Ok(generator) => generator,
+            Err(error) => {
+                graph.borrow_mut().add_error(error);
+                BoundedOutOfOrderness::new(0).expect("0 is a valid bound")
+            }
+        };
+        DataStream::source_node(graph, config, name, erase_source_with_watermarks(source, generator, timestamp))
+    }
+
+    fn source_node(
+        graph: Rc<RefCell<StreamGraph>>,
+        config: JobConfig,
+        name: String,
+        factory: SourceFactory,
+    ) -> DataStream<T> {
         let node = add_node(
             &graph,
             config,
             NewNode {
                 name: "Source",
-                body: NodeBody::Source(erase_source(source)),
+                body: NodeBody::Source(factory),
                 chaining: ChainingStrategy::Always,
                 input_keys: Vec::new(),
                 output_type: TypeInfo::of::<T>(),

@@ -37,7 +37,7 @@ pub use datastream::{DataStream, DataStreamSink, KeyedStream, OutputTag, Windowe
 pub use join::JoinType;
 pub use process::{KeyedContext, KeyedProcessFunction};
 pub use registry::{InputFormat, InputSpec, JobDefinition, JobParams, JobRegistry, ParamKind, ParamSpec, ParamValue};
-pub use source::{Source, SourceReader, erase_source};
+pub use source::{Source, SourceReader, SplitProgress, erase_source};
 
 pub use crate::graph::operator::BoxFuture;
 pub use crate::graph::{ExecutionMode, OperatorError, TaskInfo};
@@ -122,6 +122,29 @@ impl StreamEnv {
     /// Adds a source.
     pub fn from_source<T: Record, S: Source<T>>(&self, source: S) -> DataStream<T> {
         DataStream::source(Rc::clone(&self.graph), self.config, source)
+    }
+
+    /// A stream read from `source` with event time (Flink's `env.fromSource(source,
+    /// WatermarkStrategy.forBoundedOutOfOrderness(..).withTimestampAssigner(..), name)`): each
+    /// record is stamped with `timestamp(record)`, and each reader generates watermarks for
+    /// records at most `out_of_orderness_ms` out of order *per split* (FLIP-27), the minimum
+    /// over the splits it has left. A reader that reads several log partitions in turn thus
+    /// never calls one partition's records late because it read another ahead, as
+    /// [`DataStream::assign_timestamps_and_watermarks`] after the source may. Batch mode keeps
+    /// the timestamps and emits no watermark before the end of input.
+    pub fn from_source_with_watermarks<T: Record, S: Source<T>>(
+        &self,
+        source: S,
+        out_of_orderness_ms: i64,
+        timestamp: impl Fn(&T) -> crate::time::Timestamp + Send + Sync + 'static,
+    ) -> DataStream<T> {
+        DataStream::source_with_watermarks(
+            Rc::clone(&self.graph),
+            self.config,
+            source,
+            out_of_orderness_ms,
+            std::sync::Arc::new(timestamp),
+        )
     }
 
     /// Finishes the plan: resolves inherited parallelism and default partitioners, and validates it.

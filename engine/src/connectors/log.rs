@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use serde::{Deserialize, Serialize};
 
 use super::{LOG_SYSTEM, ServiceClient, decode_position, encode_position};
-use crate::api::{BoxFuture, OperatorError, Record, Source, SourceReader, TaskInfo};
+use crate::api::{BoxFuture, OperatorError, Record, Source, SourceReader, SplitProgress, TaskInfo};
 use crate::rpc_request;
 
 /// Asks for the partitions of a topic and their end offsets.
@@ -95,6 +95,8 @@ struct ReaderState {
     /// (partition, next offset, end offset) of every assigned partition not yet exhausted.
     splits: Vec<(u32, u64, u64)>,
     next_split: usize,
+    /// The partition the last batch came from.
+    last: Option<u32>,
 }
 
 /// A reader's position: (partition, next offset, end offset) of every partition not exhausted,
@@ -116,7 +118,7 @@ impl<T: Record> LogReader<T> {
         let log = ServiceClient::connect(&self.task, LOG_SYSTEM).await?;
         if let Some((splits, next_split)) = self.restored.take() {
             check_position(&self.topic, &splits);
-            self.state = Some(ReaderState { log, splits, next_split: next_split as usize });
+            self.state = Some(ReaderState { log, splits, next_split: next_split as usize, last: None });
             return Ok(());
         }
         let description = log.call(DescribeTopic { topic: self.topic.clone() }).await?.map_err(OperatorError::new)?;
@@ -128,7 +130,7 @@ impl<T: Record> LogReader<T> {
             .filter(|(_, end)| **end > 0)
             .map(|(partition, end)| (partition as u32, 0, *end))
             .collect();
-        self.state = Some(ReaderState { log, splits, next_split: 0 });
+        self.state = Some(ReaderState { log, splits, next_split: 0, last: None });
         Ok(())
     }
 
@@ -165,6 +167,7 @@ impl<T: Record> LogReader<T> {
             })
             .collect::<Result<Vec<T>, _>>()?;
         let next_offset = offset + records.len() as u64;
+        state.last = Some(partition);
         assert!(next_offset > offset, "log invariant: `{}` partition {partition}'s offset only grows", self.topic);
         if next_offset >= end {
             state.splits.remove(index);
@@ -193,6 +196,15 @@ impl<T: Record> SourceReader<T> for LogReader<T> {
     fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError> {
         self.restored = decode_position(state, &format!("log reader of `{}`", self.topic))?;
         Ok(())
+    }
+
+    /// Each partition is a split: its records are in the order they were written.
+    fn split_progress(&self) -> Option<SplitProgress> {
+        let state = self.state.as_ref()?;
+        Some(SplitProgress {
+            last: state.last?,
+            unfinished: state.splits.iter().map(|(partition, _, _)| *partition).collect(),
+        })
     }
 }
 

@@ -350,6 +350,11 @@ pub trait ErasedSourceReader: Send + Sync {
     fn snapshot_state(&self) -> Vec<u8>;
     /// Continues from a checkpoint's position, before the first poll.
     fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError>;
+    /// The watermark the records read so far justify, for a source that generates them (in
+    /// streaming mode); `None` for one that does not.
+    fn current_watermark(&mut self) -> Option<crate::time::Watermark> {
+        None
+    }
 }
 
 /// Creates a source reader for one subtask.

@@ -11,9 +11,11 @@
 //! seed; Flink's periodic wall-clock emission is replaced by emission after the records that
 //! raised it), or let a watermark go backwards.
 
+mod splits;
 mod valve;
 mod window;
 
+pub use splits::SplitWatermarks;
 pub use valve::StatusWatermarkValve;
 pub use window::{SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows, WindowAssigner};
 

@@ -393,6 +393,10 @@ impl Run<'_> {
         self.trace_late_drops();
         let now = Instant::now();
         if now >= self.next_emit {
+            // A source that generates watermarks (per split) hands its own to the chain's head.
+            if let Some(watermark) = self.source.as_mut().and_then(|source| source.current_watermark()) {
+                self.chain.process_watermark(watermark)?;
+            }
             self.chain.periodic_emit()?;
             self.next_emit = now + self.descriptor.spec.watermark_interval.unwrap_or(AUTO_WATERMARK_INTERVAL);
         }
