@@ -53,6 +53,7 @@ pub(super) const ALERTS: SimJob = SimJob {
     reference: Some(reference),
     reference_summary: None,
     late: None,
+    prefix_reference: None,
 };
 
 /// A purchase: user, event time in milliseconds, merchant, amount.

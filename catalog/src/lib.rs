@@ -202,6 +202,28 @@ pub struct SimJob {
     /// judged against their reference with each element left out of exactly the windows the
     /// run left it out of, and streaming == batch compares the other tables.
     pub late: Option<LateData>,
+    /// The reference over a prefix of the input, for the checkpoint-prefix oracle; `None` for a
+    /// job without one.
+    pub prefix_reference: Option<PrefixReference>,
+}
+
+/// How far a job's sources had read when a checkpoint's barrier passed them: log topic →
+/// partition → records read (a partition not named: none).
+pub type ReadInput = BTreeMap<String, BTreeMap<u32, u64>>;
+
+/// The tables a streaming run must have committed once a checkpoint completed, computed by the
+/// job's sequential reference over exactly the input its sources had read at that checkpoint's
+/// barrier (Flink's dynamic table: the result of the query on the input's prefix).
+pub type PrefixReference = fn(&JobParams, &ReadInput) -> BTreeMap<String, PrefixTable>;
+
+/// One table of a [`PrefixReference`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrefixTable {
+    /// The table over the prefix, as a batch run would commit it (an upsert table's final rows).
+    pub table: ExpectedTable,
+    /// Whether the committed table must equal it. A table fed by event-time windows holds only
+    /// the windows the watermark had closed: then what is committed must be a part of it.
+    pub complete: bool,
 }
 
 /// A job's late data: the append table its windows' late-data side output commits the elements

@@ -4,18 +4,23 @@
 //! The script's source tables are generated here (the `nexmark` connector's events, spread
 //! round-robin over `partitions` log partitions), so a SQL job runs under the simulator, its
 //! faults and its oracles like any built-in job: streaming and batch must commit what the
-//! reference computes.
+//! reference computes. The same evaluation over the rows read before a checkpoint's barrier is
+//! its prefix reference (the checkpoint-prefix oracle).
 
 use std::collections::BTreeMap;
 
-use super::{ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobParams, ParamSpec, SimJob, Updates};
+use super::{
+    ExpectedOutput, ExpectedTable, ExternalInput, JobDefinition, JobParams, ParamSpec, PrefixTable, ReadInput, SimJob,
+    Updates,
+};
 use sluice_engine::api::{ExecutionMode, Record, StreamEnv};
 use sluice_engine::connectors::{Row, SinkKind};
 use sluice_engine::prng::Prng;
 pub use sluice_sql::SqlError;
 use sluice_sql::build::{build_plan, render, topic_of};
+use sluice_sql::node::Node;
 pub use sluice_sql::plan::Plan;
-use sluice_sql::plan::{SourceConnector, evaluate};
+use sluice_sql::plan::{Insert, SourceConnector, evaluate};
 use sluice_sql::{nexmark, plan_script, value};
 
 /// The longest script a scenario may give.
@@ -48,6 +53,7 @@ pub const SQL: SimJob = SimJob {
     reference: Some(reference),
     reference_summary: None,
     late: None,
+    prefix_reference: Some(prefix_reference),
 };
 
 fn check_script(text: &str) -> Result<(), String> {
@@ -87,8 +93,11 @@ fn source_rows(plan: &Plan) -> BTreeMap<String, Vec<value::Row>> {
     plan.sources
         .iter()
         .map(|(name, source)| {
-            let SourceConnector::Nexmark(options) = &source.connector;
-            (name.clone(), nexmark::events(options).collect())
+            let rows = match &source.connector {
+                SourceConnector::Nexmark(options) => nexmark::events(options).collect(),
+                SourceConnector::Values(rows) => rows.clone(),
+            };
+            (name.clone(), rows)
         })
         .collect()
 }
@@ -110,20 +119,52 @@ fn generate_input(params: &JobParams, _prng: &mut Prng) -> ExternalInput {
 fn reference(params: &JobParams, _input: &ExternalInput, _mode: ExecutionMode) -> ExpectedOutput {
     let plan = plan_of(params);
     let inputs = source_rows(&plan);
-    let mut output = BTreeMap::new();
-    for insert in &plan.inserts {
-        let evaluated = evaluate(&insert.input.node, &inputs);
-        let rows = evaluated.iter().map(|row| render(&insert.sink, row));
-        let table = if insert.sink.primary_key.is_empty() {
-            let mut rows: Vec<Row> = rows.map(|(key, value)| Row::new(key, value)).collect();
-            rows.sort();
-            ExpectedTable { kind: SinkKind::Append, rows, updates: Updates::Exact }
-        } else {
-            let latest: BTreeMap<String, String> = rows.collect();
-            let rows = latest.into_iter().map(|(key, value)| Row::new(key, value)).collect();
-            ExpectedTable { kind: SinkKind::Upsert, rows, updates: Updates::FinalOnly }
-        };
-        output.insert(insert.sink.name.clone(), table);
+    plan.inserts.iter().map(|insert| (insert.sink.name.clone(), expected_table(insert, &inputs))).collect()
+}
+
+/// What an INSERT INTO commits over `inputs`: an append table's rows, an upsert table's final
+/// row per key.
+fn expected_table(insert: &Insert, inputs: &BTreeMap<String, Vec<value::Row>>) -> ExpectedTable {
+    let evaluated = evaluate(&insert.input.node, inputs);
+    let rows = evaluated.iter().map(|row| render(&insert.sink, row));
+    if insert.sink.primary_key.is_empty() {
+        let mut rows: Vec<Row> = rows.map(|(key, value)| Row::new(key, value)).collect();
+        rows.sort();
+        ExpectedTable { kind: SinkKind::Append, rows, updates: Updates::Exact }
+    } else {
+        let latest: BTreeMap<String, String> = rows.collect();
+        let rows = latest.into_iter().map(|(key, value)| Row::new(key, value)).collect();
+        ExpectedTable { kind: SinkKind::Upsert, rows, updates: Updates::FinalOnly }
     }
-    output
+}
+
+/// The script's tables over the rows the sources had read (`read`: topic → partition → rows
+/// read; rows are spread round-robin, so row `i` is partition `i % P`'s `i / P`-th). A table fed
+/// by a window is complete only up to the watermark, so it is owed in part.
+fn prefix_reference(params: &JobParams, read: &ReadInput) -> BTreeMap<String, PrefixTable> {
+    let plan = plan_of(params);
+    let partitions = params.get("partitions") as usize;
+    let inputs: BTreeMap<String, Vec<value::Row>> = source_rows(&plan)
+        .into_iter()
+        .map(|(table, rows)| {
+            let offsets = read.get(&topic_of(&table));
+            let was_read = |index: usize| {
+                let partition = (index % partitions) as u32;
+                offsets
+                    .and_then(|offsets| offsets.get(&partition))
+                    .is_some_and(|read| (index / partitions) < *read as usize)
+            };
+            let prefix =
+                rows.into_iter().enumerate().filter(|(index, _)| was_read(*index)).map(|(_, row)| row).collect();
+            (table, prefix)
+        })
+        .collect();
+    let windowed = |node: &Node| matches!(node, Node::Window { .. } | Node::WindowAggregate { .. });
+    plan.inserts
+        .iter()
+        .map(|insert| {
+            let table = expected_table(insert, &inputs);
+            (insert.sink.name.clone(), PrefixTable { table, complete: !insert.input.node.any(&windowed) })
+        })
+        .collect()
 }

@@ -43,6 +43,7 @@ pub(super) const TPCDS: SimJob = SimJob {
     reference: Some(reference),
     reference_summary: None,
     late: None,
+    prefix_reference: None,
 };
 
 /// (item, store, quantity, price in cents)

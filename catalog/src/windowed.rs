@@ -46,6 +46,7 @@ pub(super) const WINDOWED: SimJob = SimJob {
     reference: Some(reference),
     reference_summary: None,
     late: None,
+    prefix_reference: None,
 };
 
 /// A click: user, event time in milliseconds, amount.

@@ -40,6 +40,7 @@ pub(super) const WORDCOUNT: SimJob = SimJob {
     reference: Some(reference),
     reference_summary: Some(reference_summary),
     late: None,
+    prefix_reference: None,
 };
 
 fn build(env: &StreamEnv, _params: &JobParams) {
@@ -203,6 +204,7 @@ pub(super) const WORDCOUNT_FILES: SimJob = SimJob {
     reference: Some(reference_files),
     reference_summary: Some(reference_summary_files),
     late: None,
+    prefix_reference: None,
 };
 
 fn build_files(env: &StreamEnv, params: &JobParams) {

@@ -284,6 +284,22 @@ pub enum TraceEvent {
         /// Elements dropped as late.
         dropped: u64,
     },
+    /// A source subtask took a checkpoint's snapshot at its barrier: how far it had read each
+    /// split of its stream (what the barrier follows), for the checkpoint-prefix oracle.
+    SourceCheckpointed {
+        /// Job attempt.
+        attempt: u32,
+        /// The checkpoint.
+        checkpoint: u64,
+        /// The job vertex.
+        vertex: u32,
+        /// The subtask.
+        subtask: u32,
+        /// The stream it reads (a log topic).
+        stream: String,
+        /// (split, records read) of every split assigned to it; a split not named: none read.
+        splits: Vec<(u32, u64)>,
+    },
     /// The job finished.
     JobFinished {
         /// Restarts over the job's whole life, JobMaster failovers included: its attempt number.
@@ -385,6 +401,7 @@ impl TraceEvent {
             TraceEvent::PartitionsExpired { .. } => "partitions_expired",
             TraceEvent::LateElement { .. } => "late_element",
             TraceEvent::LateElementsCounted { .. } => "late_elements_counted",
+            TraceEvent::SourceCheckpointed { .. } => "source_checkpointed",
             TraceEvent::JobFinished { .. } => "job_finished",
             TraceEvent::JobFailed { .. } => "job_failed",
             TraceEvent::TransactionPrepared { .. } => "transaction_prepared",
@@ -449,6 +466,7 @@ impl fmt::Display for TraceEvent {
                 write!(f, "a{attempt} v{vertex}[{subtask}] operator {operator}: {} late", counted(*dropped, "element"))
             }
             TraceEvent::CheckpointTriggered { .. }
+            | TraceEvent::SourceCheckpointed { .. }
             | TraceEvent::CheckpointCompleted { .. }
             | TraceEvent::CheckpointAborted { .. }
             | TraceEvent::CheckpointRestored { .. }
@@ -472,6 +490,10 @@ fn fmt_checkpoints_and_output(event: &TraceEvent, f: &mut fmt::Formatter<'_>) ->
     match event {
         TraceEvent::CheckpointTriggered { attempt, checkpoint } => {
             write!(f, "a{attempt} trigger checkpoint {checkpoint}")
+        }
+        TraceEvent::SourceCheckpointed { attempt, checkpoint, vertex, subtask, stream, splits } => {
+            let read: Vec<String> = splits.iter().map(|(split, read)| format!("{split}:{read}")).collect();
+            write!(f, "a{attempt} v{vertex}[{subtask}] checkpoint {checkpoint} read `{stream}` to {}", read.join(" "))
         }
         TraceEvent::CheckpointCompleted { attempt, checkpoint, is_final } => {
             let kind = if *is_final { "final checkpoint" } else { "checkpoint" };

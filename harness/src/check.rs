@@ -14,6 +14,9 @@
 //! - `commits-stay`: every transaction is applied at most once, and each table holds exactly
 //!   the rows its committed transactions made visible: nothing committed was rolled back, and
 //!   nothing became visible without a commit.
+//! - `checkpoint-prefix` ([`crate::prefix`]): after each checkpoint a streaming run completed, the
+//!   tables it committed up to it equal the job's reference over exactly the input its sources
+//!   had read at that checkpoint's barrier (jobs with a prefix reference: SQL jobs).
 //! - `expectation`: the scenario's own `expect:` holds (canaries set deliberately wrong ones).
 //! - `streaming == batch`: the final value per key (upsert) or the multiset of rows (append) is
 //!   the same in both modes for the same seed.
@@ -476,6 +479,9 @@ pub fn judge(report: &RunReport, scenario: &Scenario) -> Verdict {
     {
         failures.push(failure);
     }
+    if let Err(detail) = crate::prefix::checkpoint_prefix(report) {
+        failures.push(CheckFailure { check: "checkpoint-prefix", detail });
+    }
     if let Some(max_restarts) = scenario.expect.max_restarts
         && report.restarts() > u64::from(max_restarts)
     {
@@ -555,6 +561,9 @@ pub fn check_run(report: &RunReport) -> Vec<CheckFailure> {
     }
     if let Err(failure) = restarts_follow_the_failover_rules(report) {
         failures.push(failure);
+    }
+    if let Err(detail) = crate::prefix::checkpoint_prefix(report) {
+        failures.push(CheckFailure { check: "checkpoint-prefix", detail });
     }
     failures
 }

@@ -16,6 +16,7 @@
 //! | [`check`] | exactly-once, streaming == batch, failover sets, determinism: the verdict |
 //! | [`failover_sets`] | the oracle of which subtasks a restart must re-run, from the trace |
 //! | [`late`] | late data from the trace: the elements left out of fired windows that shaped the output |
+//! | [`prefix`] | the checkpoint-prefix oracle: each completed checkpoint's tables against the reference over the input read before its barrier |
 //! | [`recovery`] | restarts and recovery times from the trace, defined once for both clusters |
 //! | [`trace`] | the event trace, its JSON lines and its hash |
 //! | [`coverage`] | the engine's coverage marks a run reached, against the faults active |
@@ -41,6 +42,7 @@ pub mod fidelity;
 pub mod harness_crash;
 pub mod late;
 pub mod output;
+pub mod prefix;
 pub mod recovery;
 pub mod report;
 pub mod scenario;

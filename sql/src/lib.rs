@@ -8,6 +8,7 @@
 //! | [`parse`] | the script's text to statements; Flink's DDL; errors with line and column |
 //! | [`topn`] | `ROW_NUMBER() OVER` with `rn <= N`: Top-N and deduplication |
 //! | [`value`] | SQL types, values and the [`value::Row`] operators pass |
+//! | [`values`] | `FROM (VALUES …) AS t(a, b)`: a bounded table of literal rows |
 //! | [`expr`] | scalar expressions: binding, typing, evaluation |
 //! | [`functions`] | scalar functions (`LOWER`, `HOUR`, `DATE_FORMAT`, `SPLIT_INDEX`, `REGEXP_EXTRACT`, …) |
 //! | [`aggregate`] | `GROUP BY`: aggregate calls, their accumulators, `HAVING` |
@@ -36,6 +37,7 @@ pub mod parse;
 pub mod plan;
 pub mod topn;
 pub mod value;
+pub mod values;
 pub mod window;
 
 pub use parse::SqlError;
@@ -44,4 +46,19 @@ pub use plan::Plan;
 /// Parses, binds and optimizes a script: the plan every process builds.
 pub fn plan_script(text: &str) -> Result<Plan, SqlError> {
     Ok(optimize::optimize(plan::bind_script(&parse::parse_script(text)?)?))
+}
+
+/// Checks a script of declarations (tables, views, functions; INSERTs optional): its first
+/// error, with line and column.
+pub fn check_declarations(text: &str) -> Result<(), SqlError> {
+    plan::check_statements(&parse::parse_script(text)?)
+}
+
+/// The relation of `query` (a SELECT) over the tables and views `script` declares: its columns,
+/// and whether it updates and by what key ([`plan::is_updating`], [`plan::upsert_key`]). A tool
+/// that runs ad-hoc queries (the sqllogictest runner) declares their sink tables from it.
+pub fn query_relation(script: &str, query: &str) -> Result<plan::Relation, SqlError> {
+    const VIEW: &str = "sluice_query";
+    let text = format!("{script}\nCREATE VIEW {VIEW} AS {query};\n");
+    plan::bind_view(&parse::parse_script(&text)?, VIEW)
 }

@@ -78,6 +78,8 @@ pub struct Source {
 pub enum SourceConnector {
     /// Nexmark's generator.
     Nexmark(nexmark::Options),
+    /// The literal rows of a `VALUES` clause, in order.
+    Values(Vec<Row>),
 }
 
 /// A sink table: rows go to the transactional store's table of the same name.
@@ -116,10 +118,39 @@ struct Catalog {
     sources: BTreeMap<String, Source>,
     sinks: BTreeMap<String, Sink>,
     views: BTreeMap<String, Relation>,
+    /// The tables of the script's VALUES clauses, named `$values<n>` in the order bound.
+    values: std::cell::RefCell<Vec<Source>>,
 }
 
 /// Binds a parsed script.
 pub fn bind_script(statements: &[Located]) -> Result<Plan, SqlError> {
+    let (catalog, inserts, explains) = bind_statements(statements)?;
+    if inserts.is_empty() && explains.is_empty() {
+        return Err(SqlError {
+            line: 0,
+            column: 0,
+            message: "the script has no INSERT INTO: nothing to run".to_string(),
+        });
+    }
+    let mut sources = catalog.sources;
+    sources.extend(catalog.values.into_inner().into_iter().map(|source| (source.def.name.clone(), source)));
+    Ok(Plan { sources, inserts, explains })
+}
+
+/// Binds a parsed script and returns its view `name`: what a tool asks of a query before it
+/// declares a sink table for it (its columns, and whether and by what key it updates).
+pub fn bind_view(statements: &[Located], name: &str) -> Result<Relation, SqlError> {
+    let (catalog, _, _) = bind_statements(statements)?;
+    let view = catalog.views.get(name).cloned();
+    view.ok_or_else(|| SqlError { line: 0, column: 0, message: format!("the script has no view `{name}`") })
+}
+
+/// Binds a parsed script that may run nothing yet (declarations only): its errors, if any.
+pub fn check_statements(statements: &[Located]) -> Result<(), SqlError> {
+    bind_statements(statements).map(|_| ())
+}
+
+fn bind_statements(statements: &[Located]) -> Result<(Catalog, Vec<Insert>, Vec<Insert>), SqlError> {
     let mut catalog = Catalog::default();
     let (mut inserts, mut explains) = (Vec::new(), Vec::new());
     for Located { at, statement } in statements {
@@ -138,14 +169,7 @@ pub fn bind_script(statements: &[Located]) -> Result<Plan, SqlError> {
             Statement::CreateFunction { name, class } => check_function(name, class, *at)?,
         }
     }
-    if inserts.is_empty() && explains.is_empty() {
-        return Err(SqlError {
-            line: 0,
-            column: 0,
-            message: "the script has no INSERT INTO: nothing to run".to_string(),
-        });
-    }
-    Ok(Plan { sources: catalog.sources, inserts, explains })
+    Ok((catalog, inserts, explains))
 }
 
 /// A select list's input, expressions and columns.
@@ -408,13 +432,32 @@ impl Catalog {
             ast::TableFactor::TableFunction { expr: ast::Expr::Function(function), alias } => {
                 (self.bind_window(function, at)?, alias.as_ref().map(|alias| alias.name.value.clone()))
             }
-            ast::TableFactor::Derived { lateral: false, subquery, alias } => {
-                (self.bind_query(subquery, at)?, alias.as_ref().map(|alias| alias.name.value.clone()))
-            }
+            ast::TableFactor::Derived { lateral: false, subquery, alias } => match subquery.body.as_ref() {
+                ast::SetExpr::Values(values) => (
+                    self.bind_values(values, alias.as_ref(), at)?,
+                    alias.as_ref().map(|alias| alias.name.value.clone()),
+                ),
+                _ => (self.bind_query(subquery, at)?, alias.as_ref().map(|alias| alias.name.value.clone())),
+            },
             other => return Err(SqlError::at(at, format!("unsupported FROM `{other}`"))),
         };
         let scope = Scope::of(qualifier, relation.columns.clone());
         Ok((relation, scope))
+    }
+
+    /// `(VALUES …) AS t(a, b)`: a source table of its own, of the literal rows.
+    fn bind_values(
+        &self,
+        values: &ast::Values,
+        alias: Option<&ast::TableAlias>,
+        at: Location,
+    ) -> Result<Relation, SqlError> {
+        let name = format!("$values{}", self.values.borrow().len() + 1);
+        let (def, rows) = crate::values::bind(&name, values, alias, at)?;
+        let source = Source { def, connector: SourceConnector::Values(rows), watermark: None };
+        let relation = source_relation(&source);
+        self.values.borrow_mut().push(source);
+        Ok(relation)
     }
 
     /// `TABLE(TUMBLE(TABLE t, DESCRIPTOR(col), …))`: `t`'s rows with their windows.
@@ -1016,7 +1059,7 @@ mod tests {
         let query = "SELECT window_start, window_end, COUNT(*) FROM TABLE(HOP(TABLE bids, DESCRIPTOR(dateTime), \
              INTERVAL '2' SECOND, INTERVAL '6' SECOND)) GROUP BY window_start, window_end";
         let plan = windowed(query).expect("it plans");
-        let SourceConnector::Nexmark(options) = &plan.sources["datagen"].connector;
+        let SourceConnector::Nexmark(options) = &plan.sources["datagen"].connector else { panic!("a nexmark source") };
         let events: Vec<Row> = nexmark::events(options).collect();
         let times: Vec<i64> = events
             .iter()
@@ -1114,7 +1157,7 @@ mod tests {
             ))
         };
         let plan = top("auction, rn", " WHERE rn <= 3").expect("a Top-N plans");
-        let SourceConnector::Nexmark(options) = &plan.sources["datagen"].connector;
+        let SourceConnector::Nexmark(options) = &plan.sources["datagen"].connector else { panic!("a nexmark source") };
         let inputs = BTreeMap::from([("datagen".to_string(), nexmark::events(options).collect())]);
         let rows = evaluate(&plan.inserts[0].input.node, &inputs);
         let mut by_auction: BTreeMap<Value, Vec<(Value, Value)>> = BTreeMap::new();
@@ -1210,7 +1253,7 @@ mod tests {
              FROM datagen WHERE event_type = 2 GROUP BY bid.auction HAVING COUNT(*) > 2;"
         );
         let plan = plan_script(&script).expect("it plans");
-        let SourceConnector::Nexmark(options) = &plan.sources["datagen"].connector;
+        let SourceConnector::Nexmark(options) = &plan.sources["datagen"].connector else { panic!("a nexmark source") };
         let events: Vec<Row> = nexmark::events(options).collect();
         let inputs = BTreeMap::from([("datagen".to_string(), events.clone())]);
         let rows = evaluate(&plan.inserts[0].input.node, &inputs);

@@ -47,6 +47,7 @@ pub const GENERATED: SimJob = SimJob {
     reference: Some(reference),
     reference_summary: None,
     late: None,
+    prefix_reference: None,
 };
 
 /// The table of the sink of node `index`.

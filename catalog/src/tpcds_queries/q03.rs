@@ -32,6 +32,7 @@ pub(crate) const Q3: SimJob = SimJob {
     reference: Some(reference),
     reference_summary: None,
     late: None,
+    prefix_reference: None,
 };
 
 /// `(date, item, ext_sales_price)`

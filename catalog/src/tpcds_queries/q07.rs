@@ -37,6 +37,7 @@ pub(crate) const Q7: SimJob = SimJob {
     reference: Some(reference),
     reference_summary: None,
     late: None,
+    prefix_reference: None,
 };
 
 /// Sums and counts of quantity, list price, coupon amount and sales price.

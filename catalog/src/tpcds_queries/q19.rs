@@ -41,6 +41,7 @@ pub(crate) const Q19: SimJob = SimJob {
     reference: Some(reference),
     reference_summary: None,
     late: None,
+    prefix_reference: None,
 };
 
 /// `(join key, customer, group, price)`; the group is the item's, once joined.

@@ -36,6 +36,7 @@ pub(crate) const Q42: SimJob = SimJob {
     reference: Some(|params, input, mode| reference(params, input, mode, Grouping::Category)),
     reference_summary: None,
     late: None,
+    prefix_reference: None,
 };
 
 pub(crate) const Q55: SimJob = SimJob {
@@ -55,6 +56,7 @@ pub(crate) const Q55: SimJob = SimJob {
     reference: Some(|params, input, mode| reference(params, input, mode, Grouping::Brand)),
     reference_summary: None,
     late: None,
+    prefix_reference: None,
 };
 
 /// What the sales are grouped by.

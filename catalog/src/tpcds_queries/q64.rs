@@ -74,6 +74,7 @@ pub(crate) const Q64: SimJob = SimJob {
     reference: Some(reference),
     reference_summary: None,
     late: None,
+    prefix_reference: None,
 };
 
 /// An address as q64 groups by it: street number, street name, city, zip.

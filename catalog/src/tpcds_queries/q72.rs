@@ -57,6 +57,7 @@ pub(crate) const Q72: SimJob = SimJob {
     reference: Some(reference),
     reference_summary: None,
     late: None,
+    prefix_reference: None,
 };
 
 /// What a sale carries past its dimensions: `(item, promotion, order, quantity)`.

@@ -44,6 +44,7 @@ pub(crate) const Q95: SimJob = SimJob {
     reference: Some(reference),
     reference_summary: None,
     late: None,
+    prefix_reference: None,
 };
 
 /// Days after the first ship date that still count.

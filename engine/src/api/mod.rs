@@ -39,7 +39,7 @@ pub use process::{KeyedContext, KeyedProcessFunction};
 pub use registry::{InputFormat, InputSpec, JobDefinition, JobParams, JobRegistry, ParamKind, ParamSpec, ParamValue};
 pub use source::{Source, SourceReader, SplitProgress, erase_source};
 
-pub use crate::graph::operator::BoxFuture;
+pub use crate::graph::operator::{BoxFuture, ReadOffsets};
 pub use crate::graph::{ExecutionMode, OperatorError, TaskInfo};
 pub use crate::record::{DecodeError, Key, Record};
 pub use crate::sink::{Committer, Sink, SinkWriter};

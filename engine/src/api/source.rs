@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::graph::operator::{Batch, BoxFuture, ErasedSourceReader, SourceFactory};
+use crate::graph::operator::{Batch, BoxFuture, ErasedSourceReader, ReadOffsets, SourceFactory};
 use crate::graph::{ExecutionMode, OperatorError, TaskInfo};
 use crate::record::Record;
 use crate::time::{BoundedOutOfOrderness, SplitWatermarks, Timestamp, Watermark};
@@ -29,6 +29,11 @@ pub trait SourceReader<T>: Send + Sync {
     /// with event time then generates a watermark per split, so that a split read ahead never
     /// makes another's records late. `None` (the default): the reader reads one stream.
     fn split_progress(&self) -> Option<SplitProgress> {
+        None
+    }
+    /// How far the reader has read each of its splits, for the checkpoint-prefix oracle; `None`
+    /// (the default) for a reader that does not say.
+    fn read_offsets(&self) -> Option<ReadOffsets> {
         None
     }
 }
@@ -72,6 +77,10 @@ impl<T: Record> ErasedSourceReader for ReaderAdapter<T> {
             let Some(values) = self.reader.poll_next().await? else { return Ok(None) };
             Ok(Some(self.stamp(values)))
         })
+    }
+
+    fn read_offsets(&self) -> Option<ReadOffsets> {
+        self.reader.read_offsets()
     }
 
     fn current_watermark(&mut self) -> Option<Watermark> {

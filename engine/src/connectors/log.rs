@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use serde::{Deserialize, Serialize};
 
 use super::{LOG_SYSTEM, ServiceClient, decode_position, encode_position};
-use crate::api::{BoxFuture, OperatorError, Record, Source, SourceReader, SplitProgress, TaskInfo};
+use crate::api::{BoxFuture, OperatorError, ReadOffsets, Record, Source, SourceReader, SplitProgress, TaskInfo};
 use crate::rpc_request;
 
 /// Asks for the partitions of a topic and their end offsets.
@@ -97,11 +97,13 @@ struct ReaderState {
     next_split: usize,
     /// The partition the last batch came from.
     last: Option<u32>,
+    /// (partition, end offset) of every assigned partition read to its end.
+    finished: Vec<(u32, u64)>,
 }
 
 /// A reader's position: (partition, next offset, end offset) of every partition not exhausted,
-/// and which of them is read next.
-type Position = (Vec<(u32, u64, u64)>, u64);
+/// which of them is read next, and (partition, end offset) of those read to their end.
+type Position = (Vec<(u32, u64, u64)>, u64, Vec<(u32, u64)>);
 
 struct LogReader<T> {
     topic: String,
@@ -116,9 +118,9 @@ struct LogReader<T> {
 impl<T: Record> LogReader<T> {
     async fn open(&mut self) -> Result<(), OperatorError> {
         let log = ServiceClient::connect(&self.task, LOG_SYSTEM).await?;
-        if let Some((splits, next_split)) = self.restored.take() {
+        if let Some((splits, next_split, finished)) = self.restored.take() {
             check_position(&self.topic, &splits);
-            self.state = Some(ReaderState { log, splits, next_split: next_split as usize, last: None });
+            self.state = Some(ReaderState { log, splits, next_split: next_split as usize, last: None, finished });
             return Ok(());
         }
         let description = log.call(DescribeTopic { topic: self.topic.clone() }).await?.map_err(OperatorError::new)?;
@@ -130,7 +132,7 @@ impl<T: Record> LogReader<T> {
             .filter(|(_, end)| **end > 0)
             .map(|(partition, end)| (partition as u32, 0, *end))
             .collect();
-        self.state = Some(ReaderState { log, splits, next_split: 0, last: None });
+        self.state = Some(ReaderState { log, splits, next_split: 0, last: None, finished: Vec::new() });
         Ok(())
     }
 
@@ -171,6 +173,7 @@ impl<T: Record> LogReader<T> {
         assert!(next_offset > offset, "log invariant: `{}` partition {partition}'s offset only grows", self.topic);
         if next_offset >= end {
             state.splits.remove(index);
+            state.finished.push((partition, end));
         } else {
             state.splits[index].1 = next_offset;
             state.next_split = index + 1;
@@ -186,8 +189,8 @@ impl<T: Record> SourceReader<T> for LogReader<T> {
 
     fn snapshot_state(&self) -> Vec<u8> {
         let current: Option<Position> =
-            self.state.as_ref().map(|state| (state.splits.clone(), state.next_split as u64));
-        if let Some((splits, _)) = &current {
+            self.state.as_ref().map(|state| (state.splits.clone(), state.next_split as u64, state.finished.clone()));
+        if let Some((splits, _, _)) = &current {
             check_position(&self.topic, splits);
         }
         encode_position(current, &self.restored)
@@ -196,6 +199,18 @@ impl<T: Record> SourceReader<T> for LogReader<T> {
     fn restore_state(&mut self, state: &[u8]) -> Result<(), OperatorError> {
         self.restored = decode_position(state, &format!("log reader of `{}`", self.topic))?;
         Ok(())
+    }
+
+    /// Records read of each assigned partition: its next offset, or its end once read through;
+    /// read back from the position a checkpoint saves, so that the cut an oracle checks is the
+    /// one a restore would resume from.
+    fn read_offsets(&self) -> Option<ReadOffsets> {
+        let position: Option<Position> = decode_position(&self.snapshot_state(), "log reader").ok()?;
+        let (unfinished, _, finished) = position.unwrap_or_default();
+        let mut splits: Vec<(u32, u64)> =
+            unfinished.iter().map(|(partition, next, _)| (*partition, *next)).chain(finished).collect();
+        splits.sort_unstable();
+        Some(ReadOffsets { stream: self.topic.clone(), splits })
     }
 
     /// Each partition is a split: its records are in the order they were written.

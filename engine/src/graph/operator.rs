@@ -355,6 +355,21 @@ pub trait ErasedSourceReader: Send + Sync {
     fn current_watermark(&mut self) -> Option<crate::time::Watermark> {
         None
     }
+    /// How far the reader has read (see [`ReadOffsets`]); `None` for a reader that does not say.
+    fn read_offsets(&self) -> Option<ReadOffsets> {
+        None
+    }
+}
+
+/// How far a source reader has read, split by split (Flink's split state, as offsets): what a
+/// checkpoint's barrier follows, for the oracle that rebuilds exactly that input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadOffsets {
+    /// The stream it reads (a log topic).
+    pub stream: String,
+    /// (split, records read) of every split assigned to it, finished ones included; a split
+    /// not named: none read.
+    pub splits: Vec<(u32, u64)>,
 }
 
 /// Creates a source reader for one subtask.

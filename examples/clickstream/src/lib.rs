@@ -59,6 +59,7 @@ pub const CLICKSTREAM: SimJob = SimJob {
         timestamp: late_timestamp,
         windowed_reference: windowed_reference,
     }),
+    prefix_reference: None,
 };
 
 /// The job, as a cluster runs it.

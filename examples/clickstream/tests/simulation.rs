@@ -94,6 +94,7 @@ fn without_a_reference_streaming_and_batch_disagreeing_is_reported() {
         reference: None,
         reference_summary: None,
         late: None,
+        prefix_reference: None,
     };
     let failures = tempfile::tempdir().expect("a scratch directory");
     let report =
@@ -280,6 +281,7 @@ fn the_reference_free_oracles_catch_what_the_modes_agree_on() {
         reference: None,
         reference_summary: None,
         late: None,
+        prefix_reference: None,
     };
     static DOUBLING: SimJob = SimJob {
         definition: JobDefinition { name: "clickstream-doubling", build: build_doubling, ..DEFINITION },
@@ -287,6 +289,7 @@ fn the_reference_free_oracles_catch_what_the_modes_agree_on() {
         reference: None,
         reference_summary: None,
         late: None,
+        prefix_reference: None,
     };
     let failures = tempfile::tempdir().expect("a scratch directory");
     let simulation = |job: &'static SimJob, oracle: Oracle| {
@@ -319,6 +322,7 @@ fn the_reference_free_oracles_catch_what_the_modes_agree_on() {
         reference: None,
         reference_summary: None,
         late: None,
+        prefix_reference: None,
     };
     let pipelined = simulation(&PIPELINED, Oracle::EveryExchangeMode).run();
     let summary = pipelined.summary();

@@ -173,9 +173,16 @@ mod tests {
         reference: None,
         reference_summary: None,
         late: None,
+        prefix_reference: None,
     };
-    static FILES_ONLY: SimJob =
-        SimJob { definition: DEFINITION, generate_input: None, reference: None, reference_summary: None, late: None };
+    static FILES_ONLY: SimJob = SimJob {
+        definition: DEFINITION,
+        generate_input: None,
+        reference: None,
+        reference_summary: None,
+        late: None,
+        prefix_reference: None,
+    };
 
     fn parse(job: &'static SimJob, directory: &Path, input: &str) -> Result<Scenario, ScenarioError> {
         let text = format!("name: points\njob: points\n{input}");

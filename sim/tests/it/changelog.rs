@@ -96,6 +96,7 @@ static UNDER_LIMIT_JOB: SimJob = SimJob {
     reference: Some(reference),
     reference_summary: None,
     late: None,
+    prefix_reference: None,
 };
 
 #[test]

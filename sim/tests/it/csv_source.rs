@@ -51,6 +51,7 @@ static SCORES_JOB: SimJob = SimJob {
     reference: Some(reference),
     reference_summary: None,
     late: None,
+    prefix_reference: None,
 };
 
 #[test]

@@ -160,3 +160,37 @@ fn every_nexmark_query_commits_the_same_tables_at_parallelism_one_and_under_ever
         .run()
         .assert_passed();
 }
+
+/// The checkpoint-prefix oracle over every Nexmark query: after each checkpoint a streaming run
+/// completed, every table committed up to it is the script's evaluation over exactly the rows
+/// the sources had read at its barrier (a windowed table: a part of it). Checks that it looked
+/// at checkpoints taken mid-input, under faults, not only at the end.
+#[test]
+fn every_completed_checkpoints_tables_are_the_query_over_the_input_read_before_its_barrier() {
+    use sluice_engine::graph::ExecutionMode;
+    let scenario = sluice_sim::Simulation::sql(&nexmark_script(|_| true))
+        .expect("every query plans")
+        .cluster(3, 2)
+        .checkpoints(std::time::Duration::from_millis(50))
+        .random_faults(2, &["tm-crash", "jm-crash", "partition-loss"])
+        .scenario()
+        .expect("valid");
+    let (mut checked, mut mid_input, mut skipped) = (0, 0, 0);
+    for seed in 1..4 {
+        let result = sluice_sim::seed::run_seed(
+            &scenario,
+            seed,
+            &[ExecutionMode::Streaming],
+            sluice_sim::seed::DeterminismCheck::Off,
+        );
+        assert!(result.failures().is_empty(), "seed {seed}: {:?}", result.failures());
+        let (report, _) = &result.runs[0];
+        let prefix = sluice_harness::prefix::checkpoint_prefix(report).expect("judged above");
+        (checked, mid_input, skipped) =
+            (checked + prefix.checkpoints, mid_input + prefix.mid_input, skipped + prefix.skipped);
+    }
+    assert!(
+        checked >= 6 && mid_input >= 3,
+        "{checked} checkpoints checked ({mid_input} mid-input), {skipped} without a full cut"
+    );
+}

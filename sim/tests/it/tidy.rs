@@ -5,7 +5,9 @@
 //!   unseeded randomness, real files, hash sets and maps whose order could leak);
 //! - no test is skipped with an ignore attribute;
 //! - ARCHITECTURE.md names every module of the engine, the services, the harness, the simulation
-//!   and the real processes, so the code map stays current.
+//!   and the real processes, so the code map stays current;
+//! - every injected bug in `benches/injected-bugs/` still applies to the tree (a patch that no
+//!   longer applies measures nothing).
 //!
 //! The layout's own rules (crate arrows, no circles) are in `layout.rs`.
 
@@ -201,4 +203,31 @@ fn no_engine_layer_below_the_runtime_imports_it() {
         }
     }
     assert!(violations.is_empty(), "below the runtime, yet importing it: {violations:#?}");
+}
+
+#[test]
+fn every_injected_bug_still_applies_to_the_tree() {
+    let directory = workspace().join("benches/injected-bugs");
+    let mut patches: Vec<PathBuf> = std::fs::read_dir(&directory)
+        .expect("benches/injected-bugs")
+        .map(|entry| entry.expect("readable").path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "patch"))
+        .collect();
+    patches.sort();
+    assert!(patches.len() >= 15, "{} patches", patches.len());
+    // `git apply --check` reads the work tree only; outside a git checkout it still applies.
+    let stale: Vec<String> = patches
+        .iter()
+        .filter(|patch| {
+            let status = std::process::Command::new("git")
+                .args(["apply", "--check"])
+                .arg(patch)
+                .current_dir(workspace())
+                .output()
+                .expect("git runs");
+            !status.status.success()
+        })
+        .map(|patch| patch.display().to_string())
+        .collect();
+    assert!(stale.is_empty(), "these patches no longer apply (regenerate them against the tree): {stale:?}");
 }

@@ -20,6 +20,7 @@ use crate::record::Record;
 use crate::rpc::RpcClient;
 use crate::runtime::messages::{AcknowledgeCheckpoint, ExecutionAttemptId, TaskFailure};
 use crate::storage::{Storage, StorageError, framed, read_all};
+use crate::trace::{TraceEvent, TracerHandle};
 
 /// What the JobMaster tells a running task, through its TaskManager.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,6 +135,7 @@ pub(super) struct Checkpointing {
     state_includes: CheckpointId,
     /// The asynchronous part of the last barrier snapshot: saving it and acknowledging.
     in_flight: Option<crate::rt::task::JoinHandle<()>>,
+    tracer: TracerHandle,
 }
 
 impl Checkpointing {
@@ -143,6 +145,7 @@ impl Checkpointing {
         client: RpcClient,
         environment: CheckpointEnvironment,
         sinks: Vec<SinkCommitter>,
+        tracer: TracerHandle,
     ) -> Checkpointing {
         Checkpointing {
             job_id,
@@ -154,6 +157,7 @@ impl Checkpointing {
             last_barrier: None,
             state_includes: 0,
             in_flight: None,
+            tracer,
         }
     }
 
@@ -259,6 +263,7 @@ impl Checkpointing {
     ) -> Result<(), TaskFailure> {
         self.check_barrier_is_new(id);
         let mut snapshot = operator_snapshot(chain, source);
+        self.trace_source_offsets(id, source);
         chain.flush(false).await?;
         chain.broadcast_barrier(id).await?;
         self.last_barrier = Some(id);
@@ -279,6 +284,19 @@ impl Checkpointing {
             }
         }));
         Ok(())
+    }
+
+    /// Traces how far the source had read when it took barrier `id`.
+    fn trace_source_offsets(&self, id: CheckpointId, source: Option<&dyn ErasedSourceReader>) {
+        let Some(offsets) = source.and_then(|reader| reader.read_offsets()) else { return };
+        self.tracer.record(TraceEvent::SourceCheckpointed {
+            attempt: self.execution.attempt,
+            checkpoint: id,
+            vertex: self.execution.vertex.vertex.0,
+            subtask: self.execution.vertex.subtask,
+            stream: offsets.stream,
+            splits: offsets.splits,
+        });
     }
 
     /// What barrier `id` relies on: barriers only grow (a task with inputs drops stale ones in

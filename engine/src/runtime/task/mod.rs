@@ -690,6 +690,7 @@ pub async fn run_task(environment: TaskEnvironment) -> Result<TaskReport, TaskFa
         client.clone(),
         checkpoints,
         committers,
+        tracer.clone(),
     );
     let has_source = source.is_some();
     let mut run = Run {
