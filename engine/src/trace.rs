@@ -284,12 +284,13 @@ pub enum TraceEvent {
         /// Elements dropped as late.
         dropped: u64,
     },
-    /// A source subtask took a checkpoint's snapshot at its barrier: how far it had read each
-    /// split of its stream (what the barrier follows), for the checkpoint-prefix oracle.
+    /// A source subtask took a checkpoint's snapshot at its barrier, or its final snapshot at
+    /// the end of its input: how far it had read each split of its stream (what the barrier
+    /// follows), for the checkpoint-prefix oracle.
     SourceCheckpointed {
         /// Job attempt.
         attempt: u32,
-        /// The checkpoint.
+        /// The checkpoint; `u64::MAX` for the snapshot at the end of input.
         checkpoint: u64,
         /// The job vertex.
         vertex: u32,

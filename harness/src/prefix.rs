@@ -35,6 +35,9 @@ use crate::trace::TraceRecord;
 /// Rows shown of a difference.
 const WITNESSES: usize = 3;
 
+/// The checkpoint number of a source's report at the end of its input.
+const END_OF_INPUT: u64 = u64::MAX;
+
 /// A table's rows as (key, value), sorted.
 type Rows = Vec<(String, String)>;
 
@@ -104,8 +107,11 @@ fn barrier_cuts(trace: &[TraceRecord]) -> Vec<(u64, ReadInput)> {
                 reports.entry((*attempt, *checkpoint)).or_default().insert((*vertex, *subtask), (stream, splits));
             }
             TraceEvent::CheckpointCompleted { attempt, checkpoint, is_final: false } => {
+                // A subtask that had finished took no barrier: its end-of-input report stands in.
+                let mut by_subtask = reports.get(&(*attempt, END_OF_INPUT)).cloned().unwrap_or_default();
+                by_subtask.extend(reports.get(&(*attempt, *checkpoint)).into_iter().flatten());
                 let mut read = ReadInput::new();
-                for (stream, splits) in reports.get(&(*attempt, *checkpoint)).into_iter().flat_map(BTreeMap::values) {
+                for (stream, splits) in by_subtask.values() {
                     read.entry(stream.to_string()).or_default().extend(splits.iter().copied());
                 }
                 cuts.push((*checkpoint, read));

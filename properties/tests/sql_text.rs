@@ -186,9 +186,14 @@ fn plan(text: &str) -> Result<(), String> {
     }
     let mut inputs = BTreeMap::new();
     for (name, source) in &plan.sources {
-        let SourceConnector::Nexmark(options) = &source.connector;
-        let options = nexmark::Options { events: options.events.min(50), ..options.clone() };
-        inputs.insert(name.clone(), nexmark::events(&options).collect());
+        let rows = match &source.connector {
+            SourceConnector::Nexmark(options) => {
+                let options = nexmark::Options { events: options.events.min(50), ..options.clone() };
+                nexmark::events(&options).collect()
+            }
+            SourceConnector::Values(rows) => rows.clone(),
+        };
+        inputs.insert(name.clone(), rows);
     }
     for insert in &plan.inserts {
         for row in evaluate(&insert.input.node, &inputs) {

@@ -286,7 +286,8 @@ impl Checkpointing {
         Ok(())
     }
 
-    /// Traces how far the source had read when it took barrier `id`.
+    /// Traces how far the source had read when it took barrier `id` (or, with `END_OF_INPUT`,
+    /// when it finished: a finished source takes no more barriers, and read all it had).
     fn trace_source_offsets(&self, id: CheckpointId, source: Option<&dyn ErasedSourceReader>) {
         let Some(offsets) = source.and_then(|reader| reader.read_offsets()) else { return };
         self.tracer.record(TraceEvent::SourceCheckpointed {
@@ -344,6 +345,7 @@ impl Checkpointing {
         source: Option<&dyn ErasedSourceReader>,
     ) -> Result<(), TaskFailure> {
         let mut snapshot = operator_snapshot(chain, source);
+        self.trace_source_offsets(END_OF_INPUT, source);
         for (node, operator_id) in self.sink_nodes() {
             let committables = chain.prepare_commit(node).await?;
             if !committables.is_empty() {
