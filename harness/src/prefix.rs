@@ -12,9 +12,9 @@
 //! transactions numbered `<= k`. A table fed by event-time windows holds only the windows the
 //! watermark had closed, so there the committed rows must be a part of the reference's.
 //!
-//! A checkpoint is checked only when the barrier reports cover every partition with records (a
-//! source subtask that had already finished takes no barrier, and then the cut is not known);
-//! the outcome says how many were checked. Needs the job's [`PrefixReference`]; other jobs and
+//! A source subtask that had finished before a barrier takes none: its report at the end of its
+//! input (same attempt) stands in. A checkpoint is checked only when the reports cover every
+//! partition with records (else its cut is not known); the outcome says how many were checked. Needs the job's [`PrefixReference`]; other jobs and
 //! batch runs are not checked.
 //!
 //! Must never: judge a run without a cut (a checkpoint nobody reported on is skipped, never
@@ -52,7 +52,7 @@ pub struct PrefixChecked {
     pub checkpoints: usize,
     /// Of those, the ones taken while some partition was still being read (not at its end).
     pub mid_input: usize,
-    /// Completed checkpoints without a full cut (a source subtask had finished).
+    /// Completed checkpoints whose reports did not cover every partition (no full cut).
     pub skipped: usize,
 }
 
