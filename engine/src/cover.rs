@@ -72,6 +72,14 @@ marks! {
     ProducerRestartedTwoStagesUp => "producer-restarted-two-stages-up",
     /// A restarted JobMaster kept finished work it found on its TaskManagers.
     JobMasterKeptFinishedWork => "job-master-kept-finished-work",
+    /// A restarted JobMaster kept a finished subtask one of whose partitions was gone, though
+    /// not every subtask of its consumer was kept: none needs it now, so it is left untracked,
+    /// and a later failure of a reader must re-run its producer too.
+    KeptWorkWithPartitionGone => "kept-work-with-partition-gone",
+    /// A task's report came from a run that is no longer its subtask's current one: a newer
+    /// attempt was deployed, or the run is older than the last restart of every subtask (an
+    /// earlier JobMaster's, its report crossing a JobMaster failover). It must not count.
+    ReportOfSupersededRun => "report-of-superseded-run",
     /// A TaskManager was lost while a restarted JobMaster reconciled finished work.
     TaskManagerLostDuringReconciliation => "task-manager-lost-during-reconciliation",
     /// A TaskManager that answered neither a request nor a probe after it was lost at once,

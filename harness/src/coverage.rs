@@ -40,6 +40,8 @@ struct State {
 #[derive(Clone, Default)]
 pub struct CoverageRecorder {
     state: Arc<Mutex<State>>,
+    /// Woken at every hit, for faults triggered by a mark.
+    hit: Arc<tokio::sync::Notify>,
 }
 
 impl CoverageRecorder {
@@ -56,6 +58,20 @@ impl CoverageRecorder {
     /// What the run reached so far.
     pub fn coverage(&self) -> Coverage {
         self.lock().coverage.clone()
+    }
+
+    /// Returns once `mark` was reached `nth` times (at once if it already was): right after
+    /// the hit, before the engine code that hit it goes on past its next await.
+    pub async fn wait_for_hits(&self, mark: Mark, nth: u64) {
+        loop {
+            let hit = self.hit.notified();
+            tokio::pin!(hit);
+            hit.as_mut().enable();
+            if self.lock().coverage.get(&mark).is_some_and(|hits| hits.hits >= nth) {
+                return;
+            }
+            hit.await;
+        }
     }
 
     /// Sends this thread's hits here until the guard is dropped.
@@ -80,6 +96,8 @@ impl CoverageSink for CoverageRecorder {
         for kind in kinds {
             *entry.fault_kinds.entry(kind).or_default() += 1;
         }
+        drop(state);
+        self.hit.notify_waiters();
     }
 }
 

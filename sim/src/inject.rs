@@ -89,6 +89,7 @@ async fn wait_for_trigger(cluster: &Cluster, trigger: &Trigger) {
                 })
                 .await
         }
+        Trigger::Mark { mark, nth } => cluster.trace().coverage().wait_for_hits(*mark, u64::from(*nth)).await,
         Trigger::RecordsCommitted(threshold) => {
             let mut committed = 0;
             cluster

@@ -186,7 +186,8 @@ fn simplifications(fault: &Fault, fired_at: Option<Duration>) -> Vec<Fault> {
         | Trigger::Prepared(_)
         | Trigger::AtShare(_)
         | Trigger::PreparedShare(_)
-        | Trigger::Step { .. } => simpler
+        | Trigger::Step { .. }
+        | Trigger::Mark { .. } => simpler
             .extend(fired_at.map(|time| with_trigger(Trigger::At(Duration::from_millis(time.as_millis() as u64))))),
     }
     simpler.extend(simpler_kinds(&fault.kind).into_iter().map(|kind| Fault { trigger: fault.trigger.clone(), kind }));

@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use sluice_engine::counted::counted;
+use sluice_engine::cover::Mark;
 use sluice_engine::duration::format_duration;
 
 use super::share::Share;
@@ -74,6 +75,16 @@ pub enum Trigger {
         /// The step.
         step: ProtocolStep,
         /// Which occurrence.
+        nth: u32,
+    },
+    /// Right after the `nth` hit (from 1) of a coverage mark (`after_mark:
+    /// kept-work-with-partition-gone`, `after_mark: { mark: commit-retried, nth: 2 }`): a fault
+    /// placed in a rare state once a run reached it, as moonpool and Antithesis branch from the
+    /// moment a rare assertion first holds.
+    Mark {
+        /// The mark.
+        mark: Mark,
+        /// Which hit.
         nth: u32,
     },
 }
@@ -458,6 +469,8 @@ impl fmt::Display for Trigger {
             }
             Trigger::Step { step, nth: 1 } => write!(f, "right after `{}`", step.name()),
             Trigger::Step { step, nth } => write!(f, "right after `{}` #{nth}", step.name()),
+            Trigger::Mark { mark, nth: 1 } => write!(f, "right after mark `{mark}`"),
+            Trigger::Mark { mark, nth } => write!(f, "right after mark `{mark}` #{nth}"),
         }
     }
 }
@@ -484,6 +497,8 @@ pub(crate) struct FaultSpec {
     after_prepared: Option<PreparedSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     after: Option<StepSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    after_mark: Option<MarkSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     kill: Option<String>,
     #[serde(default, with = "sluice_engine::duration::optional_text", skip_serializing_if = "Option::is_none")]
@@ -571,6 +586,34 @@ enum PreparedSpec {
     Share(Share),
 }
 
+/// `after_mark:` a coverage mark (`commit-retried`), or one of its hits
+/// (`{ mark: commit-retried, nth: 2 }`); an unknown name is an error listing the marks.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(untagged, try_from = "RawMarkSpec")]
+enum MarkSpec {
+    First(Mark),
+    Nth { mark: Mark, nth: u32 },
+}
+
+/// [`MarkSpec`] before its mark's name is checked, so that an unknown one is named.
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "a coverage mark like `commit-retried`, or `{ mark: commit-retried, nth: 2 }`")]
+enum RawMarkSpec {
+    First(String),
+    Nth { mark: String, nth: u32 },
+}
+
+impl TryFrom<RawMarkSpec> for MarkSpec {
+    type Error = String;
+
+    fn try_from(raw: RawMarkSpec) -> Result<MarkSpec, String> {
+        Ok(match raw {
+            RawMarkSpec::First(name) => MarkSpec::First(name.parse()?),
+            RawMarkSpec::Nth { mark, nth } => MarkSpec::Nth { mark: mark.parse()?, nth },
+        })
+    }
+}
+
 /// `after:` a protocol step (`reconciling`), or one of its occurrences
 /// (`{ step: committed, nth: 3 }`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -652,7 +695,8 @@ struct SlowSpec {
     duration: Duration,
 }
 
-const TRIGGER_KEYS: &str = "`at`, `when`, `after_committed`, `after_checkpoint`, `after_prepared` or `after`";
+const TRIGGER_KEYS: &str =
+    "`at`, `when`, `after_committed`, `after_checkpoint`, `after_prepared`, `after` or `after_mark`";
 const KIND_KEYS: &str = "`kill`, `partition`, `packet_loss`, `latency`, `slow`, `store_unavailable`, `commit_fails`, \
      `commit_reply_lost`, `lose_partition`, `corrupt_partition`, `lose_disk`, `durable_store_unavailable` or \
      `lose_newest_objects`";
@@ -693,6 +737,13 @@ fn trigger_of(spec: &FaultSpec) -> Result<Trigger, String> {
     match spec.after {
         Some(StepSpec::First(step)) => triggers.push(Trigger::Step { step, nth: 1 }),
         Some(StepSpec::Nth { step, nth }) => triggers.push(Trigger::Step { step, nth: positive(nth, "after.nth")? }),
+        None => {}
+    }
+    match spec.after_mark {
+        Some(MarkSpec::First(mark)) => triggers.push(Trigger::Mark { mark, nth: 1 }),
+        Some(MarkSpec::Nth { mark, nth }) => {
+            triggers.push(Trigger::Mark { mark, nth: positive(nth, "after_mark.nth")? })
+        }
         None => {}
     }
     match triggers.len() {
@@ -794,6 +845,8 @@ impl From<Fault> for FaultSpec {
             Trigger::Prepared(checkpoint) => spec.after_prepared = Some(PreparedSpec::Id(checkpoint)),
             Trigger::Step { step, nth: 1 } => spec.after = Some(StepSpec::First(step)),
             Trigger::Step { step, nth } => spec.after = Some(StepSpec::Nth { step, nth }),
+            Trigger::Mark { mark, nth: 1 } => spec.after_mark = Some(MarkSpec::First(mark)),
+            Trigger::Mark { mark, nth } => spec.after_mark = Some(MarkSpec::Nth { mark, nth }),
         }
         match fault.kind {
             FaultKind::Kill { node, restart_after } => {
@@ -889,6 +942,23 @@ mod tests {
             assert_eq!(yaml.trim(), step.name(), "the YAML name is the name");
             assert!(!step.events().is_empty());
         }
+    }
+
+    #[test]
+    fn a_mark_trigger_round_trips_and_names_what_is_wrong() {
+        for yaml in [
+            "after_mark: kept-work-with-partition-gone\nkill: tm-0\n",
+            "after_mark:\n  mark: commit-retried\n  nth: 2\nkill: jm\n",
+        ] {
+            let fault = parse(yaml).unwrap_or_else(|error| panic!("{yaml}: {error}"));
+            assert_eq!(serde_yaml::to_string(&fault).unwrap(), yaml);
+        }
+        let first = parse("after_mark: { mark: commit-retried, nth: 1 }\nkill: jm\n").unwrap();
+        assert_eq!(first.trigger, Trigger::Mark { mark: Mark::CommitRetried, nth: 1 });
+        assert_eq!(first.trigger.to_string(), "right after mark `commit-retried`");
+        assert!(parse("after_mark: { mark: commit-retried, nth: 0 }\nkill: jm\n").unwrap_err().contains("at least 1"));
+        let unknown = parse("after_mark: commit-retired\nkill: jm\n").unwrap_err();
+        assert!(unknown.contains("unknown coverage mark `commit-retired`; the marks are: "), "{unknown}");
     }
 
     #[test]

@@ -350,10 +350,11 @@ fn check_trigger(scenario: &Scenario, plan: &JobGraph, trigger: &Trigger, prefix
                 _ => Ok(()),
             }
         }
+        Trigger::Mark { nth, .. } => within(text, &field("after_mark.nth"), u64::from(nth), 1, MAX_STEP_OCCURRENCE),
     }
 }
 
-/// The most occurrences of a protocol step a trigger may wait for.
+/// The most occurrences of a protocol step (or hits of a mark) a trigger may wait for.
 const MAX_STEP_OCCURRENCE: u64 = 1_000_000;
 
 fn check_kind(scenario: &Scenario, kind: &FaultKind, prefix: &str, text: &str) -> Checked {

@@ -21,6 +21,7 @@ use sluice_engine::prng::Prng;
 
 use crate::faults::random::{RandomFaults, Topology};
 use sluice_engine::buggify::FaultPoint;
+use sluice_engine::cover::Mark;
 
 use crate::faults::{CheckpointTrigger, Fault, FaultKind, Share, Trigger};
 
@@ -75,6 +76,9 @@ pub enum Mutation {
     /// A fault of a kind not yet seen at a mark the parent reaches, in place of one of its
     /// faults (same trigger) or added (directed swarm testing: aim at an unreached cell).
     Aim,
+    /// A fault added right after a hit of a rare mark the parent reaches, under the parent's
+    /// seed: the branch from a rare state (moonpool's and Antithesis' split points).
+    Branch,
 }
 
 impl fmt::Display for Mutation {
@@ -231,6 +235,30 @@ pub fn aim(parent: &Genome, kind: &str, prng: &mut Prng, space: &Space) -> Genom
     Genome { seed: parent.seed, faults, buggify: parent.buggify.clone() }
 }
 
+/// A mutant of `parent` that branches at a rare state: one more fault, of a kind drawn from the
+/// scenario's, right after hit `nth` of `mark` (drawn among the first `hits`, at most three, the
+/// parent's runs reached), under the parent's seed, so that the run comes to the state again as
+/// far as waiting for the mark leaves the scheduling unchanged. At the most faults, the new one
+/// takes the place of a fault not itself triggered by a mark, which keeps those that led there
+/// when the parent branched before. See [`Mutation::Branch`].
+pub fn branch(parent: &Genome, mark: Mark, hits: u64, prng: &mut Prng, space: &Space) -> Genome {
+    let mut faults = parent.faults.clone();
+    let nth = prng.range_inclusive(1, hits.clamp(1, 3)) as u32;
+    if faults.len() >= space.max_faults {
+        let replaceable: Vec<usize> =
+            (0..faults.len()).filter(|index| !matches!(faults[*index].trigger, Trigger::Mark { .. })).collect();
+        match replaceable.is_empty() {
+            true => faults.remove(prng.below(faults.len() as u64) as usize),
+            false => faults.remove(*prng.pick(&replaceable)),
+        };
+    }
+    let mut losses = permanent_losses(&faults);
+    let kind = prng.pick(&space.spec.kinds).clone();
+    let fault = space.spec.draw_fault_of_kind(&kind, Trigger::Mark { mark, nth }, prng, space.topology, &mut losses);
+    faults.push(fault);
+    Genome { seed: parent.seed, faults, buggify: parent.buggify.clone() }
+}
+
 /// The share a relative trigger names.
 fn share_of(trigger: &Trigger) -> Option<Share> {
     match trigger {
@@ -333,6 +361,26 @@ mod tests {
         let parent = Genome::new(7, spec.generate(7, &topology));
         let mut prng = Prng::fork(9, "test");
         assert_eq!(aim(&parent, "none", &mut prng, &space).faults.len(), parent.faults.len() - 1);
+    }
+
+    #[test]
+    fn a_branch_adds_a_fault_right_after_the_mark_under_the_parents_seed() {
+        let spec = spec();
+        let topology = topology();
+        let space = Space { spec: &spec, topology: &topology, max_faults: 4, min_faults: 1 };
+        let parent = Genome::new(7, spec.generate(7, &topology));
+        let mut prng = Prng::fork(11, "test");
+        let mut child = parent.clone();
+        for round in 0..3 {
+            child = branch(&child, Mark::CommitRetried, 2, &mut prng, &space);
+            let added = child.faults.last().unwrap();
+            assert!(matches!(added.trigger, Trigger::Mark { mark: Mark::CommitRetried, nth: 1 | 2 }), "{added}");
+            assert!(spec.kinds.contains(&added.kind.name().to_string()));
+            assert_eq!((child.seed, child.faults.len()), (7, (parent.faults.len() + round + 1).min(4)));
+        }
+        // At the most faults, the branch points made before are kept.
+        let marked = child.faults.iter().filter(|fault| matches!(fault.trigger, Trigger::Mark { .. })).count();
+        assert_eq!(marked, 3);
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod merge;
 pub mod plot;
 pub mod store;
 
+use sluice_engine::cover::Mark;
 use sluice_engine::graph::ExecutionMode;
 use sluice_engine::prng::Prng;
 use sluice_harness::faults::buggify::Buggify;
@@ -26,7 +27,7 @@ use sluice_harness::faults::random::Topology;
 use sluice_harness::scenario::Scenario;
 use sluice_harness::search::corpus::Corpus;
 use sluice_harness::search::features::{Feature, cells, features};
-use sluice_harness::search::mutate::{Genome, Mutation, Space, aim, mutate};
+use sluice_harness::search::mutate::{Genome, Mutation, Space, aim, branch, mutate};
 
 use crate::seed::{DeterminismCheck, SeedOutcome, SeedResult, run_seed};
 
@@ -45,6 +46,18 @@ pub const RESEED_ONE_IN: u64 = 2;
 
 /// One guided mutant in this many is aimed at an unreached cell, while any is left to aim at.
 pub const AIM_ONE_IN: u64 = 3;
+
+/// One guided mutant in this many (of those not aimed) branches at a rare mark a kept genome
+/// reached ([`branch`]).
+pub const BRANCH_ONE_IN: u64 = 3;
+
+/// Branches owed to a mark once it is rare (reached by at most one run in [`RARE_ONE_IN`]):
+/// while any is owed, one guided mutant in two branches there, the rarest mark first
+/// (moonpool's timelines per mark, spent as soon as the mark is found).
+pub const BRANCH_BUDGET: u32 = 8;
+
+/// A mark reached by at most one run in this many is rare.
+pub const RARE_ONE_IN: u64 = 20;
 
 /// Mutants aimed at one cell before it is taken for unreachable (Legolas' budget per site).
 pub const AIM_BUDGET: u32 = 6;
@@ -99,7 +112,8 @@ pub struct State {
     pub found: Vec<Found>,
     /// Fresh seeds used so far.
     pub fresh: u64,
-    /// Per unreached cell, the mutants aimed at it.
+    /// Per target, the mutants aimed at it: an unreached cell (`cell M × K`), or a mark
+    /// branched at (`mark M`).
     #[serde(default)]
     pub aimed: std::collections::BTreeMap<String, u32>,
 }
@@ -120,6 +134,63 @@ impl State {
             }
         }
         frontier
+    }
+}
+
+impl State {
+    /// Where to branch ([`branch`]): a mark drawn with odds by its rarity (one over the runs
+    /// that reached it), a kept genome that reached it, and how often that genome's runs hit it
+    /// (the least of its hit-count buckets); `None` while nothing is kept.
+    fn branch_point<'a>(&'a self, prng: &mut Prng) -> Option<(&'a Genome, Mark, u64)> {
+        let marks: Vec<(&str, u64)> =
+            self.mark_runs().into_iter().map(|(mark, runs)| (mark, 1_000_000 / runs.max(1))).collect();
+        let mut ticket = prng.below(marks.iter().map(|(_, weight)| weight).sum::<u64>().max(1));
+        let (name, _) = *marks.iter().find(|(_, weight)| {
+            let inside = ticket < *weight;
+            ticket = ticket.saturating_sub(*weight);
+            inside
+        })?;
+        self.branch_at(name, prng)
+    }
+
+    /// The rarest mark still owed branches ([`BRANCH_BUDGET`]), a kept genome that reached it
+    /// and its hits; `None` when none is owed.
+    fn owed_branch_point<'a>(&'a self, prng: &mut Prng) -> Option<(&'a Genome, Mark, u64)> {
+        let runs = self.corpus.runs;
+        let owed = self.mark_runs().into_iter().filter(|(mark, reached)| {
+            reached * RARE_ONE_IN <= runs
+                && self.aimed.get(&format!("mark {mark}")).copied().unwrap_or(0) < BRANCH_BUDGET
+        });
+        let (name, _) = owed.min_by_key(|(mark, reached)| (*reached, *mark))?;
+        self.branch_at(name, prng)
+    }
+
+    /// Per mark reached, the runs that reached it (the most of its cells').
+    fn mark_runs(&self) -> std::collections::BTreeMap<&str, u64> {
+        let mut runs: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+        for (cell, reached) in &self.cell_runs {
+            let Some(mark) = cell.strip_prefix("cell ").and_then(|rest| rest.split(" × ").next()) else { continue };
+            let most = runs.entry(mark).or_insert(0);
+            *most = (*most).max(*reached);
+        }
+        runs
+    }
+
+    /// A kept genome that reached mark `name`, drawn, and how often its runs hit it.
+    fn branch_at<'a>(&'a self, name: &str, prng: &mut Prng) -> Option<(&'a Genome, Mark, u64)> {
+        let mark: Mark = name.parse().ok()?;
+        let count = format!("count {name} ≥");
+        let parents: Vec<(&Genome, u64)> = (self.corpus.entries.iter())
+            .filter_map(|entry| {
+                let buckets = entry.features.iter().filter_map(|feature| feature.strip_prefix(&count));
+                let hits = buckets.filter_map(|rest| rest.split(' ').next()?.parse::<u64>().ok()).min()?;
+                Some((&entry.genome, hits))
+            })
+            .collect();
+        (!parents.is_empty()).then(|| {
+            let (parent, hits) = *prng.pick(&parents);
+            (parent, mark, hits)
+        })
     }
 }
 
@@ -175,6 +246,12 @@ impl Plan {
         let space = Space { spec: random, topology, max_faults: count + 2, min_faults: count.saturating_sub(1) };
         let mut kinds = random.kinds.clone();
         kinds.push(sluice_harness::coverage::NO_FAULT.to_string());
+        if prng.below(2) == 0
+            && let Some((parent, mark, hits)) = state.owed_branch_point(&mut prng)
+        {
+            let target = Some(format!("mark {mark}"));
+            return (branch(parent, mark, hits, &mut prng, &space), Mutation::Branch, target);
+        }
         let frontier = state.frontier(&kinds);
         if !frontier.is_empty() && prng.below(AIM_ONE_IN) == 0 {
             let (mark, kind) = prng.pick(&frontier).clone();
@@ -190,6 +267,12 @@ impl Plan {
                 let child = self.maybe_reseed(aim(parent, &kind, &mut prng, &space), &mut prng, fresh);
                 return (child, Mutation::Aim, Some(format!("cell {mark} × {kind}")));
             }
+        }
+        if prng.below(BRANCH_ONE_IN) == 0
+            && let Some((parent, mark, hits)) = state.branch_point(&mut prng)
+        {
+            let target = Some(format!("mark {mark}"));
+            return (branch(parent, mark, hits, &mut prng, &space), Mutation::Branch, target);
         }
         let parent = state.corpus.pick(&mut prng).expect("internal: a corpus with entries picks one").genome.clone();
         let other = state.corpus.pick(&mut prng).expect("internal: a corpus with entries picks one").genome.clone();
@@ -311,8 +394,8 @@ fn add(
     progress: &mut dyn FnMut(Progress) -> Result<(), String>,
 ) -> Result<(), String> {
     state.corpus.add(&ran.genome, ran.mutation, &ran.features);
-    if let Some(cell) = ran.aimed {
-        *state.aimed.entry(cell).or_insert(0) += 1;
+    if let Some(target) = ran.aimed {
+        *state.aimed.entry(target).or_insert(0) += 1;
     }
     for cell in ran.cells {
         *state.cell_runs.entry(cell.clone()).or_insert(0) += 1;

@@ -37,6 +37,8 @@ const SUITE: &[(&str, Range<u64>, &[Mark])] = &[
     ),
     ("scenarios/tpcds-jm-crash.yaml", 1..2, &[Mark::JobMasterKeptFinishedWork]),
     ("scenarios/tpcds-tm-lost-reconciling.yaml", 1..2, &[Mark::TaskManagerLostDuringReconciliation]),
+    ("scenarios/tpcds-kept-work-partition-gone.yaml", 131..132, &[Mark::KeptWorkWithPartitionGone]),
+    ("scenarios/wordcount-report-of-superseded-run.yaml", 14..15, &[Mark::ReportOfSupersededRun]),
     ("scenarios/tpcds-adaptive.yaml", 1..2, &[Mark::AdaptiveParallelismDecided]),
     (
         "scenarios/wordcount-remote-shuffle.yaml",

@@ -184,6 +184,17 @@ struct JobRun {
 }
 
 impl JobRun {
+    /// True if a newer run of `execution`'s subtask was deployed, or `execution` is older than
+    /// the last restart of every subtask: the state [`Mark::ReportOfSupersededRun`] marks, told
+    /// apart from [`JobMaster::is_current`]'s decision so that the mark shows the state whatever
+    /// the decision.
+    ///
+    /// [`Mark::ReportOfSupersededRun`]: crate::cover::Mark::ReportOfSupersededRun
+    fn superseded(&self, execution: ExecutionAttemptId) -> bool {
+        execution.attempt < self.floor
+            || self.executions.get(&execution.vertex).is_some_and(|current| current.attempt > execution.attempt)
+    }
+
     fn new(
         spec: JobSpec,
         attempt: u32,
@@ -636,6 +647,9 @@ impl JobMaster {
     /// Handles one report; a finished subtask's work was logged by [`Self::on_finished_reports`].
     async fn on_task_update(&mut self, update: UpdateTaskExecutionState) {
         let Some(job) = &self.job else { return };
+        if update.job_id == job.spec.job_id && job.superseded(update.execution) {
+            crate::cover!(ReportOfSupersededRun);
+        }
         if update.job_id != job.spec.job_id || !self.is_current(update.execution) {
             return; // about a run that is no longer current, or the job already ended
         }

@@ -16,7 +16,7 @@ use crate::rt::time::Instant;
 
 use super::ha::{FinishedSubtask, JobEvent};
 use super::{CONTROL_TIMEOUT, Event, Execution, JobMaster, JobRun, SHUFFLE_SERVICE, ha};
-use crate::failover::{finished_work_to_keep, partitions_to_track};
+use crate::failover::{all_subtasks, finished_work_to_keep, partitions_to_track};
 use crate::graph::{ExecutionGraph, ExecutionVertexId, IntermediateResultPartitionId, JobGraph};
 use crate::runtime::messages::JobStatus;
 use crate::shuffle::protocol::ListPartitions;
@@ -122,6 +122,7 @@ impl JobRun {
         let job_graph = graph.job_graph();
         let held = |partition: IntermediateResultPartitionId| reconciliation.holds(job_graph, partition);
         let to_track = partitions_to_track(graph, kept, held);
+        cover_kept_partitions_gone(graph, kept, held);
         let mut tracked: BTreeSet<ResultPartitionId> = BTreeSet::new();
         for vertex in kept {
             let finished = &reconciliation.finished[vertex];
@@ -312,5 +313,23 @@ impl JobMaster {
             let stale: Vec<ResultPartitionId> = held.iter().filter(|id| !tracked.contains(id)).copied().collect();
             self.release_on(address, stale);
         }
+    }
+}
+
+/// Marks [`KeptWorkWithPartitionGone`](crate::cover::Mark::KeptWorkWithPartitionGone) if a kept
+/// subtask's partition is gone while not every subtask of its consumer was kept: the state
+/// `partitions_to_track` leaves untracked, told apart from its decision.
+fn cover_kept_partitions_gone(
+    graph: &ExecutionGraph,
+    kept: &BTreeSet<ExecutionVertexId>,
+    held: impl Fn(IntermediateResultPartitionId) -> bool,
+) {
+    let job_graph = graph.job_graph();
+    let gone = kept.iter().flat_map(|vertex| graph.produced_partitions(*vertex)).any(|produced| {
+        let consumer = job_graph.edge(produced.id.dataset).target;
+        !all_subtasks(graph, consumer, &|candidate| kept.contains(&candidate)) && !held(produced.id)
+    });
+    if gone {
+        crate::cover!(KeptWorkWithPartitionGone);
     }
 }
