@@ -122,8 +122,7 @@ impl State {
     /// Cells a mutant may aim at: a mark some run reached × a kind the scenario draws (or
     /// `none`) that no run reached it with, not yet aimed at [`AIM_BUDGET`] times; in order.
     pub fn frontier(&self, kinds: &[String]) -> Vec<(String, String)> {
-        let marks: std::collections::BTreeSet<&str> =
-            self.cell_runs.keys().filter_map(|cell| cell.strip_prefix("cell ")?.split(" × ").next()).collect();
+        let marks: std::collections::BTreeSet<&str> = self.cell_runs.keys().filter_map(|cell| mark_of(cell)).collect();
         let mut frontier = Vec::new();
         for mark in marks {
             for kind in kinds {
@@ -135,6 +134,11 @@ impl State {
         }
         frontier
     }
+}
+
+/// The mark of a cell's text (`cell M × K`).
+fn mark_of(cell: &str) -> Option<&str> {
+    cell.strip_prefix("cell ")?.split(" × ").next()
 }
 
 impl State {
@@ -169,7 +173,7 @@ impl State {
     fn mark_runs(&self) -> std::collections::BTreeMap<&str, u64> {
         let mut runs: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
         for (cell, reached) in &self.cell_runs {
-            let Some(mark) = cell.strip_prefix("cell ").and_then(|rest| rest.split(" × ").next()) else { continue };
+            let Some(mark) = mark_of(cell) else { continue };
             let most = runs.entry(mark).or_insert(0);
             *most = (*most).max(*reached);
         }
@@ -421,4 +425,53 @@ pub fn runs_to_reach<'a>(state: &State, cells: impl IntoIterator<Item = &'a Stri
         .into_iter()
         .map(|cell| state.cell_first.get(cell).copied())
         .try_fold(0, |latest, first| Some(latest.max(first?)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A state of 100 runs where `zombie-writer-fenced` was reached by 1 run, `commit-retried` by
+    /// 2 and `sort-buffer-spilled` by 50, and one kept genome (seed 7) reached each, the second
+    /// three times.
+    fn state() -> State {
+        let mut state = State::default();
+        for (mark, runs) in [("zombie-writer-fenced", 1), ("commit-retried", 2), ("sort-buffer-spilled", 50)] {
+            state.cell_runs.insert(format!("cell {mark} × tm-crash"), runs);
+        }
+        let features = [
+            "cell commit-retried × tm-crash",
+            "count commit-retried ≥3 batch",
+            "count zombie-writer-fenced ≥1 batch",
+            "count sort-buffer-spilled ≥1 batch",
+        ];
+        state.corpus.entries.push(sluice_harness::search::corpus::Entry {
+            genome: Genome::new(7, Vec::new()),
+            mutation: Mutation::Fresh,
+            run: 1,
+            new: Vec::new(),
+            features: features.iter().map(ToString::to_string).collect(),
+        });
+        state.corpus.runs = 100;
+        state
+    }
+
+    #[test]
+    fn owed_branches_go_to_the_rarest_rare_mark_until_its_budget_is_spent() {
+        let mut state = state();
+        let mut prng = Prng::fork(1, "test");
+        let (genome, mark, hits) = state.owed_branch_point(&mut prng).unwrap();
+        assert_eq!((genome.seed, mark, hits), (7, Mark::ZombieWriterFenced, 1));
+        state.aimed.insert("mark zombie-writer-fenced".into(), BRANCH_BUDGET);
+        let (_, mark, hits) = state.owed_branch_point(&mut prng).unwrap();
+        assert_eq!((mark, hits), (Mark::CommitRetried, 3), "the next rarest, with its parent's hit bucket");
+        state.aimed.insert("mark commit-retried".into(), BRANCH_BUDGET);
+        // `sort-buffer-spilled`, in half the runs, is not rare: nothing is owed.
+        assert!(state.owed_branch_point(&mut prng).is_none());
+        // A drawn branch point favours the rare marks over the common one (odds 1/1, 1/2, 1/50).
+        let rare = (0..200)
+            .filter(|_| state.branch_point(&mut prng).is_some_and(|(_, mark, _)| mark != Mark::SortBufferSpilled))
+            .count();
+        assert!(rare > 180, "{rare} of 200");
+    }
 }
