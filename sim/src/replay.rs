@@ -181,8 +181,14 @@ pub fn failure_path(directory: &Path, scenario: &Scenario, seed: u64) -> PathBuf
 
 /// Writes a failed seed's replay file and returns its path.
 pub fn write_failure(directory: &Path, scenario: &Scenario, result: &SeedResult) -> io::Result<PathBuf> {
-    std::fs::create_dir_all(directory)?;
-    let path = failure_path(directory, scenario, result.seed);
+    write_failure_to(failure_path(directory, scenario, result.seed), scenario, result)
+}
+
+/// Writes a failed seed's replay file to `path` (its directory created) and returns the path.
+pub fn write_failure_to(path: PathBuf, scenario: &Scenario, result: &SeedResult) -> io::Result<PathBuf> {
+    if let Some(directory) = path.parent() {
+        std::fs::create_dir_all(directory)?;
+    }
     let replay = replay_scenario(scenario, result);
     let info = replay.replay.as_ref().expect("set above");
     let header = format!(

@@ -111,11 +111,14 @@ pub enum ProtocolStep {
     PartitionStored,
     /// The JobMaster declared a TaskManager lost.
     TaskManagerLost,
+    /// Another fault of the schedule fired: faults that overlap (a partition lost while the
+    /// JobMaster is down), as Jepsen composes its nemeses.
+    FaultInjected,
 }
 
 impl ProtocolStep {
     /// Every step, in declaration order.
-    pub const ALL: [ProtocolStep; 8] = [
+    pub const ALL: [ProtocolStep; 9] = [
         ProtocolStep::Reconciling,
         ProtocolStep::Restarting,
         ProtocolStep::CheckpointTriggered,
@@ -124,6 +127,7 @@ impl ProtocolStep {
         ProtocolStep::Aborted,
         ProtocolStep::PartitionStored,
         ProtocolStep::TaskManagerLost,
+        ProtocolStep::FaultInjected,
     ];
 
     /// The trace events (by [`TraceEvent::kind`](sluice_engine::trace::TraceEvent::kind)) that
@@ -138,6 +142,7 @@ impl ProtocolStep {
             ProtocolStep::Aborted => &["transactions_aborted"],
             ProtocolStep::PartitionStored => &["partition_stored"],
             ProtocolStep::TaskManagerLost => &["task_manager_lost"],
+            ProtocolStep::FaultInjected => &["fault_injected"],
         }
     }
 
@@ -152,6 +157,7 @@ impl ProtocolStep {
             ProtocolStep::Aborted => "aborted",
             ProtocolStep::PartitionStored => "partition-stored",
             ProtocolStep::TaskManagerLost => "task-manager-lost",
+            ProtocolStep::FaultInjected => "fault-injected",
         }
     }
 }

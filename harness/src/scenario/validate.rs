@@ -342,15 +342,28 @@ fn check_trigger(scenario: &Scenario, plan: &JobGraph, trigger: &Trigger, prefix
             within(text, &field("after.nth"), u64::from(nth), 1, MAX_STEP_OCCURRENCE)?;
             match step {
                 ProtocolStep::CheckpointTriggered => needs_checkpoints("after"),
-                ProtocolStep::PartitionStored if scenario.shuffle != ShuffleKind::Remote => {
-                    let message =
-                        "waits for the remote shuffle service, but the scenario has none: add `shuffle: remote`";
-                    Err(ScenarioError::about(text, &field("after"), message))
-                }
-                _ => Ok(()),
+                _ => check_step(scenario, step, nth, &field("after"), text),
             }
         }
         Trigger::Mark { nth, .. } => within(text, &field("after_mark.nth"), u64::from(nth), 1, MAX_STEP_OCCURRENCE),
+    }
+}
+
+/// What a step other than a checkpoint's needs: the fault it follows, or the remote shuffle.
+fn check_step(scenario: &Scenario, step: ProtocolStep, nth: u32, field: &str, text: &str) -> Checked {
+    match step {
+        ProtocolStep::FaultInjected if nth as usize >= scenario.faults.len() => {
+            let others = scenario.faults.len().saturating_sub(1);
+            let message = format!(
+                "waits for fault number {nth} of the others to fire, but the schedule has {others} other faults"
+            );
+            Err(ScenarioError::about(text, field, message))
+        }
+        ProtocolStep::PartitionStored if scenario.shuffle != ShuffleKind::Remote => {
+            let message = "waits for the remote shuffle service, but the scenario has none: add `shuffle: remote`";
+            Err(ScenarioError::about(text, field, message))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -10,7 +10,8 @@
 //! The operators, each from a tool that reported gains with it (notes: guided-search.md §5):
 //! insert, delete or replace a fault (Mallory's power schedule); draw a fault's trigger again, or
 //! nudge a share trigger earlier or later (FaultFuzz's occurrence, CrashTuner's timing), or move
-//! it to right after a protocol step (CrashTuner's meta-info access points); draw a
+//! it to right after a protocol step (CrashTuner's meta-info access points) or right after
+//! another of its faults fires (Jepsen's composed nemeses: faults that overlap); draw a
 //! fault's node, duration or count again (DistFuzz, Chronos); splice two schedules (AFL); keep
 //! the schedule under a new seed (moonpool's and Antithesis' branching).
 
@@ -23,7 +24,7 @@ use crate::faults::random::{RandomFaults, Topology};
 use sluice_engine::buggify::FaultPoint;
 use sluice_engine::cover::Mark;
 
-use crate::faults::{CheckpointTrigger, Fault, FaultKind, Share, Trigger};
+use crate::faults::{CheckpointTrigger, Fault, FaultKind, ProtocolStep, Share, Trigger};
 
 /// A seed and its explicit schedule: one input of a search.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,6 +68,10 @@ pub enum Mutation {
     /// service that just acknowledged a write, a failover under way (CrashTuner's meta-info
     /// points).
     Follow,
+    /// A fault's trigger moved to right after another fault of the schedule fires (`after:
+    /// { step: fault-injected, nth }`): faults that overlap, such as a partition lost while the
+    /// JobMaster is down, which two blind times rarely make.
+    Overlap,
     /// A fault's node, duration or count drawn again.
     Redraw,
     /// The start of one schedule and the end of another.
@@ -123,13 +128,14 @@ pub fn mutate(parent: &Genome, other: &Genome, fresh_seed: u64, prng: &mut Prng,
     (Genome { seed: fresh_seed, ..parent.clone() }, Mutation::Reseed)
 }
 
-const OPERATORS: [Mutation; 10] = [
+const OPERATORS: [Mutation; 11] = [
     Mutation::Insert,
     Mutation::Delete,
     Mutation::Replace,
     Mutation::Retrigger,
     Mutation::Nudge,
     Mutation::Follow,
+    Mutation::Overlap,
     Mutation::Toggle,
     Mutation::Redraw,
     Mutation::Splice,
@@ -161,19 +167,8 @@ fn apply(
             losses -= permanent_losses(&faults[index..=index]);
             faults[index] = space.spec.draw_fault(prng, space.topology, &mut losses);
         }
-        Mutation::Retrigger if !faults.is_empty() => {
-            let index = at(prng, faults.len());
-            faults[index].trigger = space.spec.trigger(prng, space.topology);
-        }
-        Mutation::Follow if !faults.is_empty() => {
-            let index = at(prng, faults.len());
-            faults[index].trigger = crate::faults::random::step_trigger(prng, space.topology);
-        }
-        Mutation::Nudge => {
-            let shares: Vec<usize> =
-                (0..faults.len()).filter(|index| share_of(&faults[*index].trigger).is_some()).collect();
-            let index = *shares.get(at(prng, shares.len().max(1)))?;
-            faults[index].trigger = nudged(&faults[index].trigger, prng);
+        Mutation::Retrigger | Mutation::Follow | Mutation::Overlap | Mutation::Nudge => {
+            retime(mutation, &mut faults, prng, space)?;
         }
         Mutation::Redraw if !faults.is_empty() => {
             let index = at(prng, faults.len());
@@ -206,6 +201,34 @@ fn apply(
         _ => return None,
     }
     Some(Genome { seed: parent.seed, faults, buggify: parent.buggify.clone() })
+}
+
+/// The operators that move one fault's trigger; `None` where there is none to move (or, for
+/// `overlap`, no other fault to follow).
+fn retime(mutation: Mutation, faults: &mut [Fault], prng: &mut Prng, space: &Space) -> Option<()> {
+    let len = faults.len();
+    let (index, trigger) = match mutation {
+        Mutation::Nudge => {
+            let shares: Vec<usize> = (0..len).filter(|index| share_of(&faults[*index].trigger).is_some()).collect();
+            let index = *shares.get(prng.below(shares.len().max(1) as u64) as usize)?;
+            (index, nudged(&faults[index].trigger, prng))
+        }
+        Mutation::Retrigger | Mutation::Follow if len > 0 => {
+            let index = prng.below(len as u64) as usize;
+            match mutation {
+                Mutation::Retrigger => (index, space.spec.trigger(prng, space.topology)),
+                _ => (index, crate::faults::random::step_trigger(prng, space.topology)),
+            }
+        }
+        Mutation::Overlap if len >= 2 => {
+            let index = prng.below(len as u64) as usize;
+            let nth = prng.range_inclusive(1, len as u64 - 1) as u32;
+            (index, Trigger::Step { step: ProtocolStep::FaultInjected, nth })
+        }
+        _ => return None,
+    };
+    faults[index].trigger = trigger;
+    Some(())
 }
 
 /// A mutant of `parent` aimed at the cell (a mark the parent reaches) × `kind`: one time in two
@@ -324,6 +347,30 @@ mod tests {
             used.insert(mutation);
         }
         assert_eq!(used.len(), OPERATORS.len(), "{used:?}");
+    }
+
+    #[test]
+    fn an_overlap_places_a_fault_right_after_one_of_the_others_fires() {
+        let spec = spec();
+        let topology = topology();
+        let space = Space { spec: &spec, topology: &topology, max_faults: 5, min_faults: 1 };
+        let parent = Genome::new(7, spec.generate(7, &topology));
+        let mut prng = Prng::fork(3, "test");
+        for _ in 0..50 {
+            let child =
+                apply(Mutation::Overlap, &parent, &parent, 99, &mut prng, &space).expect("three faults overlap");
+            let moved: Vec<&Fault> =
+                child.faults.iter().zip(&parent.faults).filter(|(c, p)| c != p).map(|(c, _)| c).collect();
+            assert!(moved.len() <= 1, "one fault retimed");
+            for fault in moved {
+                let Trigger::Step { step: ProtocolStep::FaultInjected, nth } = fault.trigger else {
+                    panic!("{fault:?}")
+                };
+                assert!((1..=2).contains(&nth), "after one of the two others: {nth}");
+            }
+        }
+        let alone = Genome::new(7, parent.faults[..1].to_vec());
+        assert_eq!(apply(Mutation::Overlap, &alone, &alone, 99, &mut prng, &space), None, "no other fault to follow");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use clap::Args;
 use super::{limit_memory, load};
 use crate::explore::plot::{Line, svg};
 use crate::explore::{self, Plan, Progress, State, runs_to_reach, store};
-use crate::replay::{command as replay_command, write_failure};
+use crate::replay::{command as replay_command, write_failure_to};
 use crate::sweep::shard::Shard;
 use crate::sweep::summary::status;
 use sluice_harness::words::printable;
@@ -176,8 +176,10 @@ fn campaign(plan: &Plan, dir: Option<&Path>, failures: &Path, kind: &str) -> Res
     );
     let started = std::time::Instant::now();
     let done_before = state.cells.len();
-    let mut on_failure = |scenario: &sluice_harness::scenario::Scenario, result: &crate::seed::SeedResult| {
-        write_failure(failures, scenario, result).ok().map(|path| path.display().to_string())
+    // Named by run as well as seed: a mutant keeps its parent's seed under another schedule.
+    let mut on_failure = |run: u64, scenario: &sluice_harness::scenario::Scenario, result: &crate::seed::SeedResult| {
+        let path = failures.join(format!("{}-{}-run{run}.yaml", scenario.name, result.seed));
+        write_failure_to(path, scenario, result).ok().map(|path| path.display().to_string())
     };
     let every = (plan.runs / 10).max(explore::BATCH);
     let mut progress = |event: Progress| -> Result<(), String> {

@@ -367,7 +367,7 @@ pub enum Progress<'a> {
 pub fn run(
     plan: &Plan,
     mut state: State,
-    on_failure: &mut dyn FnMut(&Scenario, &SeedResult) -> Option<String>,
+    on_failure: &mut dyn FnMut(u64, &Scenario, &SeedResult) -> Option<String>,
     progress: &mut dyn FnMut(Progress) -> Result<(), String>,
 ) -> Result<State, String> {
     // What mutations draw nodes and vertices from: planned once, not per genome.
@@ -394,7 +394,7 @@ fn add(
     state: &mut State,
     run: u64,
     ran: Ran,
-    on_failure: &mut dyn FnMut(&Scenario, &SeedResult) -> Option<String>,
+    on_failure: &mut dyn FnMut(u64, &Scenario, &SeedResult) -> Option<String>,
     progress: &mut dyn FnMut(Progress) -> Result<(), String>,
 ) -> Result<(), String> {
     state.corpus.add(&ran.genome, ran.mutation, &ran.features);
@@ -411,7 +411,7 @@ fn add(
             ran.result.failures().into_iter().map(|(_, failure)| failure.check.to_string()).collect();
         checks.sort();
         checks.dedup();
-        let replay_file = on_failure(&plan.scenario_of(&ran.genome), &ran.result);
+        let replay_file = on_failure(run, &plan.scenario_of(&ran.genome), &ran.result);
         let found = Found { run, seed: ran.genome.seed, checks, mutation: ran.mutation, replay_file };
         progress(Progress::Failed(&found))?;
         state.found.push(found);

@@ -14,7 +14,7 @@ fn plan(runs: u64, threads: usize) -> Plan {
 }
 
 fn campaign(plan: &Plan, state: State, dir: Option<&std::path::Path>) -> State {
-    let mut no_failure = |_: &Scenario, _: &sluice_sim::seed::SeedResult| None;
+    let mut no_failure = |_: u64, _: &Scenario, _: &sluice_sim::seed::SeedResult| None;
     let mut progress = |event: Progress| match (event, dir) {
         (Progress::Batch(state), Some(dir)) => store::save(dir, plan, state),
         _ => Ok(()),
