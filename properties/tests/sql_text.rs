@@ -1,4 +1,5 @@
-//! Property: planning a SQL script never panics or hangs, whatever its text. Each case takes a
+//! Property: planning a SQL script never panics or hangs, whatever its text (a case that has
+//! not ended after [`HANG_BOUND`] fails as a hang). Each case takes a
 //! shipped script and applies a few mutations (cut a span, insert a token from a dictionary of
 //! SQL syntax, types, extreme numbers and control characters, duplicate a line);
 //! `plan_script` must return a plan or an error with a place in the script, never panic, and a
@@ -46,8 +47,11 @@ fn scripts() -> Vec<String> {
         include_str!("../../scenarios/sql/nexmark/q18.sql"),
         include_str!("../../scenarios/sql/nexmark/q19.sql"),
     ];
-    let windows =
-        [include_str!("../../scenarios/sql/nexmark/ddl.sql"), include_str!("../../scenarios/sql/nexmark/windows.sql")];
+    let windows = [
+        include_str!("../../scenarios/sql/nexmark/ddl.sql"),
+        include_str!("../../scenarios/sql/nexmark/windows.sql"),
+        include_str!("../../scenarios/sql/nexmark/interval.sql"),
+    ];
     vec![
         nexmark.join("\n"),
         functions.join("\n"),
@@ -216,6 +220,33 @@ fn check(text: &str) -> Result<(), String> {
     }
 }
 
+/// How long one case may take before it counts as a hang: a case takes milliseconds (the
+/// evaluation reads at most 50 events and a row is in at most 1000 windows), so this is a
+/// liveness bound, not a speed target, generous for a loaded debug build.
+const HANG_BOUND: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `case()` on a thread of its own: its result (`Err` if it panicked), or `None` if it did not
+/// end within `bound` (the thread is left behind; the test fails).
+fn within<T: Send + 'static>(
+    bound: std::time::Duration,
+    case: impl FnOnce() -> T + Send + 'static,
+) -> Option<Result<T, ()>> {
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let outcome = catch_unwind(AssertUnwindSafe(case)).map_err(|_| ());
+        let _ = done.send(outcome);
+    });
+    result.recv_timeout(bound).ok()
+}
+
+#[test]
+fn a_case_that_does_not_end_within_the_bound_counts_as_a_hang() {
+    let slow = within(std::time::Duration::from_millis(10), || std::thread::sleep(std::time::Duration::from_secs(2)));
+    assert!(slow.is_none(), "a case past the bound is a hang");
+    assert!(matches!(within(HANG_BOUND, || check("not sql")), Some(Ok(Ok(())))), "a quick case passes");
+    assert!(matches!(within(HANG_BOUND, || panic!("a bug")), Some(Err(()))), "a panic is told apart from a hang");
+}
+
 #[test]
 fn the_shipped_scripts_plan() {
     for script in scripts() {
@@ -229,10 +260,19 @@ fn planning_mutated_sql_text_never_panics() {
     let strategy = (0..scripts.len(), proptest::collection::vec(mutation(TOKENS.len()), 1..6));
     check_seeds("planning_mutated_sql_text_never_panics", strategy, case_seeds_or(1000), |(base, mutations), _| {
         let text = apply(scripts[*base].clone(), mutations, TOKENS);
-        match catch_unwind(AssertUnwindSafe(|| check(&text))) {
-            Ok(Ok(())) => CaseResult::Pass,
-            Ok(Err(message)) => CaseResult::Fail { message: format!("{message}; text:\n{text}"), replay_file: None },
-            Err(_) => CaseResult::Fail { message: format!("planning panicked; text:\n{text}"), replay_file: None },
+        let case = text.clone();
+        match within(HANG_BOUND, move || check(&case)) {
+            Some(Ok(Ok(()))) => CaseResult::Pass,
+            Some(Ok(Err(message))) => {
+                CaseResult::Fail { message: format!("{message}; text:\n{text}"), replay_file: None }
+            }
+            Some(Err(())) => {
+                CaseResult::Fail { message: format!("planning panicked; text:\n{text}"), replay_file: None }
+            }
+            None => CaseResult::Fail {
+                message: format!("planning and evaluating did not end within {HANG_BOUND:?} (a hang); text:\n{text}"),
+                replay_file: None,
+            },
         }
     });
 }

@@ -77,12 +77,20 @@ pub struct Grouping<'a> {
     pub input: &'a Scope,
     /// The calls, in the order first met.
     pub calls: Vec<(Call, SqlType, String)>,
+    /// The group window among the keys (legacy `GROUP BY SESSION(…)`): its auxiliary functions
+    /// name its columns.
+    pub window: Option<&'a crate::group_window::GroupWindow>,
 }
 
 impl Grouping<'_> {
     /// `expr` with each group key and each aggregate call replaced by a column `$k<i>` or
     /// `$a<j>` of the output row.
     pub fn rewrite(&mut self, expr: &ast::Expr, at: Location) -> Result<ast::Expr, SqlError> {
+        if let Some(window) = self.window
+            && let Some(column) = window.auxiliary(expr, at)?
+        {
+            return self.rewrite(&column, at);
+        }
         if let Some(index) = self.key_exprs.iter().position(|key| key == expr) {
             return Ok(ident(&format!("$k{index}")));
         }
@@ -283,6 +291,50 @@ impl Aggregation {
                 _ => {}
             }
         }
+    }
+
+    /// The accumulator of two groups' rows together (windows that merge into a session): the
+    /// older one's keys, counts and sums added, the extremes of both, distinct values united.
+    pub fn merge(&self, older: Row, newer: Row) -> Row {
+        if older.0.is_empty() || newer.0.is_empty() {
+            return if older.0.is_empty() { newer } else { older };
+        }
+        let mut merged = older;
+        merged.0[COUNT] = add(&merged.0[COUNT], &newer.0[COUNT], false);
+        for (index, call) in self.0.calls.iter().enumerate() {
+            let (state, other) = (&mut merged.0[STATES + index], &newer.0[STATES + index]);
+            if call.distinct {
+                let Value::Row(pairs) = other else { continue };
+                for pair in pairs {
+                    if let Value::Row(pair) = pair
+                        && let [value, Value::Int(rows)] = pair.as_slice()
+                    {
+                        count_distinct(state, value.clone(), *rows);
+                    }
+                }
+                continue;
+            }
+            match (call.function, other) {
+                (Function::Count | Function::CountStar, _) => *state = add(state, other, false),
+                (Function::Sum | Function::Avg, Value::Row(theirs)) => {
+                    if let Value::Row(pair) = state {
+                        pair[0] = add(&pair[0], &theirs[0], false);
+                        pair[1] = add(&pair[1], &theirs[1], false);
+                    }
+                }
+                (Function::Min | Function::Max, Value::Null) | (Function::Sum | Function::Avg, _) => {}
+                (Function::Min | Function::Max, other) => {
+                    let better = match call.function {
+                        Function::Min => *state == Value::Null || other < state,
+                        _ => *state == Value::Null || other > state,
+                    };
+                    if better {
+                        *state = other.clone();
+                    }
+                }
+            }
+        }
+        merged
     }
 
     /// The group's output row (keys, then results), before `HAVING`.

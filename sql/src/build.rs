@@ -11,6 +11,7 @@ use sluice_engine::connectors::log::LogSource;
 use sluice_engine::connectors::txn_store::TxnStoreSink;
 
 use sluice_engine::api::changelog::RetractableAggregate;
+use sluice_engine::api::interval_join::{self, IntervalBounds};
 use sluice_engine::time::TimeWindow;
 
 use crate::aggregate::{Aggregation, GroupBy};
@@ -70,9 +71,14 @@ fn build_node(env: &StreamEnv, plan: &Plan, node: &Node, scans: &mut BTreeMap<St
         Node::WindowAggregate { input: rows, spec, group_by, width, .. } => {
             Built::Append(window_aggregate(append(input(rows)), *spec, group_by, *width))
         }
-        Node::Join { left, right, left_keys, right_keys, .. } => {
-            let left = append(input(left));
-            Built::Append(join(&left, &append(input(right)), left_keys, right_keys))
+        Node::Join { left, right, left_keys, right_keys, times, bounds, .. } => {
+            let (left, right) = (append(input(left)), append(input(right)));
+            match times.zip(*bounds) {
+                Some((times, bounds)) => {
+                    Built::Append(interval_join((&left, &right), (left_keys, right_keys), times, bounds))
+                }
+                None => Built::Append(join(&left, &right, left_keys, right_keys)),
+            }
         }
         Node::Rank { input: rows, partition, order, limit, .. } => {
             let limit = limit.expect("invariant: the planner refuses a ROW_NUMBER() without a limit");
@@ -132,6 +138,7 @@ fn calc_project(input: Built, exprs: &[Expr]) -> Built {
 
 /// A window table function: each row once per window of its time column's value.
 fn window_rows(rows: DataStream<Row>, time: usize, spec: WindowSpec) -> DataStream<Row> {
+    assert!(!spec.is_merging(), "invariant: sessions are planned only as window aggregations (bind_group_window)");
     rows.flat_map(move |row: Row| {
         let Value::Timestamp(timestamp) = row.0[time] else { return Vec::new() };
         spec.windows(timestamp).into_iter().map(|window| with_window(&row, window)).collect()
@@ -173,6 +180,42 @@ fn join(left: &DataStream<Row>, right: &DataStream<Row>, left_keys: &[Expr], rig
         .name("Join")
 }
 
+/// An interval join on the engine's (`sluice_engine::api::interval_join`): as a regular join's
+/// keys, and each side's time column for its bounds; a row whose time is `NULL` meets nothing.
+fn interval_join(
+    (left, right): (&DataStream<Row>, &DataStream<Row>),
+    (left_keys, right_keys): (&[Expr], &[Expr]),
+    (left_time, right_time): (usize, usize),
+    bounds: IntervalBounds,
+) -> DataStream<Row> {
+    let keyed = |rows: &DataStream<Row>, keys: &[Expr], time: usize| {
+        let keys = Arc::new(keys.to_vec());
+        let key = move |row: &Row| Row(keys.iter().map(|key| key.eval(&row.0)).collect());
+        let for_filter = key.clone();
+        let joinable = move |row: &Row| {
+            matches!(row.0[time], Value::Timestamp(_)) && for_filter(row).0.iter().all(|value| *value != Value::Null)
+        };
+        (rows.filter(joinable).name("Calc: non-null keys and time"), key)
+    };
+    let time_of = |time: usize| {
+        move |row: &Row| match row.0[time] {
+            Value::Timestamp(millis) => millis,
+            _ => unreachable!("invariant: rows without a time are filtered out before an interval join"),
+        }
+    };
+    let ((left, left_key), (right, right_key)) =
+        (keyed(left, left_keys, left_time), keyed(right, right_keys, right_time));
+    let pair = |left: &Row, right: &Row| Row(left.0.iter().chain(&right.0).cloned().collect());
+    interval_join::interval_join(
+        (&left, &right),
+        (left_key, right_key),
+        (time_of(left_time), time_of(right_time)),
+        bounds,
+        pair,
+    )
+    .name("IntervalJoin")
+}
+
 /// Flink's window aggregation on the engine's window operator: rows keyed by the keys that are
 /// not the window's, placed into windows by their event timestamps (the time column's values),
 /// aggregated, and when a window fires its row built in the keys' order (window columns from
@@ -186,12 +229,15 @@ fn window_aggregate(rows: DataStream<Row>, spec: WindowSpec, group_by: &GroupBy,
     let key_exprs = Arc::new(other_keys);
     let keyed = rows.key_by(move |row: &Row| Row(key_exprs.iter().map(|key| key.eval(&row.0)).collect()));
     let add = Arc::clone(&aggregation);
-    let windowed = keyed.window(SqlWindows(spec)).aggregate(
+    let merge = Arc::clone(&aggregation);
+    // Sessions merge their accumulators; other windows never call `merge`.
+    let windowed = keyed.window(SqlWindows(spec)).aggregate_merging(
         Row::default,
         move |mut acc: Row, row: Row| {
             add.accumulate(&mut acc, &row);
             acc
         },
+        move |older: Row, newer: Row| merge.merge(older, newer),
         move |_key: &Row, window: TimeWindow, acc: Row| {
             let inner = aggregation.output(&acc).0;
             let mut others = inner.iter();

@@ -4,6 +4,8 @@
 
 use std::fmt::{self, Write as _};
 
+use sluice_engine::api::interval_join::IntervalBounds;
+
 use crate::aggregate::{Call, Function, GroupBy};
 use crate::expr::{Expr, Op};
 use crate::plan::{Insert, Node, Plan, is_updating, physical_columns};
@@ -69,9 +71,20 @@ fn node(text: &mut String, plan: &Plan, current: &Node, depth: usize) {
             let _ = writeln!(text, "{indent}Rank(rankType=[ROW_NUMBER], {spec}, outputRankNumber=[true]) {mode}");
             input
         }
-        Node::Join { left, right, left_keys, right_keys, .. } => {
+        Node::Join { left, right, left_keys, right_keys, times, bounds, .. } => {
             let keys = format!("leftKeys=[{}], rightKeys=[{}]", list(left_keys), list(right_keys));
-            let _ = writeln!(text, "{indent}Join(joinType=[InnerJoin], {keys}) {mode}");
+            match times.zip(*bounds) {
+                Some(((left_time, right_time), IntervalBounds { lower, upper })) => {
+                    let window = format!(
+                        "windowBounds=[isRowTime=true, leftLowerBound={lower}, leftUpperBound={upper}, \
+                         leftTimeIndex={left_time}, rightTimeIndex={right_time}]"
+                    );
+                    let _ = writeln!(text, "{indent}IntervalJoin(joinType=[InnerJoin], {window}, {keys}) {mode}");
+                }
+                None => {
+                    let _ = writeln!(text, "{indent}Join(joinType=[InnerJoin], {keys}) {mode}");
+                }
+            }
             node(text, plan, left, depth + 1);
             right
         }

@@ -6,9 +6,20 @@
 //! between an expression of each side becomes a key pair, a conjunct of one side's columns goes
 //! down to that side (as Flink's filter push-down does), any other filters the join's rows. Rows
 //! whose key holds a `NULL` meet nothing, as SQL's `=` says.
+//!
+//! A join of two relations with time attributes whose conditions bound `left time − right time`
+//! from below and above (`l.t BETWEEN r.t - INTERVAL '4' SECOND AND r.t`, or `>=`, `>`, `<=`, `<`
+//! between the two times, each moved by an `INTERVAL`) is an interval join ([`intervals`], Flink's
+//! rule): the same rows as the regular join filtered by those conditions, but a row is kept only
+//! while the other side may still bring a partner (`sluice_engine::api::interval_join`). Unlike
+//! Flink's, its result has no time attribute (a window over it is refused, as over a regular
+//! join's).
+
+use sluice_engine::api::interval_join::IntervalBounds;
 
 use crate::expr::{Expr, Op};
 use crate::node::Node;
+use crate::value::Value;
 
 /// The conjuncts of `predicate`: `a AND b AND c` as `[a, b, c]`.
 pub fn conjuncts(predicate: Expr) -> Vec<Expr> {
@@ -25,13 +36,21 @@ pub fn conjuncts(predicate: Expr) -> Vec<Expr> {
 /// `node` with `conjunct` applied: a join key, a filter pushed to the side
 /// it reads, or a filter above.
 pub fn attach(node: Node, conjunct: Expr) -> Node {
-    let Node::Join { left, right, mut left_keys, mut right_keys, left_width } = node else {
+    let Node::Join { left, right, mut left_keys, mut right_keys, left_width, times, bounds } = node else {
         return Node::Filter { input: Box::new(node), predicate: conjunct };
     };
     let reads_left = conjunct.reads(&|index| index < left_width);
     let reads_right = conjunct.reads(&|index| index >= left_width);
     let shift = |expr: &Expr| expr.remap(&|index| index - left_width);
-    let join = |left, right, left_keys, right_keys| Node::Join { left, right, left_keys, right_keys, left_width };
+    let join = |left, right, left_keys, right_keys| Node::Join {
+        left,
+        right,
+        left_keys,
+        right_keys,
+        left_width,
+        times,
+        bounds,
+    };
     match (reads_left, reads_right) {
         (true, false) => join(Box::new(attach(*left, conjunct)), right, left_keys, right_keys),
         (false, true) => {
@@ -61,6 +80,143 @@ fn key_pair(conjunct: &Expr, left_width: usize) -> Option<(Expr, Expr)> {
         return Some((*a.clone(), *b.clone()));
     }
     (left_only(b) && right_only(a)).then(|| (*b.clone(), *a.clone()))
+}
+
+/// `node` with each join whose conditions bound its sides' times from below and above made an
+/// interval join: those conditions (the tightest of each) become its bounds; the others stay.
+pub fn intervals(node: Node) -> Node {
+    match node {
+        Node::Filter { .. } => {
+            let mut predicates = Vec::new();
+            let mut base = node;
+            while let Node::Filter { input, predicate } = base {
+                predicates.push(predicate);
+                base = *input;
+            }
+            let (base, rest) = bound(intervals(base), predicates);
+            rest.into_iter().rev().fold(base, |input, predicate| Node::Filter { input: Box::new(input), predicate })
+        }
+        Node::Join { left, right, left_keys, right_keys, left_width, times, bounds } => Node::Join {
+            left: Box::new(intervals(*left)),
+            right: Box::new(intervals(*right)),
+            left_keys,
+            right_keys,
+            left_width,
+            times,
+            bounds,
+        },
+        Node::Scan { .. } => node,
+        Node::Project { input, exprs } => Node::Project { input: Box::new(intervals(*input)), exprs },
+        Node::Aggregate { input, group_by } => Node::Aggregate { input: Box::new(intervals(*input)), group_by },
+        Node::Rank { input, partition, order, limit, width } => {
+            Node::Rank { input: Box::new(intervals(*input)), partition, order, limit, width }
+        }
+        Node::Window { input, time, spec, width } => {
+            Node::Window { input: Box::new(intervals(*input)), time, spec, width }
+        }
+        Node::WindowAggregate { input, time, spec, group_by, width } => {
+            Node::WindowAggregate { input: Box::new(intervals(*input)), time, spec, group_by, width }
+        }
+    }
+}
+
+/// `base` and the filters above it (outermost first): if `base` is a join with times and the
+/// filters bound them both ways, the interval join and the filters that are not bounds.
+fn bound(base: Node, predicates: Vec<Expr>) -> (Node, Vec<Expr>) {
+    let Node::Join { times: Some((left_time, right_time)), bounds: None, left_width, .. } = base else {
+        return (base, predicates);
+    };
+    let found: Vec<Option<Bound>> =
+        predicates.iter().map(|predicate| time_bound(predicate, left_time, left_width + right_time)).collect();
+    let lower = found.iter().flatten().filter_map(|bound| bound.lower()).max();
+    let upper = found.iter().flatten().filter_map(|bound| bound.upper()).min();
+    let (Some(lower), Some(upper)) = (lower, upper) else { return (base, predicates) };
+    let rest = predicates.into_iter().zip(found).filter(|(_, bound)| bound.is_none()).map(|(p, _)| p).collect();
+    let Node::Join { left, right, left_keys, right_keys, left_width, times, .. } = base else { unreachable!() };
+    let bounds = Some(IntervalBounds { lower, upper });
+    (Node::Join { left, right, left_keys, right_keys, left_width, times, bounds }, rest)
+}
+
+/// A condition on `left time − right time`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Bound {
+    /// At least this.
+    Lower(i64),
+    /// At most this.
+    Upper(i64),
+}
+
+impl Bound {
+    fn lower(self) -> Option<i64> {
+        match self {
+            Bound::Lower(bound) => Some(bound),
+            Bound::Upper(_) => None,
+        }
+    }
+
+    fn upper(self) -> Option<i64> {
+        match self {
+            Bound::Upper(bound) => Some(bound),
+            Bound::Lower(_) => None,
+        }
+    }
+}
+
+/// `predicate` as a bound on `left time − right time`, if it compares the two time columns
+/// (each maybe moved by a constant): `l + p ≥ r + q` is `l − r ≥ q − p`.
+fn time_bound(predicate: &Expr, left_time: usize, right_time: usize) -> Option<Bound> {
+    let Expr::Binary(op, a, b) = predicate else { return None };
+    let term = |expr: &Expr| -> Option<(bool, i64)> {
+        let (column, offset) = match expr {
+            Expr::Column(column) => (*column, 0),
+            Expr::Binary(Op::Add, column, offset) => (column_of(column)?, int(offset)?),
+            Expr::Binary(Op::Sub, column, offset) => (column_of(column)?, int(offset)?.checked_neg()?),
+            _ => return None,
+        };
+        match column {
+            _ if column == left_time => Some((true, offset)),
+            _ if column == right_time => Some((false, offset)),
+            _ => None,
+        }
+    };
+    let ((a_left, p), (b_left, q)) = (term(a)?, term(b)?);
+    if a_left == b_left {
+        return None;
+    }
+    // With the left time on the left: `l OP r + (q − p)`; else `r OP l + …`, flipped.
+    let (op, constant) = if a_left { (*op, q.checked_sub(p)?) } else { (flip(*op)?, p.checked_sub(q)?) };
+    match op {
+        Op::GtEq => Some(Bound::Lower(constant)),
+        Op::Gt => Some(Bound::Lower(constant.checked_add(1)?)),
+        Op::LtEq => Some(Bound::Upper(constant)),
+        Op::Lt => Some(Bound::Upper(constant.checked_sub(1)?)),
+        _ => None,
+    }
+}
+
+/// `a OP b` as `b OP' a`.
+fn flip(op: Op) -> Option<Op> {
+    match op {
+        Op::Lt => Some(Op::Gt),
+        Op::LtEq => Some(Op::GtEq),
+        Op::Gt => Some(Op::Lt),
+        Op::GtEq => Some(Op::LtEq),
+        _ => None,
+    }
+}
+
+fn column_of(expr: &Expr) -> Option<usize> {
+    match expr {
+        Expr::Column(column) => Some(*column),
+        _ => None,
+    }
+}
+
+fn int(expr: &Expr) -> Option<i64> {
+    match expr {
+        Expr::Literal(Value::Int(value)) => Some(*value),
+        _ => None,
+    }
 }
 
 /// Whether `node` holds a join without keys (a cross join, which Sluice does not plan).
@@ -94,4 +250,78 @@ pub fn evaluate(
         }
     }
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::plan::{Plan, evaluate};
+    use crate::plan_script;
+
+    const DDL: &str = include_str!("../../scenarios/sql/nexmark/ddl.sql");
+
+    fn planned(condition: &str) -> Plan {
+        let script = format!(
+            "{DDL}\nCREATE TABLE pairs (auction BIGINT, placed TIMESTAMP(3), opened TIMESTAMP(3)) WITH ('connector' = 'sluice');\n\
+             INSERT INTO pairs SELECT B.auction, B.dateTime, A.dateTime FROM bid B JOIN auction A ON B.auction = A.id AND {condition};"
+        );
+        plan_script(&script).unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    fn join_of(plan: &Plan) -> &Node {
+        let mut node = &plan.inserts[0].input.node;
+        while let Node::Project { input, .. } | Node::Filter { input, .. } = node {
+            node = input;
+        }
+        node
+    }
+
+    fn bounds_of(plan: &Plan) -> Option<IntervalBounds> {
+        let Node::Join { bounds, .. } = join_of(plan) else { panic!("a join: {:?}", plan.inserts[0].input.node) };
+        *bounds
+    }
+
+    #[test]
+    fn conditions_bounding_both_times_make_an_interval_join_of_the_same_rows() {
+        let between = planned("B.dateTime BETWEEN A.dateTime AND A.dateTime + INTERVAL '10' SECOND");
+        assert_eq!(bounds_of(&between), Some(IntervalBounds { lower: 0, upper: 10_000 }));
+        let strict = planned(
+            "B.dateTime > A.dateTime - INTERVAL '1' SECOND AND A.dateTime + INTERVAL '5' SECOND > B.dateTime \
+             AND B.dateTime <= A.dateTime + INTERVAL '9' SECOND",
+        );
+        assert_eq!(bounds_of(&strict), Some(IntervalBounds { lower: -999, upper: 4999 }), "strict, flipped, tightest");
+        // One bound only: a regular join, its condition a filter above it (Flink's rule too).
+        let one = planned("B.dateTime >= A.dateTime");
+        assert_eq!(bounds_of(&one), None);
+        assert!(
+            matches!(&one.inserts[0].input.node, Node::Project { input, .. } if matches!(**input, Node::Filter { .. }))
+        );
+        // Other conditions stay filters of the interval join.
+        let mixed =
+            planned("B.dateTime BETWEEN A.dateTime AND A.dateTime + INTERVAL '10' SECOND AND B.price > A.reserve");
+        assert!(bounds_of(&mixed).is_some());
+        // The interval join's rows are the regular join's filtered by its conditions.
+        let sources = |plan: &Plan| -> BTreeMap<String, Vec<crate::value::Row>> {
+            let crate::plan::SourceConnector::Nexmark(options) = &plan.sources["datagen"].connector else { panic!() };
+            BTreeMap::from([("datagen".to_string(), crate::nexmark::events(options).collect())])
+        };
+        let inputs = sources(&between);
+        let rows = evaluate(&between.inserts[0].input.node, &inputs);
+        let Node::Join { left, right, left_keys, right_keys, left_width, times, .. } = join_of(&between).clone() else {
+            unreachable!()
+        };
+        let regular = Node::Join { left, right, left_keys, right_keys, left_width, times, bounds: None };
+        let (placed, opened) = (times.unwrap().0, left_width + times.unwrap().1);
+        let filtered: Vec<_> = evaluate(&regular, &inputs)
+            .into_iter()
+            .filter(|row| match (&row.0[placed], &row.0[opened]) {
+                (Value::Timestamp(placed), Value::Timestamp(opened)) => (0..=10_000).contains(&(placed - opened)),
+                _ => false,
+            })
+            .collect();
+        assert!(!filtered.is_empty());
+        assert_eq!(rows.len(), filtered.len());
+    }
 }

@@ -18,7 +18,8 @@
 //! | [`explain`] | `EXPLAIN`: a plan as a tree with changelog modes |
 //! | [`optimize`] | rewrites that keep a plan's meaning (projection fusion) |
 //! | [`build`] | a plan onto a `StreamEnv` |
-//! | [`window`] | window table functions `TUMBLE`, `HOP`, `CUMULATE`: their windows and assigners |
+//! | [`window`] | window table functions `TUMBLE`, `HOP`, `CUMULATE` and sessions: their windows and assigners |
+//! | [`group_window`] | group windows, `GROUP BY k, SESSION(time, gap)` and `SESSION_START(…)`: rewritten as a window aggregation |
 //! | [`nexmark`] | the `nexmark` connector's schema and events |
 //!
 //! Depends on the engine's public API only. Must never read the clock, draw randomness, or let
@@ -29,6 +30,7 @@ pub mod build;
 pub mod explain;
 pub mod expr;
 pub mod functions;
+pub mod group_window;
 pub mod join;
 pub mod nexmark;
 pub mod node;

@@ -1,5 +1,7 @@
 //! The relational nodes a plan is made of: what each operator chain computes.
 
+use sluice_engine::api::interval_join::IntervalBounds;
+
 use crate::aggregate::GroupBy;
 use crate::expr::Expr;
 use crate::topn::Order;
@@ -58,8 +60,8 @@ pub enum Node {
         width: usize,
     },
     /// A regular inner equi-join of two append-only relations (see [`crate::join`]): each pair
-    /// of rows with equal keys, none `NULL`, as the left row's columns then the right's.
-    /// Append-only.
+    /// of rows with equal keys, none `NULL`, as the left row's columns then the right's; an
+    /// interval join if it has `bounds`. Append-only.
     Join {
         /// The left input.
         left: Box<Node>,
@@ -71,6 +73,12 @@ pub enum Node {
         right_keys: Vec<Expr>,
         /// The left input's columns.
         left_width: usize,
+        /// Each side's time attribute, if both have one: the left's column, the right's (as a
+        /// column of the right row).
+        times: Option<(usize, usize)>,
+        /// An interval join's bounds on `left time − right time` (see [`crate::join`]), taken
+        /// from its conditions over `times`; `None` for a regular join.
+        bounds: Option<IntervalBounds>,
     },
     /// `ROW_NUMBER() OVER (PARTITION BY … ORDER BY …)` kept to `rn <= limit` (see
     /// [`crate::topn`]): each partition's first rows in the order, each with its number after

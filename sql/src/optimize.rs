@@ -5,6 +5,9 @@
 //!   are the outer ones with the inner ones substituted for the columns they produce (Flink's
 //!   `CalcMergeRule`). A view over a source's computed columns, an `INSERT`'s cast to its sink's
 //!   types and the select list each add one; fused, a row is projected once.
+//! - **Interval joins:** a join whose conditions bound its sides' time attributes from below and
+//!   above becomes an interval join (Flink's `StreamPhysicalIntervalJoinRule`), whose state the
+//!   watermark bounds ([`crate::join::intervals`]).
 
 use crate::expr::Expr;
 use crate::plan::{Node, Plan};
@@ -12,8 +15,8 @@ use crate::plan::{Node, Plan};
 /// `plan` with every rewrite applied.
 pub fn optimize(mut plan: Plan) -> Plan {
     for insert in plan.inserts.iter_mut().chain(&mut plan.explains) {
-        insert.input.node =
-            fuse_projections(std::mem::replace(&mut insert.input.node, Node::Scan { table: String::new() }));
+        let node = std::mem::replace(&mut insert.input.node, Node::Scan { table: String::new() });
+        insert.input.node = fuse_projections(crate::join::intervals(node));
     }
     plan
 }
@@ -30,12 +33,14 @@ pub fn fuse_projections(node: Node) -> Node {
         },
         Node::Filter { input, predicate } => Node::Filter { input: Box::new(fuse_projections(*input)), predicate },
         Node::Aggregate { input, group_by } => Node::Aggregate { input: Box::new(fuse_projections(*input)), group_by },
-        Node::Join { left, right, left_keys, right_keys, left_width } => Node::Join {
+        Node::Join { left, right, left_keys, right_keys, left_width, times, bounds } => Node::Join {
             left: Box::new(fuse_projections(*left)),
             right: Box::new(fuse_projections(*right)),
             left_keys,
             right_keys,
             left_width,
+            times,
+            bounds,
         },
         Node::Rank { input, partition, order, limit, width } => {
             Node::Rank { input: Box::new(fuse_projections(*input)), partition, order, limit, width }

@@ -14,6 +14,7 @@ use sqlparser::tokenizer::Location;
 use crate::aggregate::{self, Call, Function, GroupBy, Grouping};
 use crate::expr::{self, Expr, Op, Scope};
 use crate::functions;
+use crate::group_window::{self, GroupWindow};
 use crate::join;
 use crate::nexmark;
 pub use crate::node::Node;
@@ -278,6 +279,8 @@ fn join_relations(
         left_keys: Vec::new(),
         right_keys: Vec::new(),
         left_width,
+        times: left.rowtime.zip(right.rowtime),
+        bounds: None,
     };
     // A regular join's result has no time attribute (Flink's makes them plain timestamps).
     Ok((Relation { node, columns, rowtime: None, window: None }, Scope::joined(left_scope, right_scope)))
@@ -381,7 +384,10 @@ impl Catalog {
             return Err(SqlError::at(at, "unsupported: a join with no equality between its sides (a cross join)"));
         }
         if !keys.is_empty() || select.having.is_some() || select.projection.iter().any(has_aggregate) {
-            return bind_grouped(select, keys, (input, from.window), &scope, at);
+            return match group_window::find(keys, at)? {
+                Some(window) => bind_group_window(select, keys, &window, (input, from.rowtime), &scope, at),
+                None => bind_grouped(select, keys, (input, from.window), &scope, None, at),
+            };
         }
         let (input, exprs, columns) = bind_items(&scope, select, input, at)?;
         let rowtime = selected_as_is(&exprs, from.rowtime);
@@ -560,12 +566,48 @@ fn calls_aggregate(expr: &ast::Expr) -> bool {
     }
 }
 
+/// A `SELECT` grouped by a group window (`GROUP BY bidder, SESSION(dateTime, …)`): its input's
+/// rows in their windows, grouped by the window's three columns in the window's place.
+fn bind_group_window(
+    select: &ast::Select,
+    keys: &[ast::Expr],
+    window: &GroupWindow,
+    (input, rowtime): (Node, Option<usize>),
+    scope: &Scope,
+    at: Location,
+) -> Result<Relation, SqlError> {
+    let (time, _) = expr::bind(scope, &window.time, at)?;
+    let time = match time {
+        Expr::Column(column) if Some(column) == rowtime => column,
+        _ => {
+            let message = format!(
+                "{}(`{}`, …): not a time attribute; a group window is over the source's WATERMARK FOR column",
+                window.name, window.time
+            );
+            return Err(SqlError::at(at, message));
+        }
+    };
+    let width = scope.columns.len();
+    let mut columns = scope.columns.clone();
+    columns.extend(group_window::COLUMNS.iter().map(|name| (name.to_string(), SqlType::Timestamp)));
+    let scope = Scope { columns, ..scope.clone() };
+    let node = Node::Window { input: Box::new(input), time, spec: window.spec, width };
+    let relation = bind_grouped(select, &window.keys(keys), (node, None), &scope, Some(window), at)?;
+    if !relation.node.any(&|node| matches!(node, Node::WindowAggregate { .. })) {
+        let message =
+            format!("unsupported: the columns of the group window {} read other than as they are", window.name);
+        return Err(SqlError::at(at, message));
+    }
+    Ok(relation)
+}
+
 /// A grouped `SELECT`: the aggregation over `input`, then the select list over its output row.
 fn bind_grouped(
     select: &ast::Select,
     keys: &[ast::Expr],
     (input, window): (Node, Option<WindowColumns>),
     scope: &Scope,
+    group_window: Option<&GroupWindow>,
     at: Location,
 ) -> Result<Relation, SqlError> {
     let mut bound_keys = Vec::new();
@@ -575,7 +617,7 @@ fn bind_grouped(
         bound_keys.push(bound);
         key_types.push(ty);
     }
-    let mut grouping = Grouping { key_exprs: keys, key_types, input: scope, calls: Vec::new() };
+    let mut grouping = Grouping { key_exprs: keys, key_types, input: scope, calls: Vec::new(), window: group_window };
     let mut items = Vec::new();
     for item in &select.projection {
         let (expr, name) = match item {
@@ -963,17 +1005,65 @@ pub fn evaluate(node: &Node, inputs: &BTreeMap<String, Vec<Row>>) -> Vec<Row> {
         Node::Rank { input, partition, order, limit, .. } => {
             topn::evaluate(evaluate(input, inputs), partition, order, limit.unwrap_or(0))
         }
-        Node::Join { left, right, left_keys, right_keys, .. } => {
-            join::evaluate(&evaluate(left, inputs), &evaluate(right, inputs), left_keys, right_keys)
+        Node::Join { left, right, left_keys, right_keys, left_width, times, bounds } => {
+            let pairs = join::evaluate(&evaluate(left, inputs), &evaluate(right, inputs), left_keys, right_keys);
+            match (times, bounds) {
+                (Some((left_time, right_time)), Some(bounds)) => pairs
+                    .into_iter()
+                    .filter(|row| {
+                        let (left, right) = (&row.0[*left_time], &row.0[left_width + right_time]);
+                        matches!((left, right), (Value::Timestamp(l), Value::Timestamp(r)) if bounds.contains(*l, *r))
+                    })
+                    .collect(),
+                _ => pairs,
+            }
         }
         Node::WindowAggregate {
             input, spec: WindowSpec { kind: WindowKind::Windowed { .. }, .. }, group_by, ..
         } => aggregate::evaluate(group_by, &evaluate(input, inputs)),
+        Node::WindowAggregate {
+            input,
+            time,
+            spec: WindowSpec { kind: WindowKind::Session { gap }, .. },
+            group_by,
+            width,
+        } => aggregate::evaluate(group_by, &sessions(evaluate(input, inputs), *time, *gap, group_by, *width)),
         Node::WindowAggregate { input, time, spec, group_by, width } => {
             let window = Node::Window { input: input.clone(), time: *time, spec: *spec, width: *width };
             aggregate::evaluate(group_by, &evaluate(&window, inputs))
         }
     }
+}
+
+/// Each row with its session, from the definition: per value of the keys that are not the
+/// window's, rows in time order, a session going on while the next row comes within `gap` of
+/// its end (`[t, t + gap)` windows that touch merge).
+fn sessions(rows: Vec<Row>, time: usize, gap: i64, group_by: &GroupBy, width: usize) -> Vec<Row> {
+    let keys: Vec<&Expr> =
+        group_by.keys.iter().filter(|key| !matches!(key, Expr::Column(index) if *index >= width)).collect();
+    let mut groups: BTreeMap<Vec<Value>, Vec<(i64, Row)>> = BTreeMap::new();
+    for row in rows {
+        let Value::Timestamp(timestamp) = row.0[time] else { continue };
+        groups.entry(keys.iter().map(|key| key.eval(&row.0)).collect()).or_default().push((timestamp, row));
+    }
+    let mut windowed = Vec::new();
+    for mut group in groups.into_values() {
+        group.sort_by_key(|(timestamp, _)| *timestamp);
+        let mut session: Vec<Row> = Vec::new();
+        let mut window = TimeWindow { start: 0, end: 0 };
+        for (timestamp, row) in group {
+            if !session.is_empty() && timestamp > window.end {
+                windowed.extend(session.drain(..).map(|row| with_window(&row, window)));
+            }
+            if session.is_empty() {
+                window = TimeWindow { start: timestamp, end: timestamp };
+            }
+            window.end = window.end.max(timestamp.saturating_add(gap));
+            session.push(row);
+        }
+        windowed.extend(session.drain(..).map(|row| with_window(&row, window)));
+    }
+    windowed
 }
 
 /// `row` with `window`'s start, end and time after its columns.
@@ -1080,6 +1170,97 @@ mod tests {
             assert_eq!((end - start, start.rem_euclid(2000)), (6000, 0), "a 6-second window every 2 seconds");
             let inside = times.iter().filter(|time| (start..end).contains(*time)).count() as i64;
             assert_eq!(count, inside, "window [{start}, {end})");
+        }
+    }
+
+    #[test]
+    fn a_session_group_window_merges_each_keys_rows_that_come_within_the_gap() {
+        let session = |gap: &str| format!("dateTime, INTERVAL '{gap}' SECOND");
+        let script = format!(
+            "{}CREATE TABLE per_auction (a BIGINT, s TIMESTAMP(3), e TIMESTAMP(3), n BIGINT) WITH ('connector' = 'sluice');\n\
+             INSERT INTO per_auction SELECT auction, SESSION_START({}), SESSION_END({}), COUNT(*) FROM bids \
+             GROUP BY auction, SESSION({});",
+            windowed_source(),
+            session("1"),
+            session("1"),
+            session("1")
+        );
+        let plan = plan_script(&script).expect("q11's form plans");
+        let gap = |node: &Node| {
+            matches!(
+                node,
+                Node::WindowAggregate { spec: WindowSpec { kind: WindowKind::Session { gap: 1000 }, .. }, .. }
+            )
+        };
+        assert!(plan.inserts[0].input.node.any(&gap), "{:?}", plan.inserts[0].input.node);
+        let SourceConnector::Nexmark(options) = &plan.sources["datagen"].connector else { panic!("a nexmark source") };
+        let events: Vec<Row> = nexmark::events(options).collect();
+        let mut bids: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+        for event in &events {
+            if let Value::Row(bid) = &event.0[3]
+                && let (Value::Int(auction), Value::Timestamp(time)) = (&bid[0], &bid[5])
+            {
+                bids.entry(*auction).or_default().push(*time);
+            }
+        }
+        let rows = evaluate(&plan.inserts[0].input.node, &BTreeMap::from([("datagen".to_string(), events)]));
+        let mut sessions: BTreeMap<i64, Vec<(i64, i64, i64)>> = BTreeMap::new();
+        for row in &rows {
+            let [Value::Int(auction), Value::Timestamp(start), Value::Timestamp(end), Value::Int(count)] = row.0[..]
+            else {
+                panic!("{row:?}")
+            };
+            let times = &bids[&auction];
+            let inside = times.iter().filter(|time| (start..=end - 1000).contains(*time)).count() as i64;
+            assert_eq!(count, inside, "auction {auction}'s session [{start}, {end})");
+            assert!(times.contains(&start) && times.contains(&(end - 1000)), "a session spans its first and last bid");
+            sessions.entry(auction).or_default().push((start, end, count));
+        }
+        for (auction, mut list) in sessions {
+            list.sort();
+            assert!(list.windows(2).all(|pair| pair[1].0 > pair[0].1), "auction {auction}'s sessions touch: {list:?}");
+            assert_eq!(list.iter().map(|(_, _, count)| count).sum::<i64>(), bids[&auction].len() as i64);
+        }
+        assert!(rows.len() > bids.len(), "some auction has two sessions");
+        let group = "GROUP BY auction, SESSION(dateTime, INTERVAL '1' SECOND)";
+        let other = windowed(&format!(
+            "SELECT SESSION_START({}), SESSION_END({}), COUNT(*) FROM bids {group}",
+            session("2"),
+            session("1")
+        ));
+        assert!(other.unwrap_err().message.contains("is not of the query's group window, SESSION(dateTime"));
+        let untimed = windowed(
+            "SELECT SESSION_START(dateTime, INTERVAL '1' SECOND), SESSION_END(dateTime, INTERVAL '1' SECOND), COUNT(*) \
+             FROM shifted GROUP BY auction, SESSION(dateTime, INTERVAL '1' SECOND)",
+        );
+        assert!(untimed.unwrap_err().message.contains("not a time attribute"));
+    }
+
+    #[test]
+    fn a_tumble_or_hop_group_window_gives_the_rows_of_the_window_table_function() {
+        for (group, tvf) in [
+            ("TUMBLE(dateTime, INTERVAL '2' SECOND)", "TUMBLE(TABLE bids, DESCRIPTOR(dateTime), INTERVAL '2' SECOND)"),
+            (
+                "HOP(dateTime, INTERVAL '1' SECOND, INTERVAL '3' SECOND)",
+                "HOP(TABLE bids, DESCRIPTOR(dateTime), INTERVAL '1' SECOND, INTERVAL '3' SECOND)",
+            ),
+        ] {
+            let name = &group[..group.find('(').unwrap()];
+            let legacy = windowed(&format!(
+                "SELECT {name}_START({args}), {name}_END({args}), COUNT(*) FROM bids GROUP BY auction, {group}",
+                args = &group[name.len() + 1..group.len() - 1]
+            ))
+            .expect("a group window plans");
+            let table = windowed(&format!(
+                "SELECT window_start, window_end, COUNT(*) FROM TABLE({tvf}) GROUP BY auction, window_start, window_end"
+            ))
+            .expect("the window table function plans");
+            let SourceConnector::Nexmark(options) = &legacy.sources["datagen"].connector else { panic!("nexmark") };
+            let inputs = BTreeMap::from([("datagen".to_string(), nexmark::events(options).collect())]);
+            let mut rows = [&legacy, &table].map(|plan| evaluate(&plan.inserts[0].input.node, &inputs));
+            rows.iter_mut().for_each(|rows| rows.sort());
+            assert!(rows[0].len() > 10, "{group}: {:?}", rows[0]);
+            assert_eq!(rows[0], rows[1], "{group}");
         }
     }
 

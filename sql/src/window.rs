@@ -11,7 +11,9 @@
 
 use std::fmt;
 
-use sluice_engine::time::{SlidingEventTimeWindows, TimeWindow, Timestamp, TumblingEventTimeWindows, WindowAssigner};
+use sluice_engine::time::{
+    EventTimeSessionWindows, SlidingEventTimeWindows, TimeWindow, Timestamp, TumblingEventTimeWindows, WindowAssigner,
+};
 use sqlparser::ast;
 use sqlparser::tokenizer::Location;
 
@@ -44,6 +46,13 @@ pub enum WindowKind {
         step: i64,
         /// The longest window's length.
         size: i64,
+    },
+    /// Sessions (`GROUP BY key, SESSION(timecol, gap)`): a row opens `[t, t + gap)`, and a key's
+    /// windows that touch merge, so a session ends `gap` after its last row. Only aggregated:
+    /// a row's session is known once no row can join it.
+    Session {
+        /// How long a session stays open without a row.
+        gap: i64,
     },
     /// The windows a window aggregation's result rows are of: a row whose event timestamp is
     /// `t` (its window's last millisecond) is in `[t + 1 − size, t + 1)`.
@@ -90,6 +99,8 @@ impl WindowSpec {
                 let end = timestamp.saturating_add(1);
                 vec![TimeWindow { start: end.saturating_sub(size), end }]
             }
+            // The window a row opens; its session is the merge of those that touch.
+            WindowKind::Session { gap } => vec![TimeWindow { start: timestamp, end: timestamp.saturating_add(gap) }],
         }
     }
 
@@ -97,8 +108,13 @@ impl WindowSpec {
     pub fn size(&self) -> Option<i64> {
         match self.kind {
             WindowKind::Tumble { size } | WindowKind::Hop { size, .. } | WindowKind::Windowed { size } => Some(size),
-            WindowKind::Cumulate { .. } => None,
+            WindowKind::Cumulate { .. } | WindowKind::Session { .. } => None,
         }
+    }
+
+    /// True for sessions: windows that merge, so a row's window is not known from its time.
+    pub fn is_merging(&self) -> bool {
+        matches!(self.kind, WindowKind::Session { .. })
     }
 }
 
@@ -119,8 +135,13 @@ impl WindowAssigner for SqlWindows {
             WindowKind::Hop { slide, size } => {
                 SlidingEventTimeWindows::of(size, slide, spec.offset).expect(checked).assign(timestamp)
             }
+            WindowKind::Session { gap } => EventTimeSessionWindows::with_gap(gap).expect(checked).assign(timestamp),
             WindowKind::Cumulate { .. } | WindowKind::Windowed { .. } => spec.windows(timestamp),
         }
+    }
+
+    fn is_merging(&self) -> bool {
+        self.0.is_merging()
     }
 }
 
@@ -131,6 +152,7 @@ impl fmt::Display for WindowSpec {
             WindowKind::Hop { slide, size } => write!(f, "HOP(slide=[{slide} ms], size=[{size} ms]")?,
             WindowKind::Cumulate { step, size } => write!(f, "CUMULATE(step=[{step} ms], size=[{size} ms]")?,
             WindowKind::Windowed { size } => write!(f, "WINDOWED(size=[{size} ms]")?,
+            WindowKind::Session { gap } => write!(f, "SESSION(gap=[{gap} ms]")?,
         }
         if self.offset != 0 {
             write!(f, ", offset=[{} ms]", self.offset)?;
@@ -176,7 +198,13 @@ pub fn bind_call(function: &ast::Function, at: Location) -> Result<WindowCall, S
                 "{name}(TABLE t, DESCRIPTOR(col), step, size [, offset]) takes 4 or 5 arguments"
             )));
         }
-        ("SESSION", _) => return Err(fail("unsupported: SESSION windows".into())),
+        ("SESSION", _) => {
+            return Err(fail(
+                "unsupported: SESSION windows as a table function; Sluice has the group window \
+                 `GROUP BY key, SESSION(timecol, gap)` with SESSION_START and SESSION_END"
+                    .into(),
+            ));
+        }
         _ => return Err(fail(format!("unsupported table function {name}: Sluice has TUMBLE, HOP and CUMULATE"))),
     };
     let table = match args[0] {
@@ -219,12 +247,12 @@ fn descriptor(expr: &ast::Expr) -> Option<String> {
 
 /// Flink's rules for window lengths: positive; a hop's size and a cumulation's size whole
 /// multiples of the slide and step; the offset shorter than the period it shifts.
-fn check(spec: &WindowSpec) -> Result<(), String> {
+pub(crate) fn check(spec: &WindowSpec) -> Result<(), String> {
     let (period, size, part) = match spec.kind {
         WindowKind::Tumble { size } => (size, size, size),
         WindowKind::Hop { slide, size } => (slide, size, slide),
         WindowKind::Cumulate { step, size } => (size, size, step),
-        WindowKind::Windowed { size } => (size, size, size),
+        WindowKind::Windowed { size } | WindowKind::Session { gap: size } => (size, size, size),
     };
     if part <= 0 || size <= 0 {
         return Err(format!("{spec}: a window's lengths are positive"));

@@ -396,30 +396,9 @@ mod tests {
 
     use super::*;
     use crate::api::process::{ProcessFunctions, process_operator};
-    use crate::graph::operator::{Output, StreamOperator};
-    use crate::record::Element;
+    use crate::api::testing::Collected;
+    use crate::graph::operator::StreamOperator;
     use crate::time::Watermark;
-
-    struct Collected(Vec<Element>);
-
-    impl Output for Collected {
-        fn collect(&mut self, element: Element) {
-            self.0.push(element);
-        }
-        fn collect_with_timestamp(&mut self, element: Element, _: Option<Timestamp>) {
-            self.0.push(element);
-        }
-        fn current_timestamp(&self) -> Option<Timestamp> {
-            None
-        }
-        fn emit_watermark(&mut self, _: Watermark) {}
-    }
-
-    impl Collected {
-        fn take<T: 'static>(&mut self) -> Vec<T> {
-            std::mem::take(&mut self.0).into_iter().map(|element| *element.downcast::<T>().unwrap()).collect()
-        }
-    }
 
     /// `SUM(amount) GROUP BY key HAVING SUM(amount) < 10`, with the row count.
     struct SumUnderTen;

@@ -15,7 +15,8 @@ use super::operators::{
 use super::process::{KeyedProcessFunction, ProcessFunctions, process_operator};
 use super::source::{Source, erase_source, erase_source_with_watermarks};
 use super::window::{
-    AddFunction, FinishFunction, LateFunction, TimestampsAndWatermarksOperator, WindowFunctions, window_operator,
+    AddFunction, FinishFunction, LateFunction, MergeFunction, TimestampsAndWatermarksOperator, WindowFunctions,
+    window_operator,
 };
 use crate::graph::operator::{OperatorFactory, SourceFactory, StreamOperator};
 use crate::graph::partitioner::Partitioner;
@@ -582,11 +583,14 @@ impl<T: Record, K: Key> WindowedStream<T, K> {
         reduce: impl Fn(T, T) -> T + Send + Sync + 'static,
         finish: impl Fn(&K, TimeWindow, T) -> O + Send + Sync + 'static,
     ) -> DataStream<O> {
+        let reduce = Arc::new(reduce);
+        let merge = Arc::clone(&reduce);
         let add = move |accumulator: Option<T>, value: T| match accumulator {
             Some(accumulator) => reduce(accumulator, value),
             None => value,
         };
-        self.build("Window(Reduce)", Arc::new(add), Arc::new(finish))
+        let merge: MergeFunction<T> = Arc::new(move |older: T, newer: T| merge(older, newer));
+        self.build("Window(Reduce)", Arc::new(add), Some(merge), Arc::new(finish))
     }
 
     /// Aggregates each key's elements per window into an accumulator that starts as `create()`;
@@ -598,17 +602,37 @@ impl<T: Record, K: Key> WindowedStream<T, K> {
         add: impl Fn(A, T) -> A + Send + Sync + 'static,
         finish: impl Fn(&K, TimeWindow, A) -> O + Send + Sync + 'static,
     ) -> DataStream<O> {
+        assert!(
+            !self.assigner.is_merging(),
+            "merging windows (sessions) merge their accumulators: call `aggregate_merging` with a merge function"
+        );
         let add = move |accumulator: Option<A>, value: T| add(accumulator.unwrap_or_else(&create), value);
-        self.build("Window(Aggregate)", Arc::new(add), Arc::new(finish))
+        self.build("Window(Aggregate)", Arc::new(add), None, Arc::new(finish))
+    }
+
+    /// As [`aggregate`](Self::aggregate), with `merge(older, newer)` combining the accumulators of
+    /// windows that merge (sessions; Flink's `AggregateFunction.merge`). Older is the window
+    /// that starts first.
+    pub fn aggregate_merging<A: Record, O: Record>(
+        &self,
+        create: impl Fn() -> A + Send + Sync + 'static,
+        add: impl Fn(A, T) -> A + Send + Sync + 'static,
+        merge: impl Fn(A, A) -> A + Send + Sync + 'static,
+        finish: impl Fn(&K, TimeWindow, A) -> O + Send + Sync + 'static,
+    ) -> DataStream<O> {
+        let add = move |accumulator: Option<A>, value: T| add(accumulator.unwrap_or_else(&create), value);
+        self.build("Window(Aggregate)", Arc::new(add), Some(Arc::new(merge)), Arc::new(finish))
     }
 
     fn build<A: Record, O: Record>(
         &self,
         name: &'static str,
         add: AddFunction<T, A>,
+        merge: Option<MergeFunction<A>>,
         finish: FinishFunction<K, A, O>,
     ) -> DataStream<O> {
-        let Some(tag) = self.late else { return self.window_node(name, add, finish, None) };
+        let merge = merge.filter(|_| self.assigner.is_merging());
+        let Some(tag) = self.late else { return self.window_node(name, (add, merge), finish, None) };
         // The window emits its results and its late elements as one stream of pairs, which two
         // chained operators split: the results, and the side output.
         let split_finish: FinishFunction<K, A, (Option<O>, Option<T>)> =
@@ -616,7 +640,7 @@ impl<T: Record, K: Key> WindowedStream<T, K> {
         let late: LateFunction<T, (Option<O>, Option<T>)> = Arc::new(|element: T| (None, Some(element)));
         // The program names and sizes the window through the results; the splitters run as many
         // subtasks as it, so that they stay chained to it.
-        let both = self.window_node(name, add, split_finish, Some(late));
+        let both = self.window_node(name, (add, merge), split_finish, Some(late));
         let inherit = |node: &mut StreamNode| node.inherits_parallelism = true;
         let mut results = both
             .flat_map(|(result, _): (Option<O>, Option<T>)| result)
@@ -632,7 +656,7 @@ impl<T: Record, K: Key> WindowedStream<T, K> {
     fn window_node<A: Record, O: Record>(
         &self,
         name: &'static str,
-        add: AddFunction<T, A>,
+        (add, merge): (AddFunction<T, A>, Option<MergeFunction<A>>),
         finish: FinishFunction<K, A, O>,
         late: Option<LateFunction<T, O>>,
     ) -> DataStream<O> {
@@ -640,6 +664,7 @@ impl<T: Record, K: Key> WindowedStream<T, K> {
             key_selector: Arc::clone(&self.keyed.key_selector),
             assigner: Arc::clone(&self.assigner),
             add,
+            merge,
             finish,
             late,
         };

@@ -26,11 +26,14 @@
 
 pub mod changelog;
 mod datastream;
+pub mod interval_join;
 mod join;
 mod operators;
 mod process;
 pub mod registry;
 mod source;
+#[cfg(test)]
+mod testing;
 mod window;
 
 pub use datastream::{DataStream, DataStreamSink, KeyedStream, OutputTag, WindowedStream};

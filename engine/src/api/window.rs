@@ -19,7 +19,9 @@ use super::operators::downcast;
 use crate::graph::operator::{LateDrop, Output, StreamOperator};
 use crate::graph::{ExecutionMode, OperatorError};
 use crate::record::{Element, Key, Record};
-use crate::time::{BoundedOutOfOrderness, TimeWindow, Timestamp, Watermark, WatermarkGenerator, WindowAssigner};
+use crate::time::{
+    BoundedOutOfOrderness, TimeWindow, Timestamp, Watermark, WatermarkGenerator, WindowAssigner, merge_session,
+};
 
 /// Stamps each element with its event time and, in streaming mode, emits the watermark a
 /// bounded-out-of-orderness generator derives from them every auto-watermark interval of the
@@ -65,6 +67,9 @@ impl<T: Record> StreamOperator for TimestampsAndWatermarksOperator<T> {
 pub(crate) type AddFunction<T, A> = Arc<dyn Fn(Option<A>, T) -> A + Send + Sync>;
 /// A fired window's result from its key, bounds and accumulator.
 pub(crate) type FinishFunction<K, A, O> = Arc<dyn Fn(&K, TimeWindow, A) -> O + Send + Sync>;
+/// Combines the accumulators of two windows that merge (sessions), the older (earlier start)
+/// first.
+pub(crate) type MergeFunction<A> = Arc<dyn Fn(A, A) -> A + Send + Sync>;
 /// What a late element is emitted as, when the window has a late-data side output.
 pub(crate) type LateFunction<T, O> = Arc<dyn Fn(T) -> O + Send + Sync>;
 
@@ -75,6 +80,8 @@ pub(crate) struct WindowFunctions<T, K, A, O> {
     pub(crate) assigner: Arc<dyn WindowAssigner>,
     /// Adds an element to a window's accumulator.
     pub(crate) add: AddFunction<T, A>,
+    /// With a merging assigner (sessions): merges accumulators of windows that merge.
+    pub(crate) merge: Option<MergeFunction<A>>,
     /// The window's result.
     pub(crate) finish: FinishFunction<K, A, O>,
     /// Emits a late element instead of dropping it silently (`side_output_late_data`).
@@ -87,6 +94,7 @@ impl<T, K, A, O> Clone for WindowFunctions<T, K, A, O> {
             key_selector: Arc::clone(&self.key_selector),
             assigner: Arc::clone(&self.assigner),
             add: Arc::clone(&self.add),
+            merge: self.merge.clone(),
             finish: Arc::clone(&self.finish),
             late: self.late.clone(),
         }
@@ -143,6 +151,51 @@ struct WindowOperator<T, K, A, O> {
     _output: PhantomData<fn(T) -> O>,
 }
 
+impl<T: Record, K: Key, A: Record, O: Record> WindowOperator<T, K, A, O> {
+    /// The element's windows that fired and those still open. A session window that fired
+    /// alone is open if it merges into an open session (Flink judges a merging window's
+    /// lateness after the merge).
+    fn windows_of(&self, key: &K, timestamp: Timestamp) -> (Vec<TimeWindow>, Vec<TimeWindow>) {
+        let (missed, open): (Vec<TimeWindow>, Vec<TimeWindow>) = self
+            .functions
+            .assigner
+            .assign(timestamp)
+            .into_iter()
+            .partition(|window| window.is_complete(self.watermark));
+        let merges = |window: &TimeWindow| self.sessions(key).any(|session| session.intersects(window));
+        if self.functions.merge.is_some() && missed.iter().any(merges) {
+            return (Vec::new(), missed);
+        }
+        (missed, open)
+    }
+
+    /// The key's open windows, in start order.
+    fn sessions<'a>(&'a self, key: &K) -> impl Iterator<Item = TimeWindow> + 'a {
+        let low = (key.clone(), TimeWindow { start: Timestamp::MIN, end: Timestamp::MIN });
+        let high = (key.clone(), TimeWindow { start: Timestamp::MAX, end: Timestamp::MAX });
+        self.windows.range(low..=high).map(|((_, window), _)| *window)
+    }
+
+    /// Adds an element to the session its window makes with the key's sessions it intersects:
+    /// their accumulators merged (oldest first) and their timers replaced by the merged one's.
+    fn add_to_session(&mut self, key: &K, window: TimeWindow, value: T, merge: &MergeFunction<A>) {
+        let (merged, swallowed) = merge_session(self.sessions(key).collect::<Vec<_>>(), window);
+        let mut parts = Vec::with_capacity(swallowed.len());
+        for session in swallowed {
+            self.timers.remove(&(session.max_timestamp(), key.clone(), session));
+            parts
+                .push(self.windows.remove(&(key.clone(), session)).expect("invariant: a session holds an accumulator"));
+        }
+        self.timers.insert((merged.max_timestamp(), key.clone(), merged));
+        self.windows.insert((key.clone(), merged), (self.functions.add)(merge_all(parts, merge), value));
+    }
+}
+
+/// The accumulators of windows that merge, combined oldest first.
+fn merge_all<A>(parts: Vec<A>, merge: &MergeFunction<A>) -> Option<A> {
+    parts.into_iter().reduce(|older, newer| merge(older, newer))
+}
+
 impl<T: Record, K: Key, A: Record, O: Record> StreamOperator for WindowOperator<T, K, A, O> {
     fn cost_kind(&self, _input: u32) -> crate::resources::OperatorKind {
         crate::resources::OperatorKind::Aggregate
@@ -152,12 +205,7 @@ impl<T: Record, K: Key, A: Record, O: Record> StreamOperator for WindowOperator<
         let value = downcast::<T>(element, "window");
         let timestamp = timestamp_of(output)?;
         let key = (self.functions.key_selector)(&value);
-        let (missed, open): (Vec<TimeWindow>, Vec<TimeWindow>) = self
-            .functions
-            .assigner
-            .assign(timestamp)
-            .into_iter()
-            .partition(|window| window.is_complete(self.watermark));
+        let (missed, open) = self.windows_of(&key, timestamp);
         // In no window at all (windows that slide by more than their size), an element is late
         // as Flink counts it once the watermark passed its time (`isElementLate`), else skipped.
         let nowhere = missed.is_empty() && open.is_empty();
@@ -187,6 +235,10 @@ impl<T: Record, K: Key, A: Record, O: Record> StreamOperator for WindowOperator<
             return Ok(());
         }
         for window in open {
+            if let Some(merge) = self.functions.merge.clone() {
+                self.add_to_session(&key, window, value.clone(), &merge);
+                continue;
+            }
             let entry = (key.clone(), window);
             let accumulator = self.windows.remove(&entry);
             if accumulator.is_none() {
@@ -284,6 +336,12 @@ impl<T: Record, K: Key, A: Record, O: Record> StreamOperator for BatchWindowOper
             self.current = Some(key);
         }
         for window in self.functions.assigner.assign(timestamp) {
+            if let Some(merge) = &self.functions.merge {
+                let (merged, swallowed) = merge_session(self.windows.keys().copied().collect::<Vec<_>>(), window);
+                let parts = swallowed.iter().filter_map(|session| self.windows.remove(session)).collect();
+                self.windows.insert(merged, (self.functions.add)(merge_all(parts, merge), value.clone()));
+                continue;
+            }
             let accumulator = self.windows.remove(&window);
             self.windows.insert(window, (self.functions.add)(accumulator, value.clone()));
         }
@@ -335,9 +393,24 @@ mod tests {
             key_selector: Arc::new(|(key, _): &(String, i64)| key.clone()),
             assigner,
             add: Arc::new(|count: Option<u64>, _| count.unwrap_or(0) + 1),
+            merge: None,
             finish: Arc::new(|key: &String, window: TimeWindow, count| (key.clone(), window.start, count)),
             late: None,
         }
+    }
+
+    /// Counting in sessions of `gap` ms: counts of merged sessions add up.
+    fn sessions(gap: i64) -> Count {
+        let merge: MergeFunction<u64> = Arc::new(|older, newer| older + newer);
+        WindowFunctions {
+            merge: Some(merge),
+            ..counting(Arc::new(crate::time::EventTimeSessionWindows::with_gap(gap).unwrap()))
+        }
+    }
+
+    /// (key, start, count, last timestamp) of what fired.
+    fn fired(output: &Collected<(String, i64, u64)>) -> Vec<(String, i64, u64, i64)> {
+        output.out.iter().map(|((key, start, count), at)| (key.clone(), *start, *count, at.unwrap())).collect()
     }
 
     fn late_drop(key: &str, timestamp: i64, watermark: i64, missed: &[(i64, i64)], joined: &[(i64, i64)]) -> LateDrop {
@@ -393,6 +466,7 @@ mod tests {
             key_selector: Arc::new(|(key, _): &(String, i64)| key.clone()),
             assigner: Arc::clone(&tumbling),
             add: Arc::new(|count: Option<u64>, _| count.unwrap_or(0) + 1),
+            merge: None,
             finish: Arc::new(|key: &String, window: TimeWindow, count| {
                 (Some((key.clone(), window.start, count)), None)
             }),
@@ -496,6 +570,65 @@ mod tests {
         from_streaming.sort();
         assert_eq!(from_batch, from_streaming);
         assert_eq!(from_batch.len(), 4 + 4);
+    }
+
+    #[test]
+    fn sessions_merge_when_their_windows_touch_and_fire_once_a_gap_after_their_last_element() {
+        let mut operator = window_operator(sessions(100), ExecutionMode::Streaming);
+        let mut output = Collected::default();
+        for timestamp in [0, 50, 300, 150] {
+            feed(operator.as_mut(), &mut output, "a", timestamp);
+        }
+        operator.process_watermark(Watermark(249), &mut output).unwrap();
+        assert_eq!(fired(&output), [("a".into(), 0, 3, 249)], "[0, 150) and [150, 250) touch: one session");
+        feed(operator.as_mut(), &mut output, "a", 260); // [260, 360) touches nothing fired; [300, 400) it does
+        operator.process_watermark(Watermark(398), &mut output).unwrap();
+        assert_eq!(output.out.len(), 1, "[260, 400) fires at 399, not before");
+        operator.process_watermark(Watermark(399), &mut output).unwrap();
+        assert_eq!(fired(&output)[1..], [("a".into(), 260, 2, 399)]);
+    }
+
+    #[test]
+    fn a_session_window_that_fired_alone_is_not_late_when_it_merges_into_an_open_session() {
+        let mut operator = window_operator(sessions(100), ExecutionMode::Streaming);
+        let mut output = Collected::default();
+        feed(operator.as_mut(), &mut output, "b", 450);
+        operator.process_watermark(Watermark(500), &mut output).unwrap();
+        feed(operator.as_mut(), &mut output, "b", 380); // [380, 480) is complete, but joins [450, 550)
+        assert_eq!((operator.dropped_late(), operator.take_late_drops()), (0, vec![]));
+        feed(operator.as_mut(), &mut output, "b", 100); // [100, 200) is complete and joins nothing
+        assert_eq!(operator.dropped_late(), 1);
+        assert_eq!(operator.take_late_drops(), [late_drop("b", 100, 500, &[(100, 200)], &[])]);
+        let state = operator.snapshot_state();
+        let mut restored = window_operator(sessions(100), ExecutionMode::Streaming);
+        restored.restore_state(&state).unwrap();
+        feed(restored.as_mut(), &mut output, "b", 540); // merges with the restored [380, 550)
+        restored.process_watermark(Watermark::MAX, &mut output).unwrap();
+        assert_eq!(fired(&output), [("b".into(), 380, 3, 639)], "the session and its timer survive a checkpoint");
+    }
+
+    #[test]
+    fn batch_sessions_agree_with_streaming_over_input_out_of_time_order() {
+        let input = [("a", 400), ("a", 0), ("a", 250), ("a", 120), ("b", 10), ("b", 500), ("b", 111)];
+        let run = |mode| {
+            let mut operator = window_operator(sessions(130), mode);
+            let mut output = Collected::default();
+            for (key, timestamp) in input {
+                feed(operator.as_mut(), &mut output, key, timestamp);
+            }
+            operator.process_watermark(Watermark::MAX, &mut output).unwrap();
+            let mut fired = fired(&output);
+            fired.sort();
+            fired
+        };
+        let expected: Vec<(String, i64, u64, i64)> = vec![
+            ("a".into(), 0, 3, 379),
+            ("a".into(), 400, 1, 529),
+            ("b".into(), 10, 2, 240),
+            ("b".into(), 500, 1, 629),
+        ];
+        assert_eq!(run(ExecutionMode::Streaming), expected);
+        assert_eq!(run(ExecutionMode::Batch), expected);
     }
 
     #[test]

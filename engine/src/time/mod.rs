@@ -17,7 +17,10 @@ mod window;
 
 pub use splits::SplitWatermarks;
 pub use valve::StatusWatermarkValve;
-pub use window::{SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows, WindowAssigner};
+pub use window::{
+    EventTimeSessionWindows, SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows, WindowAssigner,
+    merge_session,
+};
 
 /// An event time: milliseconds since epoch 0, negative allowed (Flink's `long` timestamps).
 pub type Timestamp = i64;

@@ -1,5 +1,5 @@
 //! Event-time windows and the assigners that put a timestamp into them (Flink's `TimeWindow`,
-//! `TumblingEventTimeWindows`, `SlidingEventTimeWindows`).
+//! `TumblingEventTimeWindows`, `SlidingEventTimeWindows`, `EventTimeSessionWindows`).
 //!
 //! A window is `[start, end)`; starts are aligned to epoch 0 plus an offset, negative timestamps
 //! included (−3156 is in `[-4000, -3000)` for one-second windows). A window fires once the
@@ -27,6 +27,29 @@ impl TimeWindow {
     pub fn is_complete(&self, watermark: Watermark) -> bool {
         self.max_timestamp() <= watermark.0
     }
+
+    /// True if the two windows overlap or touch (Flink's `TimeWindow.intersects`: a session
+    /// ending where another starts is one session).
+    pub fn intersects(&self, other: &TimeWindow) -> bool {
+        self.start <= other.end && self.end >= other.start
+    }
+
+    /// The smallest window covering both.
+    pub fn cover(&self, other: &TimeWindow) -> TimeWindow {
+        TimeWindow { start: self.start.min(other.start), end: self.end.max(other.end) }
+    }
+}
+
+/// What adding `window` to a key's sessions does (Flink's `MergingWindowSet.addWindow`): the
+/// session it becomes, and the sessions (of `sessions`, which do not intersect one another) it
+/// swallows. A pure decision; the window operator moves accumulators and timers accordingly.
+pub fn merge_session(
+    sessions: impl IntoIterator<Item = TimeWindow>,
+    window: TimeWindow,
+) -> (TimeWindow, Vec<TimeWindow>) {
+    let swallowed: Vec<TimeWindow> = sessions.into_iter().filter(|session| session.intersects(&window)).collect();
+    let merged = swallowed.iter().fold(window, |merged, session| merged.cover(session));
+    (merged, swallowed)
 }
 
 /// The start of the window of length `slide`, shifted by `offset`, that holds `timestamp`
@@ -39,6 +62,12 @@ fn window_start(timestamp: Timestamp, offset: i64, slide: i64) -> Timestamp {
 pub trait WindowAssigner: Send + Sync {
     /// The windows `timestamp` belongs to, newest start first.
     fn assign(&self, timestamp: Timestamp) -> Vec<TimeWindow>;
+
+    /// True if an element's window merges with the key's windows it intersects (Flink's
+    /// `MergingWindowAssigner`): the window operator then needs a merge of accumulators.
+    fn is_merging(&self) -> bool {
+        false
+    }
 }
 
 fn check(size: i64, slide: i64, offset: i64) -> Result<(), String> {
@@ -102,6 +131,33 @@ impl WindowAssigner for SlidingEventTimeWindows {
     }
 }
 
+/// Sessions: an element opens `[t, t + gap)`, and windows that intersect merge, so a session
+/// ends `gap` after its last element (Flink's `EventTimeSessionWindows.withGap`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventTimeSessionWindows {
+    gap: i64,
+}
+
+impl EventTimeSessionWindows {
+    /// Sessions that close after `gap` ms without an element.
+    pub fn with_gap(gap: i64) -> Result<EventTimeSessionWindows, String> {
+        if gap <= 0 {
+            return Err(format!("a session window's gap must be positive, not {gap} ms"));
+        }
+        Ok(EventTimeSessionWindows { gap })
+    }
+}
+
+impl WindowAssigner for EventTimeSessionWindows {
+    fn assign(&self, timestamp: Timestamp) -> Vec<TimeWindow> {
+        vec![TimeWindow { start: timestamp, end: timestamp.saturating_add(self.gap) }]
+    }
+
+    fn is_merging(&self) -> bool {
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +209,22 @@ mod tests {
         assert!(SlidingEventTimeWindows::of(1_000, -5, 0).unwrap_err().contains("positive"));
         assert!(TumblingEventTimeWindows::of(1_000, 1_000).unwrap_err().contains("offset"));
         assert!(SlidingEventTimeWindows::of(1_000, 100, -100).unwrap_err().contains("offset"));
+    }
+
+    #[test]
+    fn a_window_merges_with_the_sessions_it_overlaps_or_touches_and_no_others() {
+        let sessions = [window(0, 10), window(20, 30), window(50, 60)];
+        assert_eq!(merge_session(sessions, window(70, 80)), (window(70, 80), vec![]), "apart from all");
+        assert_eq!(merge_session(sessions, window(60, 70)), (window(50, 70), vec![window(50, 60)]), "touching");
+        assert_eq!(
+            merge_session(sessions, window(5, 25)),
+            (window(0, 30), vec![window(0, 10), window(20, 30)]),
+            "bridging two sessions makes one"
+        );
+        assert_eq!(merge_session(sessions, window(22, 24)), (window(20, 30), vec![window(20, 30)]), "inside one");
+        let gap = EventTimeSessionWindows::with_gap(10).unwrap();
+        assert!(gap.is_merging());
+        assert_eq!(gap.assign(-5), vec![window(-5, 5)]);
+        assert!(EventTimeSessionWindows::with_gap(0).unwrap_err().contains("positive"));
     }
 }
