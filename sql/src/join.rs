@@ -120,6 +120,19 @@ pub fn intervals(node: Node) -> Node {
     }
 }
 
+/// The time attribute of `node`'s rows if it is an interval join (under filters, once its
+/// conditions are made bounds): its left side's time, which the engine stamps each pair with.
+pub fn interval_time(node: &Node) -> Option<usize> {
+    let mut node = intervals(node.clone());
+    while let Node::Filter { input, .. } = node {
+        node = *input;
+    }
+    match node {
+        Node::Join { times: Some((left_time, _)), bounds: Some(_), .. } => Some(left_time),
+        _ => None,
+    }
+}
+
 /// `base` and the filters above it (outermost first): if `base` is a join with times and the
 /// filters bound them both ways, the interval join and the filters that are not bounds.
 fn bound(base: Node, predicates: Vec<Expr>) -> (Node, Vec<Expr>) {
@@ -323,5 +336,25 @@ mod tests {
             .collect();
         assert!(!filtered.is_empty());
         assert_eq!(rows.len(), filtered.len());
+    }
+
+    #[test]
+    fn an_interval_joins_left_time_stays_a_time_attribute_and_a_window_may_follow() {
+        let window = |time: &str, condition: &str| {
+            plan_script(&format!(
+                "{DDL}\nCREATE TABLE counts (s TIMESTAMP(3), n BIGINT) WITH ('connector' = 'sluice');\n\
+                 INSERT INTO counts SELECT TUMBLE_START({time}, INTERVAL '5' SECOND), COUNT(*) \
+                 FROM bid B JOIN auction A ON B.auction = A.id AND {condition} \
+                 GROUP BY TUMBLE({time}, INTERVAL '5' SECOND);"
+            ))
+        };
+        let interval = "B.dateTime BETWEEN A.dateTime AND A.dateTime + INTERVAL '10' SECOND";
+        let plan = window("B.dateTime", interval).unwrap_or_else(|error| panic!("{error}"));
+        let windowed = |node: &Node| matches!(node, Node::WindowAggregate { input, .. } if input.any(&|n| matches!(n, Node::Join { bounds: Some(_), .. })));
+        assert!(plan.inserts[0].input.node.any(&windowed), "{:?}", plan.inserts[0].input.node);
+        let right_time = window("A.dateTime", interval).unwrap_err();
+        assert!(right_time.message.contains("not a time attribute"), "only the left side's time is kept: {right_time}");
+        let regular = window("B.dateTime", "B.dateTime >= A.dateTime").unwrap_err();
+        assert!(regular.message.contains("not a time attribute"), "a regular join keeps none: {regular}");
     }
 }

@@ -282,7 +282,8 @@ fn join_relations(
         times: left.rowtime.zip(right.rowtime),
         bounds: None,
     };
-    // A regular join's result has no time attribute (Flink's makes them plain timestamps).
+    // A regular join's result has no time attribute (Flink's makes them plain timestamps); an
+    // interval join's has its left side's, found once its conditions are attached.
     Ok((Relation { node, columns, rowtime: None, window: None }, Scope::joined(left_scope, right_scope)))
 }
 
@@ -383,14 +384,16 @@ impl Catalog {
         if join::has_cross_join(&input) {
             return Err(SqlError::at(at, "unsupported: a join with no equality between its sides (a cross join)"));
         }
+        // An interval join's rows keep a time attribute: its left side's.
+        let rowtime = from.rowtime.or_else(|| join::interval_time(&input));
         if !keys.is_empty() || select.having.is_some() || select.projection.iter().any(has_aggregate) {
             return match group_window::find(keys, at)? {
-                Some(window) => bind_group_window(select, keys, &window, (input, from.rowtime), &scope, at),
+                Some(window) => bind_group_window(select, keys, &window, (input, rowtime), &scope, at),
                 None => bind_grouped(select, keys, (input, from.window), &scope, None, at),
             };
         }
         let (input, exprs, columns) = bind_items(&scope, select, input, at)?;
-        let rowtime = selected_as_is(&exprs, from.rowtime);
+        let rowtime = selected_as_is(&exprs, rowtime);
         let window = from.window.and_then(|window| window.selected(&exprs));
         Ok(Relation { node: Node::Project { input: Box::new(input), exprs }, columns, rowtime, window })
     }

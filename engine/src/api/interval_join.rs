@@ -11,6 +11,12 @@
 //! two streams filtered by the bounds, as long as no row is later than the watermark says; batch
 //! mode, whose watermark is −∞ until a key's input ends, keeps every row of a key until then.
 //!
+//! A pair is stamped with its left row's time: the result's time attribute, so that a window
+//! can follow (Flink's SQL result keeps both sides' times; its DataStream API stamps the later).
+//! A pair made when its right row arrives may be stamped up to `−lower` before that row, so the
+//! output watermark trails the input's by `max(0, −lower)` (Flink holds its watermark back by
+//! the bounds too): no pair is behind the watermark downstream.
+//!
 //! Must never: keep a row past the watermark that ends its matches, or emit a pair outside the
 //! bounds.
 
@@ -116,7 +122,7 @@ where
                 let time = (self.left_time)(&row);
                 for ((other_time, other), times) in rights.entries(context.state())? {
                     if self.bounds.contains(time, other_time) {
-                        emit((self.join)(&row, &other), times, context);
+                        emit((self.join)(&row, &other), time, times, context);
                     }
                 }
                 keep(&lefts, (time, row), self.bounds.left_expires(time), watermark, context)
@@ -126,7 +132,7 @@ where
                 let time = (self.right_time)(&row);
                 for ((other_time, other), times) in lefts.entries(context.state())? {
                     if self.bounds.contains(other_time, time) {
-                        emit((self.join)(&other, &row), times, context);
+                        emit((self.join)(&other, &row), other_time, times, context);
                     }
                 }
                 keep(&rights, (time, row), self.bounds.right_expires(time), watermark, context)
@@ -146,6 +152,11 @@ where
     fn cost_kind(&self) -> crate::resources::OperatorKind {
         crate::resources::OperatorKind::HashProbe
     }
+
+    /// A pair stamped with a left time up to `−lower` before the right row that made it.
+    fn output_watermark_delay(&self) -> i64 {
+        self.bounds.lower.saturating_neg().max(0)
+    }
 }
 
 /// An interval join's input row; a retraction is an error of the plan.
@@ -157,11 +168,12 @@ fn appended<T>(change: Change<T>) -> Result<T, OperatorError> {
     }
 }
 
-fn emit<K: Key, O: Record>(pair: O, times: i64, context: &mut KeyedContext<'_, K, O>) {
+/// A pair, `times` over (its row arrived that many times), stamped with its left row's time.
+fn emit<K: Key, O: Record>(pair: O, left_time: Timestamp, times: i64, context: &mut KeyedContext<'_, K, O>) {
     for _ in 1..times {
-        context.collect(pair.clone());
+        context.collect_with_timestamp(pair.clone(), left_time);
     }
-    context.collect(pair);
+    context.collect_with_timestamp(pair, left_time);
 }
 
 /// Keeps `entry` until the watermark reaches `expires` (a cleanup timer then), unless it already
@@ -256,6 +268,25 @@ mod tests {
 
     fn right(time: i64) -> Element {
         Box::new(Side::Right(Change::insert(("k".to_string(), time))))
+    }
+
+    #[test]
+    fn a_pair_is_stamped_with_its_left_time_and_the_watermark_trails_by_the_lower_bound() {
+        let mut join = operator(ExecutionMode::Streaming);
+        let mut output = crate::api::testing::Stamped::default();
+        for element in [left(100), right(104), right(95)] {
+            join.process_element(element, &mut output).unwrap();
+        }
+        // Made when the right rows came, yet stamped 100: the result's time is the left row's.
+        assert_eq!(output.take::<(i64, i64)>(), [((100, 104), Some(100)), ((100, 95), Some(100))]);
+        join.process_watermark(Watermark(105), &mut output).unwrap();
+        // A right row at 106 may still meet a left row at 96 (lower −10): the watermark says 95.
+        join.process_element(left(96), &mut output).unwrap();
+        join.process_element(right(106), &mut output).unwrap();
+        let expected = [((96, 104), Some(96)), ((96, 106), Some(96)), ((100, 106), Some(100))];
+        assert_eq!(output.take::<(i64, i64)>(), expected, "95 expired at 100; 100 and 104 are kept");
+        join.process_watermark(Watermark::MAX, &mut output).unwrap();
+        assert_eq!(output.watermarks, [Watermark(95), Watermark::MAX], "held back by 10 ms, never at the end");
     }
 
     #[test]

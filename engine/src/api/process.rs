@@ -30,6 +30,14 @@ pub trait KeyedProcessFunction<K, I, O>: Send + Sync + 'static {
         Ok(())
     }
 
+    /// How far behind its input's watermark the operator's output watermark stays (Flink's
+    /// `KeyedCoProcessOperatorWithWatermarkDelay`): a function that emits results stamped
+    /// earlier than the element it is processing (an interval join) holds it back so that no
+    /// result is behind the watermark downstream. The end of input (+∞) is never held back.
+    fn output_watermark_delay(&self) -> i64 {
+        0
+    }
+
     /// What the cost model charges an element as: an aggregation's per-key state update,
     /// unless the function does other work (a join of changelogs probes, say).
     fn cost_kind(&self) -> crate::resources::OperatorKind {
@@ -108,6 +116,12 @@ impl<K: Key, O: Record> KeyedContext<'_, K, O> {
     /// Emits a result, stamped with the element's (or timer's) time.
     pub fn collect(&mut self, value: O) {
         self.output.collect_with_timestamp(Box::new(value), self.timestamp);
+    }
+
+    /// Emits a result stamped with `timestamp`; one earlier than the element's needs the
+    /// function's [`KeyedProcessFunction::output_watermark_delay`] to cover the difference.
+    pub fn collect_with_timestamp(&mut self, value: O, timestamp: Timestamp) {
+        self.output.collect_with_timestamp(Box::new(value), Some(timestamp));
     }
 }
 
@@ -227,7 +241,7 @@ impl<I: Record, K: Key, O: Record> StreamOperator for KeyedProcessOperator<I, K,
                 }
             }
         }
-        output.emit_watermark(watermark);
+        output.emit_watermark(held_back(watermark, self.functions.function.output_watermark_delay()));
         Ok(())
     }
 
@@ -249,10 +263,23 @@ impl<I: Record, K: Key, O: Record> StreamOperator for KeyedProcessOperator<I, K,
     }
 }
 
+/// `watermark` held back by `delay` ms; the end of input stays the end.
+fn held_back(watermark: Watermark, delay: i64) -> Watermark {
+    if watermark == Watermark::MAX { watermark } else { Watermark(watermark.0.saturating_sub(delay.max(0))) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::state::{ListState, MapState, ValueState};
+
+    #[test]
+    fn a_held_back_watermark_trails_by_the_delay_and_the_end_of_input_is_never_held() {
+        assert_eq!(held_back(Watermark(10_000), 4_000), Watermark(6_000));
+        assert_eq!(held_back(Watermark(10_000), 0), Watermark(10_000));
+        assert_eq!(held_back(Watermark::MAX, 4_000), Watermark::MAX);
+        assert_eq!(held_back(Watermark::MIN, 4_000), Watermark::MIN, "no overflow below −∞");
+    }
 
     #[derive(Default)]
     struct Collected {

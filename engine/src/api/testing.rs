@@ -26,3 +26,33 @@ impl Collected {
         std::mem::take(&mut self.0).into_iter().map(|element| *element.downcast::<T>().unwrap()).collect()
     }
 }
+
+/// Keeps every element with its timestamp, and the watermarks.
+#[derive(Default)]
+pub(crate) struct Stamped {
+    pub(crate) out: Vec<(Element, Option<Timestamp>)>,
+    pub(crate) watermarks: Vec<Watermark>,
+}
+
+impl Output for Stamped {
+    fn collect(&mut self, element: Element) {
+        self.out.push((element, None));
+    }
+    fn collect_with_timestamp(&mut self, element: Element, timestamp: Option<Timestamp>) {
+        self.out.push((element, timestamp));
+    }
+    fn current_timestamp(&self) -> Option<Timestamp> {
+        None
+    }
+    fn emit_watermark(&mut self, watermark: Watermark) {
+        self.watermarks.push(watermark);
+    }
+}
+
+impl Stamped {
+    /// What was emitted since the last take, as `T`s with their timestamps, in order.
+    pub(crate) fn take<T: 'static>(&mut self) -> Vec<(T, Option<Timestamp>)> {
+        let out = std::mem::take(&mut self.out);
+        out.into_iter().map(|(element, timestamp)| (*element.downcast::<T>().unwrap(), timestamp)).collect()
+    }
+}
