@@ -26,7 +26,7 @@ use super::changelog::{Change, JoinSide};
 use super::{DataStream, KeyedContext, KeyedProcessFunction};
 use crate::graph::OperatorError;
 use crate::record::{Key, Record};
-use crate::state::MapState;
+use crate::state::ListState;
 use crate::time::Timestamp;
 
 /// The bounds of an interval join, in milliseconds: a pair's `left time − right time` lies in
@@ -83,8 +83,8 @@ pub fn interval_join<L, R, K, O>(
     join: impl Fn(&L, &R) -> O + Send + Sync + 'static,
 ) -> DataStream<O>
 where
-    L: Record + Ord,
-    R: Record + Ord,
+    L: Record,
+    R: Record,
     K: Key,
     O: Record,
 {
@@ -99,14 +99,15 @@ where
     left.union(&[&right]).key_by(key).process(function)
 }
 
-/// A side's rows of the current key, by time then row, with how many times each arrived.
-type Rows<T> = MapState<(Timestamp, T), i64>;
+/// A side's rows of the current key with their times, in arrival order: appending one costs
+/// the row alone (a map state is re-encoded whole on every change).
+type Rows<T> = ListState<(Timestamp, T)>;
 
 impl<K, L, R, O> KeyedProcessFunction<K, JoinSide<L, R>, O> for IntervalJoin<L, R, O>
 where
     K: Key,
-    L: Record + Ord,
-    R: Record + Ord,
+    L: Record,
+    R: Record,
     O: Record,
 {
     fn process_element(
@@ -120,9 +121,9 @@ where
             JoinSide::Left(change) => {
                 let row = appended(change)?;
                 let time = (self.left_time)(&row);
-                for ((other_time, other), times) in rights.entries(context.state())? {
+                for (other_time, other) in rights.get(context.state())? {
                     if self.bounds.contains(time, other_time) {
-                        emit((self.join)(&row, &other), time, times, context);
+                        context.collect_with_timestamp((self.join)(&row, &other), time);
                     }
                 }
                 keep(&lefts, (time, row), self.bounds.left_expires(time), watermark, context)
@@ -130,9 +131,9 @@ where
             JoinSide::Right(change) => {
                 let row = appended(change)?;
                 let time = (self.right_time)(&row);
-                for ((other_time, other), times) in lefts.entries(context.state())? {
+                for (other_time, other) in lefts.get(context.state())? {
                     if self.bounds.contains(other_time, time) {
-                        emit((self.join)(&other, &row), other_time, times, context);
+                        context.collect_with_timestamp((self.join)(&other, &row), other_time);
                     }
                 }
                 keep(&rights, (time, row), self.bounds.right_expires(time), watermark, context)
@@ -168,17 +169,9 @@ fn appended<T>(change: Change<T>) -> Result<T, OperatorError> {
     }
 }
 
-/// A pair, `times` over (its row arrived that many times), stamped with its left row's time.
-fn emit<K: Key, O: Record>(pair: O, left_time: Timestamp, times: i64, context: &mut KeyedContext<'_, K, O>) {
-    for _ in 1..times {
-        context.collect_with_timestamp(pair.clone(), left_time);
-    }
-    context.collect_with_timestamp(pair, left_time);
-}
-
 /// Keeps `entry` until the watermark reaches `expires` (a cleanup timer then), unless it already
 /// has: no row still to come can meet it.
-fn keep<K: Key, T: Record + Ord, O: Record>(
+fn keep<K: Key, T: Record, O: Record>(
     side: &Rows<T>,
     entry: (Timestamp, T),
     expires: Timestamp,
@@ -188,22 +181,21 @@ fn keep<K: Key, T: Record + Ord, O: Record>(
     if expires <= watermark {
         return Ok(());
     }
-    let times = side.get(context.state(), &entry)?.unwrap_or(0) + 1;
-    side.put(context.state(), entry, times)?;
+    side.add(context.state(), &entry);
     context.register_event_time_timer(expires);
     Ok(())
 }
 
-fn expire<K: Key, T: Record + Ord, O: Record>(
+fn expire<K: Key, T: Record, O: Record>(
     side: &Rows<T>,
     expired: impl Fn(Timestamp) -> bool,
     context: &mut KeyedContext<'_, K, O>,
 ) -> Result<(), OperatorError> {
-    let mut rows = side.entries(context.state())?;
+    let mut rows = side.get(context.state())?;
     let before = rows.len();
-    rows.retain(|(time, _), _| !expired(*time));
+    rows.retain(|(time, _)| !expired(*time));
     if rows.len() != before {
-        side.update(context.state(), rows);
+        side.update(context.state(), &rows);
     }
     Ok(())
 }
@@ -283,7 +275,8 @@ mod tests {
         // A right row at 106 may still meet a left row at 96 (lower −10): the watermark says 95.
         join.process_element(left(96), &mut output).unwrap();
         join.process_element(right(106), &mut output).unwrap();
-        let expected = [((96, 104), Some(96)), ((96, 106), Some(96)), ((100, 106), Some(100))];
+        // Kept rows are probed in arrival order.
+        let expected = [((96, 104), Some(96)), ((100, 106), Some(100)), ((96, 106), Some(96))];
         assert_eq!(output.take::<(i64, i64)>(), expected, "95 expired at 100; 100 and 104 are kept");
         join.process_watermark(Watermark::MAX, &mut output).unwrap();
         assert_eq!(output.watermarks, [Watermark(95), Watermark::MAX], "held back by 10 ms, never at the end");
