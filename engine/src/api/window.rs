@@ -338,7 +338,8 @@ impl<T: Record, K: Key, A: Record, O: Record> StreamOperator for BatchWindowOper
         for window in self.functions.assigner.assign(timestamp) {
             if let Some(merge) = &self.functions.merge {
                 let (merged, swallowed) = merge_session(self.windows.keys().copied().collect::<Vec<_>>(), window);
-                let parts = swallowed.iter().filter_map(|session| self.windows.remove(session)).collect();
+                let take = |session| self.windows.remove(session).expect("invariant: a session holds an accumulator");
+                let parts = swallowed.iter().map(take).collect();
                 self.windows.insert(merged, (self.functions.add)(merge_all(parts, merge), value.clone()));
                 continue;
             }
