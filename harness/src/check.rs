@@ -28,7 +28,8 @@
 //! what the engine promises to survive: it killed for good the JobMaster, an external system,
 //! or so many TaskManagers that the job no longer fits; or the restart strategy gave up while
 //! the faults (plus the time it takes to notice them) were still going on. A job that keeps
-//! failing on a healed cluster is a failure.
+//! failing on a healed cluster is a failure, and so is one whose every failure after the faults
+//! healed is the same failure of an operator (`repeated_operator_failure`).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -527,7 +528,30 @@ fn unrecoverable(report: &RunReport, scenario: &Scenario, healed: Duration) -> O
     let RunOutcome::JobFailed(reason) = &report.outcome else { return None };
     let gave_up = reason.contains("gave up");
     let end = job_end(report)?;
-    (gave_up && end <= healed + RECOVERY_GRACE).then(|| format!("the faults exhausted the restart strategy: {reason}"))
+    let faults_to_blame = end <= healed + RECOVERY_GRACE && repeated_operator_failure(&report.trace, healed).is_none();
+    (gave_up && faults_to_blame).then(|| format!("the faults exhausted the restart strategy: {reason}"))
+}
+
+/// How many failures after the last fault healed, all the same failure of an operator, make a
+/// job that gave up one that keeps failing on a healed cluster: a bug, not the faults' doing.
+const REPEATED_FAILURES: usize = 3;
+
+/// The failure of an operator that every task failure after `healed` repeats, if there are at
+/// least [`REPEATED_FAILURES`] of them: an operator that fails the same way attempt after
+/// attempt on a healed cluster fails deterministically (a fault makes a task fail by losing
+/// what it reads or talks to, which restarts cure once the fault heals).
+pub fn repeated_operator_failure(trace: &[TraceRecord], healed: Duration) -> Option<&str> {
+    let reasons: Vec<&str> = trace
+        .iter()
+        .filter(|record| record.time > healed)
+        .filter_map(|record| match &record.event {
+            TraceEvent::TaskFailed { reason, .. } => Some(reason.as_str()),
+            _ => None,
+        })
+        .collect();
+    let first = *reasons.first()?;
+    let repeated = reasons.len() >= REPEATED_FAILURES && reasons.iter().all(|reason| *reason == first);
+    (repeated && first.starts_with("operator failed:")).then_some(first)
 }
 
 /// The run's reference computed in full, row by row, on the input generated again from its
@@ -906,6 +930,25 @@ mod tests {
         let twice = commits_stay(&[commit("j/t#3/0/c1", 2), commit("j/t#3/0/c1", 2)], &view(4)).unwrap_err();
         assert!(twice.detail.contains("applied more than once: j/t#3/0/c1"), "{twice}");
         assert!(commits_stay(&trace, &BTreeMap::new()).unwrap_err().detail.contains("gone"));
+    }
+
+    #[test]
+    fn an_operator_failing_the_same_way_on_a_healed_cluster_is_not_the_faults_doing() {
+        let failed = |millis: u64, reason: &str| TraceRecord {
+            time: Duration::from_millis(millis),
+            node: "tm-0".to_string(),
+            event: TraceEvent::TaskFailed { attempt: 1, vertex: 3, subtask: 1, reason: reason.to_string() },
+        };
+        let bug = "operator failed: the changelog retracts what it did not add";
+        let healed = Duration::from_millis(100);
+        let trace = vec![failed(50, "lost partition"), failed(150, bug), failed(400, bug), failed(650, bug)];
+        assert_eq!(repeated_operator_failure(&trace, healed), Some(bug));
+        assert_eq!(repeated_operator_failure(&trace[..3], healed), None, "two failures may still be the faults'");
+        let mixed = vec![failed(150, bug), failed(400, "output failed: store unreachable"), failed(650, bug)];
+        assert_eq!(repeated_operator_failure(&mixed, healed), None);
+        let input = vec![failed(150, "lost partition"); 3];
+        assert_eq!(repeated_operator_failure(&input, healed), None, "only an operator's own failure");
+        assert_eq!(repeated_operator_failure(&trace, Duration::from_millis(500)), None, "before the faults healed");
     }
 
     #[test]

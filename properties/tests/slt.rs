@@ -6,7 +6,7 @@
 //!    the SQL means.
 //! 2. Every query of a file then becomes one `INSERT INTO` of a single job (a statement set; each
 //!    query gets a sink table of its columns, with its upsert key as primary key when it
-//!    updates), which the simulator runs in both modes under random crashes and data loss: each
+//!    updates, or all its columns for a join's changes), which the simulator runs in both modes under random crashes and data loss: each
 //!    table must hold what the reference computes, and the modes must agree.
 //!
 //! `statement ok` declares tables and views (CREATE TABLE, CREATE VIEW; a `VALUES` clause makes a
@@ -14,7 +14,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use sluice_sql::plan::{SourceConnector, evaluate, is_updating, upsert_key};
+use sluice_sql::plan::{SourceConnector, changes_of_a_join, evaluate, is_updating, upsert_key};
 use sluice_sql::value::Row;
 use sqllogictest::{DBOutput, DefaultColumnType};
 
@@ -75,7 +75,10 @@ fn declare_query(declarations: &str, query: &str, n: usize) -> Result<(String, S
     let mut columns: Vec<String> =
         relation.columns.iter().enumerate().map(|(index, (_, ty))| format!("c{} {ty}", index + 1)).collect();
     if is_updating(&relation.node) {
+        // A join's changes have no key the planner knows: the whole row is the key.
+        let whole_row = || changes_of_a_join(&relation.node).then(|| (0..relation.columns.len()).collect());
         let key = upsert_key(&relation.node)
+            .or_else(whole_row)
             .ok_or_else(|| SqlFailure("an updating query whose select list drops its key".to_string()))?;
         let key: Vec<String> = key.iter().map(|index| format!("c{}", index + 1)).collect();
         columns.push(format!("PRIMARY KEY ({}) NOT ENFORCED", key.join(", ")));

@@ -5,10 +5,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use sluice_engine::api::changelog::{Change, group_changelog};
+use sluice_engine::api::changelog::{Change, group_changelog, join_changelogs, keyed_sides};
+use sluice_engine::api::outer_join::{OuterChangelogJoin, OuterJoinFunctions, Pad};
+use sluice_engine::api::upsert_materializer::materialize;
 use sluice_engine::api::{DataStream, StreamEnv};
 use sluice_engine::connectors::log::LogSource;
 use sluice_engine::connectors::txn_store::TxnStoreSink;
+use sluice_engine::graph::ExecutionMode;
 
 use sluice_engine::api::changelog::RetractableAggregate;
 use sluice_engine::api::interval_join::{self, IntervalBounds};
@@ -16,7 +19,7 @@ use sluice_engine::time::TimeWindow;
 
 use crate::aggregate::{Aggregation, GroupBy};
 use crate::expr::{self, Expr};
-use crate::plan::{Node, Plan, Sink, Source, source_relation, with_window};
+use crate::plan::{Node, Outer, Plan, Sink, Source, is_updating, needs_materializer, source_relation, with_window};
 use crate::topn::{Order, TopN, ranked_changes};
 use crate::value::{Row, Value};
 use crate::window::{SqlWindows, WindowSpec};
@@ -49,6 +52,13 @@ pub fn build_plan(env: &StreamEnv, plan: &Plan) {
                 stream.sink_to(sink).name(&name);
             }
             Built::Updating(changes) => {
+                let changes = if needs_materializer(insert) {
+                    let key = Arc::new(insert.sink.primary_key.clone());
+                    let key = move |row: &Row| Row(key.iter().map(|index| row.0[*index].clone()).collect());
+                    materialize(&changes, key, env.mode()).name("SinkUpsertMaterializer")
+                } else {
+                    changes
+                };
                 let to_change = move |change: &Change<Row>| {
                     let (key, value) = render(&sink, &change.row);
                     (key, change.kind.is_addition().then_some(value))
@@ -71,6 +81,11 @@ fn build_node(env: &StreamEnv, plan: &Plan, node: &Node, scans: &mut BTreeMap<St
         Node::WindowAggregate { input: rows, spec, group_by, width, .. } => {
             Built::Append(window_aggregate(append(input(rows)), *spec, group_by, *width))
         }
+        Node::Join { left, right, left_keys, right_keys, left_width, outer, .. } if is_updating(node) => {
+            let (left, right) = (changes(input(left)), changes(input(right)));
+            let keys = (left_keys.as_slice(), right_keys.as_slice());
+            Built::Updating(changelog_join((&left, &right), keys, *left_width, outer.as_ref(), env.mode()))
+        }
         Node::Join { left, right, left_keys, right_keys, times, bounds, .. } => {
             let (left, right) = (append(input(left)), append(input(right)));
             match times.zip(*bounds) {
@@ -85,17 +100,22 @@ fn build_node(env: &StreamEnv, plan: &Plan, node: &Node, scans: &mut BTreeMap<St
             Built::Updating(top_n(env, &append(input(rows)), partition, order, limit))
         }
         Node::Aggregate { input: rows, group_by } => {
-            let changes = match input(rows) {
-                Built::Append(rows) => rows.map(Change::insert).name("Calc: to changelog"),
-                // An updating input's retractions take rows back out of their groups.
-                Built::Updating(changes) => changes,
-            };
+            // An updating input's retractions take rows back out of their groups.
+            let changes = changes(input(rows));
             let keys = Arc::new(group_by.keys.clone());
             let key = move |row: &Row| Row(keys.iter().map(|key| key.eval(&row.0)).collect());
             Built::Updating(
                 group_changelog(&changes, key, Aggregation(group_by.clone()), env.mode()).name("GroupAggregate"),
             )
         }
+    }
+}
+
+/// A relation as changes: an append-only one's rows are insertions.
+fn changes(built: Built) -> DataStream<Change<Row>> {
+    match built {
+        Built::Append(rows) => rows.map(Change::insert).name("Calc: to changelog"),
+        Built::Updating(changes) => changes,
     }
 }
 
@@ -178,6 +198,55 @@ fn join(left: &DataStream<Row>, right: &DataStream<Row>, left_keys: &[Expr], rig
             Row(left.0.iter().chain(&right.0).cloned().collect())
         })
         .name("Join")
+}
+
+/// A join whose result updates (an outer join, or a join of an updating input) on the engine's
+/// changelog joins: a row with a `NULL` key meets nothing, so an inner side's are dropped before
+/// the exchange and an outer side's reach the join only to be padded.
+fn changelog_join(
+    (left, right): (&DataStream<Change<Row>>, &DataStream<Change<Row>>),
+    (left_keys, right_keys): (&[Expr], &[Expr]),
+    left_width: usize,
+    outer: Option<&Outer>,
+    mode: ExecutionMode,
+) -> DataStream<Change<Row>> {
+    let key_of = |keys: &[Expr]| {
+        let keys = Arc::new(keys.to_vec());
+        move |row: &Row| Row(keys.iter().map(|key| key.eval(&row.0)).collect())
+    };
+    let non_null = |changes: &DataStream<Change<Row>>, keys: &[Expr], outer: bool| {
+        if outer {
+            return changes.clone();
+        }
+        let key = key_of(keys);
+        changes
+            .filter(move |change: &Change<Row>| !key(&change.row).0.contains(&Value::Null))
+            .name("Calc: non-null keys")
+    };
+    let (left_outer, right_outer) = outer.map_or((false, false), |outer| (outer.left, outer.right));
+    let (left, right) = (non_null(left, left_keys, left_outer), non_null(right, right_keys, right_outer));
+    let condition = outer.and_then(|outer| outer.condition.clone());
+    let left_key = key_of(left_keys);
+    let join = move |left: &Row, right: &Row| {
+        let pair = Row(left.0.iter().chain(&right.0).cloned().collect());
+        let partners = !left_key(left).0.contains(&Value::Null)
+            && condition.as_ref().is_none_or(|condition| condition.eval(&pair.0) == Value::Bool(true));
+        partners.then_some(pair)
+    };
+    let Some(outer) = outer else {
+        return join_changelogs(&left, &right, key_of(left_keys), key_of(right_keys), join).name("Join");
+    };
+    let right_width = outer.right_width;
+    let pad_left = move |left: &Row| Row(left.0.iter().cloned().chain(vec![Value::Null; right_width]).collect());
+    let pad_right = move |right: &Row| Row(vec![Value::Null; left_width].into_iter().chain(right.0.clone()).collect());
+    let functions = OuterJoinFunctions {
+        join: Arc::new(join),
+        pad_left: outer.left.then(|| Arc::new(pad_left) as Pad<Row, Row>),
+        pad_right: outer.right.then(|| Arc::new(pad_right) as Pad<Row, Row>),
+    };
+    keyed_sides((&left, &right), key_of(left_keys), key_of(right_keys))
+        .process(OuterChangelogJoin::new(functions, mode))
+        .name(&format!("Join({})", Outer::join_type(Some(outer))))
 }
 
 /// An interval join on the engine's (`sluice_engine::api::interval_join`): as a regular join's

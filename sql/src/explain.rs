@@ -8,7 +8,7 @@ use sluice_engine::api::interval_join::IntervalBounds;
 
 use crate::aggregate::{Call, Function, GroupBy};
 use crate::expr::{Expr, Op};
-use crate::plan::{Insert, Node, Plan, is_updating, physical_columns};
+use crate::plan::{Insert, Node, Outer, Plan, is_updating, physical_columns};
 
 /// The plan tree of each of `inserts` (of `plan`).
 pub fn explain(plan: &Plan, inserts: &[Insert]) -> String {
@@ -71,8 +71,11 @@ fn node(text: &mut String, plan: &Plan, current: &Node, depth: usize) {
             let _ = writeln!(text, "{indent}Rank(rankType=[ROW_NUMBER], {spec}, outputRankNumber=[true]) {mode}");
             input
         }
-        Node::Join { left, right, left_keys, right_keys, times, bounds, .. } => {
-            let keys = format!("leftKeys=[{}], rightKeys=[{}]", list(left_keys), list(right_keys));
+        Node::Join { left, right, left_keys, right_keys, times, bounds, outer, .. } => {
+            let mut keys = format!("leftKeys=[{}], rightKeys=[{}]", list(left_keys), list(right_keys));
+            if let Some(condition) = outer.as_ref().and_then(|outer| outer.condition.as_ref()) {
+                let _ = write!(keys, ", where=[{condition}]");
+            }
             match times.zip(*bounds) {
                 Some(((left_time, right_time), IntervalBounds { lower, upper })) => {
                     let window = format!(
@@ -82,7 +85,8 @@ fn node(text: &mut String, plan: &Plan, current: &Node, depth: usize) {
                     let _ = writeln!(text, "{indent}IntervalJoin(joinType=[InnerJoin], {window}, {keys}) {mode}");
                 }
                 None => {
-                    let _ = writeln!(text, "{indent}Join(joinType=[InnerJoin], {keys}) {mode}");
+                    let join_type = Outer::join_type(outer.as_ref());
+                    let _ = writeln!(text, "{indent}Join(joinType=[{join_type}], {keys}) {mode}");
                 }
             }
             node(text, plan, left, depth + 1);

@@ -371,6 +371,21 @@ fn merge_case_type(so_far: Option<SqlType>, ty: SqlType, expr: &ast::Expr, at: L
     }
 }
 
+/// `COALESCE(a, b, …, z)`: the first argument that is not `NULL`, as
+/// `CASE WHEN a IS NOT NULL THEN a WHEN b IS NOT NULL THEN b … ELSE z END`.
+fn coalesce(scope: &Scope, init: &[&ast::Expr], last: &ast::Expr, at: Location) -> Result<(Expr, SqlType), SqlError> {
+    let mut arms = Vec::new();
+    let mut result_type = None;
+    for arg in init {
+        let (bound, ty) = bind(scope, arg, at)?;
+        result_type = Some(merge_case_type(result_type, ty, arg, at)?);
+        arms.push((Expr::IsNull(Box::new(bound.clone()), true), bound));
+    }
+    let (otherwise, ty) = bind(scope, last, at)?;
+    let ty = merge_case_type(result_type, ty, last, at)?;
+    Ok((Expr::Case(arms, Box::new(otherwise)), ty))
+}
+
 fn call(scope: &Scope, function: &ast::Function, at: Location) -> Result<(Expr, SqlType), SqlError> {
     let name = function.name.to_string().to_ascii_uppercase();
     let ast::FunctionArguments::List(list) = &function.args else {
@@ -385,6 +400,9 @@ fn call(scope: &Scope, function: &ast::Function, at: Location) -> Result<(Expr, 
     }
     if let ("MOD", [left, right]) = (name.as_str(), args.as_slice()) {
         return binary(scope, left, &BinaryOperator::Modulo, right, at);
+    }
+    if let ("COALESCE", [init @ .., last]) = (name.as_str(), args.as_slice()) {
+        return coalesce(scope, init, last, at);
     }
     let bound = args.iter().map(|arg| bind(scope, arg, at)).collect::<Result<Vec<_>, _>>()?;
     let types: Vec<&SqlType> = bound.iter().map(|(_, ty)| ty).collect();

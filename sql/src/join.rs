@@ -1,25 +1,30 @@
-//! Regular inner equi-joins (`a JOIN b ON …`, or `FROM a, b WHERE …`) of append-only relations:
-//! Flink's regular join, whose result over two append-only inputs is append-only. A join's row
-//! is its left row's columns, then its right row's.
+//! Regular equi-joins (`a JOIN b ON …`, or `FROM a, b WHERE …`; `LEFT`, `RIGHT` and `FULL`
+//! outer): Flink's regular join. A join's row is its left row's columns, then its right row's.
+//! An inner join of two append-only inputs is append-only; an outer join, or a join of an
+//! updating input, is updating (the engine's changelog joins; see `crate::build`).
 //!
 //! A join's condition (its `ON`, and a `WHERE` over it) is split into conjuncts: an equality
 //! between an expression of each side becomes a key pair, a conjunct of one side's columns goes
 //! down to that side (as Flink's filter push-down does), any other filters the join's rows. Rows
-//! whose key holds a `NULL` meet nothing, as SQL's `=` says.
+//! whose key holds a `NULL` meet nothing, as SQL's `=` says. An outer join's `ON` differs
+//! ([`attach_on`]): a conjunct goes down only to an inner side (an outer side keeps every row),
+//! the other non-key conjuncts decide which rows are partners, and a `WHERE` stays above it.
 //!
 //! A join of two relations with time attributes whose conditions bound `left time − right time`
 //! from below and above (`l.t BETWEEN r.t - INTERVAL '4' SECOND AND r.t`, or `>=`, `>`, `<=`, `<`
 //! between the two times, each moved by an `INTERVAL`) is an interval join ([`intervals`], Flink's
 //! rule): the same rows as the regular join filtered by those conditions, but a row is kept only
-//! while the other side may still bring a partner (`sluice_engine::api::interval_join`). Unlike
-//! Flink's, its result has no time attribute (a window over it is refused, as over a regular
-//! join's).
+//! while the other side may still bring a partner (`sluice_engine::api::interval_join`). Its
+//! result keeps the left side's time attribute ([`interval_time`]). Only inner joins become
+//! interval joins.
 
 use sluice_engine::api::interval_join::IntervalBounds;
 
+use std::collections::BTreeMap;
+
 use crate::expr::{Expr, Op};
-use crate::node::Node;
-use crate::value::Value;
+use crate::node::{Node, Outer};
+use crate::value::{Row, Value};
 
 /// The conjuncts of `predicate`: `a AND b AND c` as `[a, b, c]`.
 pub fn conjuncts(predicate: Expr) -> Vec<Expr> {
@@ -33,10 +38,11 @@ pub fn conjuncts(predicate: Expr) -> Vec<Expr> {
     }
 }
 
-/// `node` with `conjunct` applied: a join key, a filter pushed to the side
-/// it reads, or a filter above.
+/// `node` with `conjunct` of a `WHERE` (or an inner join's `ON`) applied: a join key, a filter
+/// pushed to the side it reads, or a filter above. Over an outer join it stays above: a
+/// `WHERE` sees the padded rows.
 pub fn attach(node: Node, conjunct: Expr) -> Node {
-    let Node::Join { left, right, mut left_keys, mut right_keys, left_width, times, bounds } = node else {
+    let Node::Join { left, right, mut left_keys, mut right_keys, left_width, times, bounds, outer: None } = node else {
         return Node::Filter { input: Box::new(node), predicate: conjunct };
     };
     let reads_left = conjunct.reads(&|index| index < left_width);
@@ -50,6 +56,7 @@ pub fn attach(node: Node, conjunct: Expr) -> Node {
         left_width,
         times,
         bounds,
+        outer: None,
     };
     match (reads_left, reads_right) {
         (true, false) => join(Box::new(attach(*left, conjunct)), right, left_keys, right_keys),
@@ -69,6 +76,40 @@ pub fn attach(node: Node, conjunct: Expr) -> Node {
             Node::Filter { input: Box::new(join(left, right, left_keys, right_keys)), predicate: conjunct }
         }
     }
+}
+
+/// `join`, an outer join, with `conjunct` of its `ON` applied: an equality of the two sides is
+/// a key; a conjunct of an inner side's columns alone goes down to it (its rows that fail meet
+/// nothing, as the `ON` says); any other is part of the condition two partners satisfy (an
+/// outer side's rows that fail it are still in the result, padded).
+pub fn attach_on(join: Node, conjunct: Expr) -> Node {
+    let Node::Join { left, right, mut left_keys, mut right_keys, left_width, times, bounds, outer: Some(mut outer) } =
+        join
+    else {
+        unreachable!("invariant: attach_on is given an outer join")
+    };
+    let reads_left = conjunct.reads(&|index| index < left_width);
+    let reads_right = conjunct.reads(&|index| index >= left_width);
+    let (mut left, mut right) = (left, right);
+    match (reads_left, reads_right) {
+        (true, false) if !outer.left => left = Box::new(attach(*left, conjunct)),
+        (false, true) if !outer.right => {
+            right = Box::new(attach(*right, conjunct.remap(&|index| index - left_width)));
+        }
+        _ => match key_pair(&conjunct, left_width).filter(|_| reads_left && reads_right) {
+            Some((left_key, right_key)) => {
+                left_keys.push(left_key);
+                right_keys.push(right_key.remap(&|index| index - left_width));
+            }
+            None => {
+                outer.condition = Some(match outer.condition.take() {
+                    Some(condition) => Expr::And(Box::new(condition), Box::new(conjunct)),
+                    None => conjunct,
+                });
+            }
+        },
+    }
+    Node::Join { left, right, left_keys, right_keys, left_width, times, bounds, outer: Some(outer) }
 }
 
 /// `a = b` with `a` over the left side's columns and `b` over the right's (either way round).
@@ -96,7 +137,7 @@ pub fn intervals(node: Node) -> Node {
             let (base, rest) = bound(intervals(base), predicates);
             rest.into_iter().rev().fold(base, |input, predicate| Node::Filter { input: Box::new(input), predicate })
         }
-        Node::Join { left, right, left_keys, right_keys, left_width, times, bounds } => Node::Join {
+        Node::Join { left, right, left_keys, right_keys, left_width, times, bounds, outer } => Node::Join {
             left: Box::new(intervals(*left)),
             right: Box::new(intervals(*right)),
             left_keys,
@@ -104,6 +145,7 @@ pub fn intervals(node: Node) -> Node {
             left_width,
             times,
             bounds,
+            outer,
         },
         Node::Scan { .. } => node,
         Node::Project { input, exprs } => Node::Project { input: Box::new(intervals(*input)), exprs },
@@ -136,7 +178,7 @@ pub fn interval_time(node: &Node) -> Option<usize> {
 /// `base` and the filters above it (outermost first): if `base` is a join with times and the
 /// filters bound them both ways, the interval join and the filters that are not bounds.
 fn bound(base: Node, predicates: Vec<Expr>) -> (Node, Vec<Expr>) {
-    let Node::Join { times: Some((left_time, right_time)), bounds: None, left_width, .. } = base else {
+    let Node::Join { times: Some((left_time, right_time)), bounds: None, left_width, outer: None, .. } = base else {
         return (base, predicates);
     };
     let found: Vec<Option<Bound>> =
@@ -147,7 +189,7 @@ fn bound(base: Node, predicates: Vec<Expr>) -> (Node, Vec<Expr>) {
     let rest = predicates.into_iter().zip(found).filter(|(_, bound)| bound.is_none()).map(|(p, _)| p).collect();
     let Node::Join { left, right, left_keys, right_keys, left_width, times, .. } = base else { unreachable!() };
     let bounds = Some(IntervalBounds { lower, upper });
-    (Node::Join { left, right, left_keys, right_keys, left_width, times, bounds }, rest)
+    (Node::Join { left, right, left_keys, right_keys, left_width, times, bounds, outer: None }, rest)
 }
 
 /// A condition on `left time − right time`.
@@ -237,30 +279,46 @@ pub fn has_cross_join(node: &Node) -> bool {
     node.any(&|node| matches!(node, Node::Join { left_keys, .. } if left_keys.is_empty()))
 }
 
-/// The rows of an inner equi-join, by a hash of the right side's keys: the reference.
+/// The rows of an equi-join, by a hash of the right side's keys: the reference. An outer join's
+/// partners also satisfy its condition, and its outer sides' rows without one are padded.
 pub fn evaluate(
-    left: &[crate::value::Row],
-    right: &[crate::value::Row],
-    left_keys: &[Expr],
-    right_keys: &[Expr],
-) -> Vec<crate::value::Row> {
-    use crate::value::{Row, Value};
+    (left, right): (&[Row], &[Row]),
+    (left_keys, right_keys): (&[Expr], &[Expr]),
+    left_width: usize,
+    outer: Option<&Outer>,
+) -> Vec<Row> {
     let key = |keys: &[Expr], row: &Row| -> Option<Vec<Value>> {
         let values: Vec<Value> = keys.iter().map(|key| key.eval(&row.0)).collect();
         (!values.contains(&Value::Null)).then_some(values)
     };
-    let mut table: std::collections::BTreeMap<Vec<Value>, Vec<&Row>> = std::collections::BTreeMap::new();
-    for row in right {
+    let mut table: BTreeMap<Vec<Value>, Vec<usize>> = BTreeMap::new();
+    for (index, row) in right.iter().enumerate() {
         if let Some(values) = key(right_keys, row) {
-            table.entry(values).or_default().push(row);
+            table.entry(values).or_default().push(index);
         }
     }
+    let condition = outer.and_then(|outer| outer.condition.as_ref());
+    let mut matched = vec![false; right.len()];
     let mut rows = Vec::new();
     for row in left {
-        let Some(values) = key(left_keys, row) else { continue };
-        for other in table.get(&values).into_iter().flatten() {
-            rows.push(Row(row.0.iter().chain(&other.0).cloned().collect()));
+        let mut partners = 0;
+        for &index in key(left_keys, row).and_then(|values| table.get(&values)).into_iter().flatten() {
+            let pair = Row(row.0.iter().chain(&right[index].0).cloned().collect());
+            if condition.is_none_or(|condition| condition.eval(&pair.0) == Value::Bool(true)) {
+                matched[index] = true;
+                partners += 1;
+                rows.push(pair);
+            }
         }
+        if let Some(outer) = outer.filter(|outer| outer.left && partners == 0) {
+            rows.push(Row(row.0.iter().cloned().chain(std::iter::repeat_n(Value::Null, outer.right_width)).collect()));
+        }
+    }
+    if outer.is_some_and(|outer| outer.right) {
+        let unmatched = right.iter().zip(matched).filter(|(_, matched)| !matched);
+        rows.extend(
+            unmatched.map(|(row, _)| Row(vec![Value::Null; left_width].into_iter().chain(row.0.clone()).collect())),
+        );
     }
     rows
 }
@@ -325,7 +383,7 @@ mod tests {
         let Node::Join { left, right, left_keys, right_keys, left_width, times, .. } = join_of(&between).clone() else {
             unreachable!()
         };
-        let regular = Node::Join { left, right, left_keys, right_keys, left_width, times, bounds: None };
+        let regular = Node::Join { left, right, left_keys, right_keys, left_width, times, bounds: None, outer: None };
         let (placed, opened) = (times.unwrap().0, left_width + times.unwrap().1);
         let filtered: Vec<_> = evaluate(&regular, &inputs)
             .into_iter()
@@ -356,5 +414,80 @@ mod tests {
         assert!(right_time.message.contains("not a time attribute"), "only the left side's time is kept: {right_time}");
         let regular = window("B.dateTime", "B.dateTime >= A.dateTime").unwrap_err();
         assert!(regular.message.contains("not a time attribute"), "a regular join keeps none: {regular}");
+    }
+
+    fn outer_join(join: &str, on: &str, rest: &str) -> Result<Plan, crate::parse::SqlError> {
+        plan_script(&format!(
+            "{DDL}\nCREATE TABLE pairs (auction BIGINT, bidder BIGINT, price BIGINT, seller BIGINT, \
+             PRIMARY KEY (auction, bidder, price) NOT ENFORCED) WITH ('connector' = 'sluice');\n\
+             INSERT INTO pairs SELECT B.auction, B.bidder, B.price, A.seller FROM bid B {join} auction A ON {on} {rest};"
+        ))
+    }
+
+    #[test]
+    fn an_outer_join_keeps_its_outer_sides_conditions_in_the_join_and_pushes_only_the_inner_sides() {
+        let on = "B.auction = A.id AND B.price > 100 AND A.category = 10 AND B.dateTime >= A.dateTime \
+                  AND B.dateTime <= A.dateTime + INTERVAL '10' SECOND";
+        let plan =
+            outer_join("LEFT JOIN", on, "WHERE A.seller IS NULL OR B.price > 1000").unwrap_or_else(|e| panic!("{e}"));
+        let mut node = &plan.inserts[0].input.node;
+        while let Node::Project { input, .. } = node {
+            node = input;
+        }
+        let Node::Filter { input: join, .. } = node else { panic!("the WHERE stays above: {node:?}") };
+        let Node::Join { left, right, left_keys, outer: Some(outer), bounds, .. } = join.as_ref() else {
+            panic!("an outer join: {join:?}")
+        };
+        assert_eq!((outer.left, outer.right, left_keys.len(), *bounds), (true, false, 1, None), "no interval join");
+        assert!(matches!(**left, Node::Scan { .. } | Node::Project { .. }), "the outer side keeps every row: {left:?}");
+        assert!(right.any(&|node| matches!(node, Node::Filter { .. })), "A.category = 10 goes down to the inner side");
+        let condition = outer.condition.as_ref().map(ToString::to_string).unwrap_or_default();
+        assert_eq!(condition.matches(" AND ").count(), 2, "the price and both time conditions: {condition}");
+        assert!(crate::plan::is_updating(join) && crate::plan::needs_materializer(&plan.inserts[0]));
+        let explained = crate::explain::explain(&plan, &plan.inserts);
+        assert!(explained.contains("Join(joinType=[LeftOuterJoin], leftKeys="), "{explained}");
+        // A full join pushes nothing; a right join pushes the left side's conditions.
+        let ands = |plan: &Plan| match join_of(plan) {
+            Node::Join { outer: Some(Outer { condition: Some(condition), .. }), .. } => {
+                condition.to_string().matches(" AND ").count()
+            }
+            other => panic!("an outer join with a condition: {other:?}"),
+        };
+        let full = outer_join("FULL OUTER JOIN", on, "").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ands(&full), 3, "a full join pushes nothing down");
+        let right_join = outer_join("RIGHT JOIN", on, "").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ands(&right_join), 2, "B.price > 100 goes down to the inner left side");
+        let cross = outer_join("LEFT JOIN", "B.price > A.reserve", "").unwrap_err().message;
+        assert!(cross.contains("cross join"), "{cross}");
+    }
+
+    #[test]
+    fn an_outer_joins_rows_are_its_inner_joins_and_each_outer_row_without_partner_padded() {
+        let plan = outer_join("LEFT JOIN", "B.auction = A.id AND B.price > A.initialBid", "")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let crate::plan::SourceConnector::Nexmark(options) = &plan.sources["datagen"].connector else { panic!() };
+        let inputs = BTreeMap::from([("datagen".to_string(), crate::nexmark::events(options).collect())]);
+        let rows = evaluate(&plan.inserts[0].input.node, &inputs);
+        let inner = plan_script(&format!(
+            "{DDL}\nCREATE TABLE pairs (auction BIGINT, bidder BIGINT, price BIGINT, seller BIGINT) WITH ('connector' = 'sluice');\n\
+             INSERT INTO pairs SELECT B.auction, B.bidder, B.price, A.seller FROM bid B JOIN auction A \
+             ON B.auction = A.id AND B.price > A.initialBid;"
+        ))
+        .unwrap();
+        let pairs = evaluate(&inner.inserts[0].input.node, &inputs);
+        let bids = evaluate(&plan_script(&format!(
+            "{DDL}\nCREATE TABLE b (auction BIGINT, bidder BIGINT, price BIGINT) WITH ('connector' = 'sluice');\nINSERT INTO b SELECT auction, bidder, price FROM bid;"
+        ))
+        .unwrap()
+        .inserts[0]
+            .input
+            .node, &inputs);
+        let padded = rows.iter().filter(|row| row.0[3] == Value::Null).count();
+        assert!(padded > 0 && !pairs.is_empty(), "both kinds occur: {padded} padded, {} pairs", pairs.len());
+        assert_eq!(rows.len() - padded, pairs.len(), "the pairs are the inner join's");
+        // Each bid is padded exactly when the inner join pairs it with nothing.
+        let paired: std::collections::BTreeSet<&[Value]> = pairs.iter().map(|row| &row.0[..3]).collect();
+        let unpaired = bids.iter().filter(|row| !paired.contains(&row.0[..3])).count();
+        assert_eq!(padded, unpaired);
     }
 }

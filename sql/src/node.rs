@@ -59,9 +59,10 @@ pub enum Node {
         /// The input's columns.
         width: usize,
     },
-    /// A regular inner equi-join of two append-only relations (see [`crate::join`]): each pair
-    /// of rows with equal keys, none `NULL`, as the left row's columns then the right's; an
-    /// interval join if it has `bounds`. Append-only.
+    /// A regular equi-join (see [`crate::join`]): each pair of rows with equal keys, none
+    /// `NULL`, as the left row's columns then the right's; an interval join if it has `bounds`;
+    /// with `outer`, also each row of an outer side that has no partner, padded with `NULL`s.
+    /// Append-only if it is inner and both its inputs are; else updating.
     Join {
         /// The left input.
         left: Box<Node>,
@@ -79,6 +80,9 @@ pub enum Node {
         /// An interval join's bounds on `left time − right time` (see [`crate::join`]), taken
         /// from its conditions over `times`; `None` for a regular join.
         bounds: Option<IntervalBounds>,
+        /// An outer join's outer sides and the conditions of its `ON` that are not keys; `None`
+        /// for an inner join (whose other conditions are filters above it).
+        outer: Option<Outer>,
     },
     /// `ROW_NUMBER() OVER (PARTITION BY … ORDER BY …)` kept to `rn <= limit` (see
     /// [`crate::topn`]): each partition's first rows in the order, each with its number after
@@ -103,6 +107,33 @@ pub enum Node {
         /// One expression per output column.
         exprs: Vec<Expr>,
     },
+}
+
+/// What makes a join outer: which sides keep their rows that meet no partner, and what else
+/// two rows of the same key must satisfy to be partners.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outer {
+    /// `LEFT` or `FULL`: every left row is in the result.
+    pub left: bool,
+    /// `RIGHT` or `FULL`: every right row is in the result.
+    pub right: bool,
+    /// The `ON` conditions that are neither keys nor pushed to the inner side, over the joined
+    /// row's columns.
+    pub condition: Option<Expr>,
+    /// The right input's columns (a padded left row has as many `NULL`s).
+    pub right_width: usize,
+}
+
+impl Outer {
+    /// Flink's name of the join type.
+    pub fn join_type(outer: Option<&Outer>) -> &'static str {
+        match outer.map(|outer| (outer.left, outer.right)) {
+            None | Some((false, false)) => "InnerJoin",
+            Some((true, false)) => "LeftOuterJoin",
+            Some((false, true)) => "RightOuterJoin",
+            Some((true, true)) => "FullOuterJoin",
+        }
+    }
 }
 
 impl Node {

@@ -33,7 +33,7 @@ pub fn fuse_projections(node: Node) -> Node {
         },
         Node::Filter { input, predicate } => Node::Filter { input: Box::new(fuse_projections(*input)), predicate },
         Node::Aggregate { input, group_by } => Node::Aggregate { input: Box::new(fuse_projections(*input)), group_by },
-        Node::Join { left, right, left_keys, right_keys, left_width, times, bounds } => Node::Join {
+        Node::Join { left, right, left_keys, right_keys, left_width, times, bounds, outer } => Node::Join {
             left: Box::new(fuse_projections(*left)),
             right: Box::new(fuse_projections(*right)),
             left_keys,
@@ -41,6 +41,7 @@ pub fn fuse_projections(node: Node) -> Node {
             left_width,
             times,
             bounds,
+            outer,
         },
         Node::Rank { input, partition, order, limit, width } => {
             Node::Rank { input: Box::new(fuse_projections(*input)), partition, order, limit, width }

@@ -17,7 +17,7 @@ use crate::functions;
 use crate::group_window::{self, GroupWindow};
 use crate::join;
 use crate::nexmark;
-pub use crate::node::Node;
+pub use crate::node::{Node, Outer};
 use crate::parse::{ColumnDef, Located, SqlError, Statement, TableDef};
 use crate::topn;
 use crate::value::{Row, SqlType, Value};
@@ -261,16 +261,15 @@ fn bind_predicate(scope: &Scope, predicate: &ast::Expr, clause: &str, at: Locati
     }
 }
 
-/// Two relations joined with no keys yet: their conditions attach to it ([`join::attach`]).
+/// Two relations joined with no keys yet (`outer`: which sides are outer, if any): their
+/// conditions attach to it ([`join::attach`], [`join::attach_on`]).
 fn join_relations(
     (left, left_scope): (Relation, Scope),
     (right, right_scope): (Relation, Scope),
-    at: Location,
-) -> Result<(Relation, Scope), SqlError> {
-    if is_updating(&left.node) || is_updating(&right.node) {
-        return Err(SqlError::at(at, "unsupported: a join of an updating input"));
-    }
+    outer: OuterSides,
+) -> (Relation, Scope) {
     let left_width = left.columns.len();
+    let right_width = right.columns.len();
     let mut columns = left.columns;
     columns.extend(right.columns);
     let node = Node::Join {
@@ -281,10 +280,34 @@ fn join_relations(
         left_width,
         times: left.rowtime.zip(right.rowtime),
         bounds: None,
+        outer: outer.map(|(left, right)| Outer { left, right, condition: None, right_width }),
     };
     // A regular join's result has no time attribute (Flink's makes them plain timestamps); an
     // interval join's has its left side's, found once its conditions are attached.
-    Ok((Relation { node, columns, rowtime: None, window: None }, Scope::joined(left_scope, right_scope)))
+    (Relation { node, columns, rowtime: None, window: None }, Scope::joined(left_scope, right_scope))
+}
+
+/// Which sides of a join are outer (left, right); `None`: an inner join.
+type OuterSides = Option<(bool, bool)>;
+
+/// A join of `FROM`: its `ON` and which sides are outer.
+fn join_on(operator: &ast::JoinOperator, at: Location) -> Result<(&ast::Expr, OuterSides), SqlError> {
+    use ast::JoinConstraint::On;
+    use ast::JoinOperator::{FullOuter, Inner, Join, Left, LeftOuter, Right, RightOuter};
+    match operator {
+        Join(On(on)) | Inner(On(on)) => Ok((on, None)),
+        Left(On(on)) | LeftOuter(On(on)) => Ok((on, Some((true, false)))),
+        Right(On(on)) | RightOuter(On(on)) => Ok((on, Some((false, true)))),
+        FullOuter(On(on)) => Ok((on, Some((true, true)))),
+        other => {
+            let kind = format!("{other:?}");
+            let kind = kind.split('(').next().unwrap_or("this");
+            Err(SqlError::at(
+                at,
+                format!("unsupported join ({kind}): Sluice plans inner, left, right and full outer joins with ON"),
+            ))
+        }
+    }
 }
 
 /// `CREATE FUNCTION`: Sluice runs no Java; the one class it knows is Nexmark's `count_char`,
@@ -405,25 +428,18 @@ impl Catalog {
         for table in from {
             let mut current = self.bind_factor(&table.relation, at)?;
             for join in &table.joins {
-                let on = match &join.join_operator {
-                    ast::JoinOperator::Join(ast::JoinConstraint::On(on))
-                    | ast::JoinOperator::Inner(ast::JoinConstraint::On(on)) => on,
-                    other => {
-                        let kind = format!("{other:?}");
-                        let kind = kind.split('(').next().unwrap_or("this");
-                        return Err(SqlError::at(
-                            at,
-                            format!("unsupported join ({kind}): Sluice plans inner joins with ON"),
-                        ));
-                    }
-                };
-                let (relation, scope) = join_relations(current, self.bind_factor(&join.relation, at)?, at)?;
+                let (on, outer) = join_on(&join.join_operator, at)?;
+                let (relation, scope) = join_relations(current, self.bind_factor(&join.relation, at)?, outer);
                 let predicate = bind_predicate(&scope, on, "ON", at)?;
-                let node = join::conjuncts(predicate).into_iter().fold(relation.node, join::attach);
+                let conjuncts = join::conjuncts(predicate).into_iter();
+                let node = match outer {
+                    None => conjuncts.fold(relation.node, join::attach),
+                    Some(_) => conjuncts.fold(relation.node, join::attach_on),
+                };
                 current = (Relation { node, ..relation }, scope);
             }
             joined = Some(match joined {
-                Some(left) => join_relations(left, current, at)?,
+                Some(left) => join_relations(left, current, None),
                 None => current,
             });
         }
@@ -729,10 +745,11 @@ fn is_window_aggregation(input: &Node, group_by: &GroupBy) -> bool {
         && filter.is_none_or(|predicate| !predicate.reads(&windowed))
 }
 
-/// Whether `node`'s rows are updated (it aggregates somewhere).
+/// Whether `node`'s rows are updated (it aggregates, ranks or outer-joins somewhere).
 pub fn is_updating(node: &Node) -> bool {
     match node {
-        Node::Scan { .. } | Node::WindowAggregate { .. } | Node::Join { .. } => false,
+        Node::Scan { .. } | Node::WindowAggregate { .. } => false,
+        Node::Join { left, right, outer, .. } => outer.is_some() || is_updating(left) || is_updating(right),
         Node::Aggregate { .. } | Node::Rank { .. } => true,
         Node::Filter { input, .. } | Node::Project { input, .. } | Node::Window { input, .. } => is_updating(input),
     }
@@ -832,8 +849,36 @@ fn assign(expr: Expr, from: &SqlType, to: &SqlType) -> Option<Expr> {
     }
 }
 
-/// An updating query goes only to a sink whose primary key is the query's upsert key.
+/// Whether `node`'s changes are a join's, seen through filters and projections: rows a join
+/// takes back and gives again, with no key the planner knows (a sink's primary key says which
+/// row is which, through an upsert materializer: [`needs_materializer`]).
+pub fn changes_of_a_join(node: &Node) -> bool {
+    match node {
+        Node::Join { .. } => is_updating(node),
+        Node::Filter { input, .. } | Node::Project { input, .. } => changes_of_a_join(input),
+        _ => false,
+    }
+}
+
+/// Whether an insert's changes go to its sink through an upsert materializer keyed by the sink's
+/// primary key (Flink's `SinkUpsertMaterializer`): a join's changes, which have no upsert key.
+pub fn needs_materializer(insert: &Insert) -> bool {
+    changes_of_a_join(&insert.input.node)
+}
+
+/// An updating query goes only to a sink whose primary key is the query's upsert key; a join's
+/// changes, to any sink with a primary key (the key it must hold each row under).
 fn check_upsert_sink(sink: &Sink, input: &Relation, at: Location) -> Result<(), SqlError> {
+    if changes_of_a_join(&input.node) {
+        if sink.primary_key.is_empty() {
+            let message = format!(
+                "sink `{}` cannot take the query's updates (an outer join, or a join of an updating input, takes rows back): it needs a PRIMARY KEY",
+                sink.name
+            );
+            return Err(SqlError::at(at, message));
+        }
+        return Ok(());
+    }
     let key = upsert_key(&input.node);
     let mut wanted = key.clone().unwrap_or_default();
     wanted.sort_unstable();
@@ -1008,8 +1053,9 @@ pub fn evaluate(node: &Node, inputs: &BTreeMap<String, Vec<Row>>) -> Vec<Row> {
         Node::Rank { input, partition, order, limit, .. } => {
             topn::evaluate(evaluate(input, inputs), partition, order, limit.unwrap_or(0))
         }
-        Node::Join { left, right, left_keys, right_keys, left_width, times, bounds } => {
-            let pairs = join::evaluate(&evaluate(left, inputs), &evaluate(right, inputs), left_keys, right_keys);
+        Node::Join { left, right, left_keys, right_keys, left_width, times, bounds, outer } => {
+            let sides = (evaluate(left, inputs), evaluate(right, inputs));
+            let pairs = join::evaluate((&sides.0, &sides.1), (left_keys, right_keys), *left_width, outer.as_ref());
             match (times, bounds) {
                 (Some((left_time, right_time)), Some(bounds)) => pairs
                     .into_iter()
@@ -1309,13 +1355,18 @@ mod tests {
         let rows = |values: &[Option<i64>]| -> Vec<Row> {
             values.iter().map(|value| Row(vec![value.map_or(Value::Null, Value::Int)])).collect()
         };
-        let joined = join::evaluate(
-            &rows(&[Some(1), None, Some(2)]),
-            &rows(&[None, Some(1), Some(1)]),
-            &[Expr::Column(0)],
-            &[Expr::Column(0)],
-        );
+        let (left, right) = (rows(&[Some(1), None, Some(2)]), rows(&[None, Some(1), Some(1)]));
+        let keys = [Expr::Column(0)];
+        let joined = join::evaluate((&left, &right), (&keys, &keys), 1, None);
         assert_eq!(joined.len(), 2, "1 meets both 1s; NULL meets nothing: {joined:?}");
+        let full = Outer { left: true, right: true, condition: None, right_width: 1 };
+        let joined = join::evaluate((&left, &right), (&keys, &keys), 1, Some(&full));
+        let shown: Vec<String> = joined.iter().map(|row| format!("{:?}", row.0)).collect();
+        assert_eq!(
+            shown,
+            ["[Int(1), Int(1)]", "[Int(1), Int(1)]", "[Null, Null]", "[Int(2), Null]", "[Null, Null]"],
+            "a full join keeps each side's NULL-keyed row, padded"
+        );
         let ambiguous = plan_script(&script.replace("SELECT B.auction, A.id", "SELECT auction, id, price"));
         assert!(ambiguous.is_err(), "three columns for two");
         let cross = plan_script(&script.replace("B.auction = A.id AND ", "")).unwrap_err().message;
@@ -1324,7 +1375,15 @@ mod tests {
             "FROM bids AS B, auctions A WHERE B.auction = A.id AND",
             "FROM bids AS B LEFT JOIN auctions A ON B.auction = A.id WHERE",
         ));
-        assert!(outer.unwrap_err().message.contains("unsupported join"));
+        let outer = outer.unwrap_err().message;
+        assert!(
+            outer.contains("sink `pairs` cannot take the query's updates") && outer.contains("PRIMARY KEY"),
+            "{outer}"
+        );
+        let semi = plan_script(
+            &script.replace("FROM bids AS B, auctions A WHERE", "FROM bids AS B LEFT SEMI JOIN auctions A ON"),
+        );
+        assert!(semi.unwrap_err().message.contains("unsupported join (LeftSemi)"));
         let both = plan_script(&script.replace("SELECT B.auction, A.id", "SELECT id, id"));
         assert!(both.is_ok(), "a repeated column is renamed, as Calcite does: {:?}", both.err());
     }
@@ -1417,9 +1476,9 @@ mod tests {
         ));
         assert!(distinct.contains("unsupported: DISTINCT"), "{distinct}");
         let join = error(&format!(
-            "{sink}INSERT INTO out SELECT 1, 2 FROM datagen a FULL OUTER JOIN datagen b ON a.event_type = b.event_type;"
+            "{sink}INSERT INTO out SELECT 1, 2 FROM datagen a FULL OUTER JOIN datagen b USING (event_type);"
         ));
-        assert!(join.contains("unsupported"), "{join}");
+        assert!(join.contains("unsupported join (FullOuter)"), "{join}");
         assert!(error("INSERT INTO nowhere SELECT 1 FROM datagen;").contains("no sink table"));
         let text = format!(
             "{SOURCE}CREATE TABLE words (w VARCHAR, a BIGINT) WITH ('connector' = 'sluice');\n\

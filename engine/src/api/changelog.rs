@@ -362,13 +362,23 @@ where
     K: Key,
     O: Record,
 {
+    keyed_sides((left, right), left_key, right_key).process(ChangelogJoin::new(join))
+}
+
+/// The two sides of a join of changelogs as one keyed input: each stream tagged with its side,
+/// the two unioned and hashed on the key.
+pub fn keyed_sides<L: Record, R: Record, K: Key>(
+    (left, right): (&DataStream<Change<L>>, &DataStream<Change<R>>),
+    left_key: impl Fn(&L) -> K + Send + Sync + 'static,
+    right_key: impl Fn(&R) -> K + Send + Sync + 'static,
+) -> super::datastream::KeyedStream<JoinSide<L, R>, K> {
     let left = left.map(JoinSide::<L, R>::Left).name("Left side");
     let right = right.map(JoinSide::<L, R>::Right).name("Right side");
     let key = move |side: &JoinSide<L, R>| match side {
         JoinSide::Left(change) => left_key(&change.row),
         JoinSide::Right(change) => right_key(&change.row),
     };
-    left.union(&[&right]).key_by(key).process(ChangelogJoin::new(join))
+    left.union(&[&right]).key_by(key)
 }
 
 /// The rows an updating stream leaves behind, with their multiplicities: what a table that

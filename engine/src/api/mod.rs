@@ -29,11 +29,13 @@ mod datastream;
 pub mod interval_join;
 mod join;
 mod operators;
+pub mod outer_join;
 mod process;
 pub mod registry;
 mod source;
 #[cfg(test)]
 mod testing;
+pub mod upsert_materializer;
 mod window;
 
 pub use datastream::{DataStream, DataStreamSink, KeyedStream, OutputTag, WindowedStream};

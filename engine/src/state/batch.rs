@@ -5,21 +5,23 @@ use std::collections::BTreeMap;
 
 use super::KeyedStateBackend;
 
-/// The current key's state: named values and named lists, encoded.
+/// The current key's state: named values, lists and maps, encoded.
 #[derive(Default)]
 struct KeyState {
     values: BTreeMap<String, Vec<u8>>,
     lists: BTreeMap<String, Vec<Vec<u8>>>,
+    maps: BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>,
 }
 
 impl KeyState {
     fn is_empty(&self) -> bool {
-        self.values.is_empty() && self.lists.is_empty()
+        self.values.is_empty() && self.lists.is_empty() && self.maps.is_empty()
     }
 
     fn clear(&mut self, name: &str) {
         self.values.remove(name);
         self.lists.remove(name);
+        self.maps.remove(name);
     }
 }
 
@@ -62,6 +64,28 @@ impl KeyedStateBackend for BatchExecutionKeyedStateBackend {
 
     fn list(&self, name: &str) -> &[Vec<u8>] {
         self.state.lists.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    fn map_get(&self, name: &str, user_key: &[u8]) -> Option<&[u8]> {
+        self.state.maps.get(name)?.get(user_key).map(Vec::as_slice)
+    }
+
+    fn map_put(&mut self, name: &str, user_key: Vec<u8>, value: Vec<u8>) {
+        assert!(self.current_key.is_some(), "internal: keyed state accessed before a key was set");
+        self.state.maps.entry(name.to_string()).or_default().insert(user_key, value);
+    }
+
+    fn map_remove(&mut self, name: &str, user_key: &[u8]) {
+        let Some(map) = self.state.maps.get_mut(name) else { return };
+        map.remove(user_key);
+        if map.is_empty() {
+            self.state.maps.remove(name);
+        }
+    }
+
+    fn map_entries(&self, name: &str) -> Vec<(&[u8], &[u8])> {
+        let entries = self.state.maps.get(name).into_iter().flatten();
+        entries.map(|(key, value)| (key.as_slice(), value.as_slice())).collect()
     }
 
     fn clear(&mut self, name: &str) {

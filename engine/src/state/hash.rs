@@ -21,7 +21,11 @@ pub type InlineBytes = SmallVec<[u8; 24]>;
 struct KeyState {
     values: SmallVec<[(u32, InlineBytes); 1]>,
     lists: SmallVec<[(u32, Vec<Vec<u8>>); 0]>,
+    maps: SmallVec<[(u32, EncodedMap); 0]>,
 }
+
+/// A map state's entries, encoded keys to encoded values.
+type EncodedMap = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// The entry of state `state` among a key's entries, added empty if it has none.
 fn entry<V: Default, A: smallvec::Array<Item = (u32, V)>>(entries: &mut SmallVec<A>, state: u32) -> &mut V {
@@ -37,7 +41,7 @@ fn entry<V: Default, A: smallvec::Array<Item = (u32, V)>>(entries: &mut SmallVec
 
 impl KeyState {
     fn is_empty(&self) -> bool {
-        self.values.is_empty() && self.lists.is_empty()
+        self.values.is_empty() && self.lists.is_empty() && self.maps.is_empty()
     }
 
     fn value(&self, state: u32) -> Option<&InlineBytes> {
@@ -56,9 +60,18 @@ impl KeyState {
         entry(&mut self.lists, state)
     }
 
+    fn map(&self, state: u32) -> Option<&EncodedMap> {
+        self.maps.iter().find(|(index, _)| *index == state).map(|(_, map)| map)
+    }
+
+    fn map_mut(&mut self, state: u32) -> &mut EncodedMap {
+        entry(&mut self.maps, state)
+    }
+
     fn clear(&mut self, state: u32) {
         self.values.retain(|(index, _)| *index != state);
         self.lists.retain(|(index, _)| *index != state);
+        self.maps.retain(|(index, _)| *index != state);
     }
 }
 
@@ -186,6 +199,33 @@ impl KeyedStateBackend for HashMapStateBackend {
         list.map_or(&[], Vec::as_slice)
     }
 
+    fn map_get(&self, name: &str, user_key: &[u8]) -> Option<&[u8]> {
+        let map = self.state()?.map(self.index_of(name)?)?;
+        map.get(user_key).map(Vec::as_slice)
+    }
+
+    fn map_put(&mut self, name: &str, user_key: Vec<u8>, value: Vec<u8>) {
+        let index = self.register(name);
+        self.current().map_mut(index).insert(user_key, value);
+    }
+
+    fn map_remove(&mut self, name: &str, user_key: &[u8]) {
+        let (Some(index), Some(position)) = (self.index_of(name), self.current_index) else { return };
+        let state = &mut self.bucket_mut(position).1;
+        let emptied = state.maps.iter_mut().find(|(state, _)| *state == index).is_some_and(|(_, map)| {
+            map.remove(user_key);
+            map.is_empty()
+        });
+        if emptied {
+            self.clear(name);
+        }
+    }
+
+    fn map_entries(&self, name: &str) -> Vec<(&[u8], &[u8])> {
+        let map = self.state().and_then(|state| state.map(self.index_of(name)?));
+        map.into_iter().flatten().map(|(key, value)| (key.as_slice(), value.as_slice())).collect()
+    }
+
     fn clear(&mut self, name: &str) {
         let (Some(index), Some(position)) = (self.index_of(name), self.current_index) else { return };
         let state = &mut self.bucket_mut(position).1;
@@ -216,7 +256,12 @@ impl KeyedStateBackend for HashMapStateBackend {
                     state.values.iter().map(|(index, value)| (named(*index), value.to_vec())).collect();
                 let lists: BTreeMap<String, Vec<Vec<u8>>> =
                     state.lists.iter().map(|(index, list)| (named(*index), list.clone())).collect();
-                (key.to_vec(), values.into_iter().collect(), lists.into_iter().collect())
+                let maps: BTreeMap<String, Vec<EncodedEntry>> = state
+                    .maps
+                    .iter()
+                    .map(|(index, map)| (named(*index), map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
+                    .collect();
+                (key.to_vec(), values.into_iter().collect(), lists.into_iter().collect(), maps.into_iter().collect())
             })
             .collect();
         entries.to_bytes()
@@ -225,7 +270,7 @@ impl KeyedStateBackend for HashMapStateBackend {
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), DecodeError> {
         let entries = Vec::<SnapshotEntry>::from_bytes(snapshot)?;
         let mut restored = HashMapStateBackend::default();
-        for (key, values, lists) in entries {
+        for (key, values, lists, maps) in entries {
             restored.set_current_key(&key);
             for (name, value) in values {
                 let index = restored.register(&name);
@@ -235,6 +280,10 @@ impl KeyedStateBackend for HashMapStateBackend {
                 let index = restored.register(&name);
                 *restored.current().list_mut(index) = list;
             }
+            for (name, map) in maps {
+                let index = restored.register(&name);
+                *restored.current().map_mut(index) = map.into_iter().collect();
+            }
         }
         restored.current_key = None;
         restored.current_index = None;
@@ -243,5 +292,10 @@ impl KeyedStateBackend for HashMapStateBackend {
     }
 }
 
-/// One key's state in a snapshot: the key, its values and its lists, by name.
-pub(super) type SnapshotEntry = (Vec<u8>, Vec<(String, Vec<u8>)>, Vec<(String, Vec<Vec<u8>>)>);
+/// One key's state in a snapshot: the key, its values, its lists and its maps (entries in the
+/// byte order of their keys), by name.
+pub(super) type SnapshotEntry =
+    (Vec<u8>, Vec<(String, Vec<u8>)>, Vec<(String, Vec<Vec<u8>>)>, Vec<(String, Vec<EncodedEntry>)>);
+
+/// A map state's entry in a snapshot: its encoded key and value.
+type EncodedEntry = (Vec<u8>, Vec<u8>);

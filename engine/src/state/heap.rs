@@ -64,7 +64,7 @@ impl<T: Record> HeapValueState<T> {
         keys.sort_unstable_by_key(|(key, _)| *key);
         let entries: Vec<SnapshotEntry> = keys
             .into_iter()
-            .map(|(key, value)| (key.to_vec(), vec![(self.name.to_string(), value.to_bytes())], Vec::new()))
+            .map(|(key, value)| (key.to_vec(), vec![(self.name.to_string(), value.to_bytes())], Vec::new(), Vec::new()))
             .collect();
         entries.to_bytes()
     }
@@ -72,10 +72,10 @@ impl<T: Record> HeapValueState<T> {
     /// Replaces every value with a snapshot's, which must hold this state only.
     pub fn restore(&mut self, snapshot: &[u8]) -> Result<(), DecodeError> {
         let mut restored = HeapValueState::new(self.name);
-        for (key, values, lists) in Vec::<SnapshotEntry>::from_bytes(snapshot)? {
-            if let Some((name, _)) = lists.first() {
+        for (key, values, lists, maps) in Vec::<SnapshotEntry>::from_bytes(snapshot)? {
+            if let Some(name) = lists.first().map(|(name, _)| name).or(maps.first().map(|(name, _)| name)) {
                 return Err(DecodeError::new(format!(
-                    "list state `{name}` in a snapshot of value state `{}`",
+                    "list or map state `{name}` in a snapshot of value state `{}`",
                     self.name
                 )));
             }

@@ -43,7 +43,16 @@ pub trait KeyedStateBackend: Send {
     fn list_append(&mut self, name: &str, value: Vec<u8>);
     /// The encoded elements of list state `name` of the current key, in append order.
     fn list(&self, name: &str) -> &[Vec<u8>];
-    /// Removes state `name` (value or list) for the current key.
+    /// The encoded value under the encoded `user_key` of map state `name` of the current key.
+    fn map_get(&self, name: &str, user_key: &[u8]) -> Option<&[u8]>;
+    /// Sets the value under `user_key` of map state `name` of the current key (one entry is
+    /// written, not the whole map).
+    fn map_put(&mut self, name: &str, user_key: Vec<u8>, value: Vec<u8>);
+    /// Removes the entry under `user_key` of map state `name` of the current key.
+    fn map_remove(&mut self, name: &str, user_key: &[u8]);
+    /// The entries of map state `name` of the current key, in the byte order of their keys.
+    fn map_entries(&self, name: &str) -> Vec<(&[u8], &[u8])>;
+    /// Removes state `name` (value, list or map) for the current key.
     fn clear(&mut self, name: &str);
     /// How many keys currently hold state.
     fn key_count(&self) -> usize;
@@ -136,8 +145,9 @@ impl<T: Record> ListState<T> {
     }
 }
 
-/// A typed map per key (Flink's `MapState`), ordered by map key. Stored as one encoded value, so
-/// a snapshot holds it canonically.
+/// A typed map per key (Flink's `MapState`), ordered by map key. Each entry is stored on its
+/// own (as Flink's RocksDB backend keys each by key and map key): a `put` or `remove` writes
+/// one entry, whatever the map's size.
 pub struct MapState<K, V> {
     name: &'static str,
     _type: PhantomData<fn() -> (K, V)>,
@@ -149,41 +159,46 @@ impl<K: Record + Ord, V: Record> MapState<K, V> {
         MapState { name, _type: PhantomData }
     }
 
+    fn error(&self, error: crate::record::DecodeError) -> OperatorError {
+        OperatorError::new(format!("state `{}`: {error}", self.name))
+    }
+
     /// The current key's whole map.
     pub fn entries(&self, backend: &dyn KeyedStateBackend) -> Result<BTreeMap<K, V>, OperatorError> {
-        let Some(mut bytes) = backend.get(self.name) else { return Ok(BTreeMap::new()) };
-        let entries = Vec::<(K, V)>::decode(&mut bytes)
-            .map_err(|error| OperatorError::new(format!("state `{}`: {error}", self.name)))?;
-        Ok(entries.into_iter().collect())
+        backend
+            .map_entries(self.name)
+            .into_iter()
+            .map(|(key, value)| {
+                Ok((K::from_bytes(key).map_err(|e| self.error(e))?, V::from_bytes(value).map_err(|e| self.error(e))?))
+            })
+            .collect()
     }
 
     /// Replaces the current key's whole map.
     pub fn update(&self, backend: &mut dyn KeyedStateBackend, map: BTreeMap<K, V>) {
-        if map.is_empty() {
-            backend.clear(self.name);
-        } else {
-            backend.put(self.name, map.into_iter().collect::<Vec<(K, V)>>().to_bytes());
+        backend.clear(self.name);
+        for (key, value) in map {
+            backend.map_put(self.name, key.to_bytes(), value.to_bytes());
         }
     }
 
     /// The current key's value for `key`.
     pub fn get(&self, backend: &dyn KeyedStateBackend, key: &K) -> Result<Option<V>, OperatorError> {
-        Ok(self.entries(backend)?.remove(key))
+        backend
+            .map_get(self.name, &key.to_bytes())
+            .map(|bytes| V::from_bytes(bytes).map_err(|e| self.error(e)))
+            .transpose()
     }
 
     /// Sets the current key's value for `key`.
     pub fn put(&self, backend: &mut dyn KeyedStateBackend, key: K, value: V) -> Result<(), OperatorError> {
-        let mut map = self.entries(backend)?;
-        map.insert(key, value);
-        self.update(backend, map);
+        backend.map_put(self.name, key.to_bytes(), value.to_bytes());
         Ok(())
     }
 
     /// Removes the current key's value for `key`.
     pub fn remove(&self, backend: &mut dyn KeyedStateBackend, key: &K) -> Result<(), OperatorError> {
-        let mut map = self.entries(backend)?;
-        map.remove(key);
-        self.update(backend, map);
+        backend.map_remove(self.name, &key.to_bytes());
         Ok(())
     }
 
@@ -295,6 +310,27 @@ mod tests {
         restored.set_current_key(b"k2");
         map.clear(&mut restored);
         assert!(map.entries(&restored).unwrap().is_empty());
+        let mut again = HashMapStateBackend::default();
+        again.restore(&backend.snapshot()).unwrap();
+        assert_eq!(again.snapshot(), backend.snapshot(), "map entries snapshot canonically");
+    }
+
+    #[test]
+    fn map_state_writes_and_removes_one_entry_in_either_backend() {
+        for mut backend in [backend_for(ExecutionMode::Streaming), backend_for(ExecutionMode::Batch)] {
+            let map = MapState::<i64, String>::new("m");
+            backend.set_current_key(b"k");
+            for key in [3, -1, 2] {
+                map.put(backend.as_mut(), key, key.to_string()).unwrap();
+            }
+            map.put(backend.as_mut(), 2, "two".into()).unwrap();
+            map.remove(backend.as_mut(), &3).unwrap();
+            let entries: Vec<(i64, String)> = map.entries(backend.as_ref()).unwrap().into_iter().collect();
+            assert_eq!(entries, [(-1, "-1".to_string()), (2, "two".to_string())], "ordered by the map's key");
+            map.remove(backend.as_mut(), &-1).unwrap();
+            map.remove(backend.as_mut(), &2).unwrap();
+            assert_eq!(backend.key_count(), 0, "a key whose last entry is removed holds no state");
+        }
     }
 
     #[test]

@@ -150,6 +150,11 @@ fn nexmark_sql_joins_commit_what_the_script_computes_in_both_modes_under_faults(
 }
 
 #[test]
+fn sql_outer_joins_and_joins_of_updates_commit_what_the_script_computes_in_both_modes_under_faults() {
+    random_fault_scenario("scenarios/sql/nexmark-outer.yaml");
+}
+
+#[test]
 fn nexmark_updating_sql_reports_end_at_the_final_groups_in_both_modes_under_faults() {
     random_fault_scenario("scenarios/sql/nexmark-updating.yaml");
 }
