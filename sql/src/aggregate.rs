@@ -12,6 +12,8 @@ use sqlparser::tokenizer::Location;
 
 use crate::expr::{self, Expr, Scope};
 use crate::parse::SqlError;
+use sluice_engine::record::Record;
+
 use crate::value::{Row, SqlType, Value};
 
 /// An aggregate function.
@@ -246,11 +248,16 @@ impl Aggregation {
         }
     }
 
-    fn fold(&self, acc: &mut Row, row: &Row, retract: bool) {
+    /// Folds `row` into `acc` (takes it back if `retract`); `COUNT(DISTINCT …)` sets are kept
+    /// in the accumulator when `sets_inside`, else only their counts ([`GroupAggregation`]).
+    fn fold(&self, acc: &mut Row, row: &Row, retract: bool, sets_inside: bool) {
         if acc.0.is_empty() {
             let keys = self.0.keys.iter().map(|key| key.eval(&row.0)).collect();
             acc.0 = vec![Value::Row(keys), Value::Int(0)];
-            acc.0.extend(self.0.calls.iter().map(Aggregation::state));
+            acc.0.extend(self.0.calls.iter().map(|call| match call.distinct && !sets_inside {
+                true => Value::Int(0),
+                false => Aggregation::state(call),
+            }));
         }
         let delta = if retract { -1 } else { 1 };
         if let Value::Int(count) = &mut acc.0[COUNT] {
@@ -266,7 +273,9 @@ impl Aggregation {
             }
             let state = &mut acc.0[STATES + index];
             if call.distinct {
-                count_distinct(state, value, delta);
+                if sets_inside {
+                    count_distinct(state, value, delta);
+                }
                 continue;
             }
             match (call.function, state) {
@@ -363,11 +372,11 @@ impl RetractableAggregate for Aggregation {
     type Out = Row;
 
     fn accumulate(&self, acc: &mut Row, row: &Row) {
-        self.fold(acc, row, false);
+        self.fold(acc, row, false, true);
     }
 
     fn retract(&self, acc: &mut Row, row: &Row) {
-        self.fold(acc, row, true);
+        self.fold(acc, row, true, true);
     }
 
     fn count(&self, acc: &Row) -> i64 {
@@ -382,6 +391,60 @@ impl RetractableAggregate for Aggregation {
         match &self.0.having {
             Some(having) if having.eval(&row.0) != Value::Bool(true) => None,
             _ => Some(row),
+        }
+    }
+}
+
+/// The engine's group aggregation of a `GROUP BY` (Flink's `GroupAggFunction` with its
+/// distinct views): [`Aggregation`]'s accumulator, but a `COUNT(DISTINCT …)` keeps only its
+/// count there; its values are counted in the group's map state, one entry per value
+/// ([`RetractableAggregate::distinct_values`]), so a row costs the values it holds, not the
+/// size of the group's distinct sets. Window aggregations (whose sessions merge sets) and the
+/// reference keep the sets in the accumulator.
+#[derive(Clone, Debug)]
+pub struct GroupAggregation(pub Aggregation);
+
+impl GroupAggregation {
+    /// The distinct calls' values `row` adds to their views (filters and `NULL`s as in `fold`).
+    fn views(&self, row: &Row) -> impl Iterator<Item = (u32, Value)> {
+        self.0.0.calls.iter().enumerate().filter(|(_, call)| call.distinct).filter_map(move |(index, call)| {
+            if call.filter.as_ref().is_some_and(|filter| filter.eval(&row.0) != Value::Bool(true)) {
+                return None;
+            }
+            let value = call.arg.as_ref().map_or(Value::Int(1), |arg| arg.eval(&row.0));
+            (value != Value::Null).then_some((index as u32, value))
+        })
+    }
+}
+
+impl RetractableAggregate for GroupAggregation {
+    type In = Row;
+    type Acc = Row;
+    type Out = Row;
+
+    fn accumulate(&self, acc: &mut Row, row: &Row) {
+        self.0.fold(acc, row, false, false);
+    }
+
+    fn retract(&self, acc: &mut Row, row: &Row) {
+        self.0.fold(acc, row, true, false);
+    }
+
+    fn count(&self, acc: &Row) -> i64 {
+        self.0.count(acc)
+    }
+
+    fn result(&self, acc: &Row) -> Option<Row> {
+        self.0.result(acc)
+    }
+
+    fn distinct_values(&self, row: &Row) -> Vec<(u32, Vec<u8>)> {
+        self.views(row).map(|(view, value)| (view, Row(vec![value]).to_bytes())).collect()
+    }
+
+    fn distinct_changed(&self, acc: &mut Row, view: u32, entered: bool) {
+        if let Value::Int(count) = &mut acc.0[STATES + view as usize] {
+            *count += if entered { 1 } else { -1 };
         }
     }
 }

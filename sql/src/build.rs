@@ -17,7 +17,7 @@ use sluice_engine::api::changelog::RetractableAggregate;
 use sluice_engine::api::interval_join::{self, IntervalBounds};
 use sluice_engine::time::TimeWindow;
 
-use crate::aggregate::{Aggregation, GroupBy};
+use crate::aggregate::{Aggregation, GroupAggregation, GroupBy};
 use crate::expr::{self, Expr};
 use crate::plan::{Node, Outer, Plan, Sink, Source, is_updating, needs_materializer, source_relation, with_window};
 use crate::topn::{Order, TopN, ranked_changes};
@@ -105,7 +105,8 @@ fn build_node(env: &StreamEnv, plan: &Plan, node: &Node, scans: &mut BTreeMap<St
             let keys = Arc::new(group_by.keys.clone());
             let key = move |row: &Row| Row(keys.iter().map(|key| key.eval(&row.0)).collect());
             Built::Updating(
-                group_changelog(&changes, key, Aggregation(group_by.clone()), env.mode()).name("GroupAggregate"),
+                group_changelog(&changes, key, GroupAggregation(Aggregation(group_by.clone())), env.mode())
+                    .name("GroupAggregate"),
             )
         }
     }

@@ -124,6 +124,18 @@ pub trait RetractableAggregate: Send + Sync + 'static {
 
     /// The group's result, or `None` if its `HAVING` rejects it.
     fn result(&self, acc: &Self::Acc) -> Option<Self::Out>;
+
+    /// The values `row` holds that the aggregate counts distinctly outside its accumulator, each
+    /// with its view's number (Flink's `DistinctAccumulator` over a `MapView`): the group keeps
+    /// how many of its rows hold each value in map state, one entry per value, so that a row
+    /// costs the values it holds, not the size of the distinct sets. None by default.
+    fn distinct_values(&self, _row: &Self::In) -> Vec<(u32, Vec<u8>)> {
+        Vec::new()
+    }
+
+    /// A value of view `view` entered the group (the first row holding it came) or left it (the
+    /// last one was taken back).
+    fn distinct_changed(&self, _acc: &mut Self::Acc, _view: u32, _entered: bool) {}
 }
 
 /// A group-by over an updating stream (Flink's `GroupAggFunction`): per key, the aggregate of
@@ -143,6 +155,9 @@ impl<A> GroupAggregate<A> {
 /// A group's accumulator, as the state holds it.
 const ACCUMULATOR: &str = "accumulator";
 
+/// A group's distinct values: (view, encoded value) → how many of its rows hold it.
+const DISTINCT: MapState<(u32, Vec<u8>), i64> = MapState::new("distinct");
+
 impl<K: Key, A: RetractableAggregate> KeyedProcessFunction<K, Change<A::In>, Change<A::Out>> for GroupAggregate<A> {
     fn process_element(
         &self,
@@ -157,6 +172,7 @@ impl<K: Key, A: RetractableAggregate> KeyedProcessFunction<K, Change<A::In>, Cha
         } else {
             self.aggregate.retract(&mut acc, &change.row);
         }
+        self.count_distinct(&change, &mut acc, context)?;
         match self.aggregate.count(&acc) {
             0 => state.clear(context.state()),
             1.. => state.update(context.state(), &acc),
@@ -185,6 +201,39 @@ impl<K: Key, A: RetractableAggregate> KeyedProcessFunction<K, Change<A::In>, Cha
 }
 
 impl<A: RetractableAggregate> GroupAggregate<A> {
+    /// Counts `change`'s distinct values into the group's map state, telling the accumulator of
+    /// each value that enters or leaves the group.
+    fn count_distinct<K: Key>(
+        &self,
+        change: &Change<A::In>,
+        acc: &mut A::Acc,
+        context: &mut KeyedContext<'_, K, Change<A::Out>>,
+    ) -> Result<(), OperatorError> {
+        let delta = if change.kind.is_addition() { 1 } else { -1 };
+        for entry in self.aggregate.distinct_values(&change.row) {
+            let rows = DISTINCT.get(context.state(), &entry)?.unwrap_or(0) + delta;
+            let view = entry.0;
+            match rows {
+                0 => {
+                    DISTINCT.remove(context.state(), &entry)?;
+                    self.aggregate.distinct_changed(acc, view, false);
+                }
+                1.. => {
+                    DISTINCT.put(context.state(), entry, rows)?;
+                    if rows == 1 && delta == 1 {
+                        self.aggregate.distinct_changed(acc, view, true);
+                    }
+                }
+                _ => {
+                    return Err(OperatorError::new(
+                        "a group-by took back a distinct value none of its rows held: its input retracts a row it never inserted",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn result(&self, acc: &A::Acc) -> Option<A::Out> {
         if self.aggregate.count(acc) > 0 { self.aggregate.result(acc) } else { None }
     }
@@ -487,6 +536,64 @@ mod tests {
         assert_eq!(apply_changes(output.take::<Change<(String, i64)>>()), Some(BTreeMap::new()));
         let error = streaming.process_element(Box::new(Change::delete(row(1))), &mut output).unwrap_err();
         assert!(error.to_string().contains("took back more rows than it was given"), "{error}");
+    }
+
+    /// `COUNT(DISTINCT amount) GROUP BY key`, its distinct amounts in a view.
+    struct DistinctAmounts;
+
+    impl RetractableAggregate for DistinctAmounts {
+        type In = (String, i64);
+        type Acc = (i64, i64);
+        type Out = i64;
+
+        fn accumulate(&self, acc: &mut (i64, i64), _: &(String, i64)) {
+            acc.0 += 1;
+        }
+        fn retract(&self, acc: &mut (i64, i64), _: &(String, i64)) {
+            acc.0 -= 1;
+        }
+        fn count(&self, acc: &(i64, i64)) -> i64 {
+            acc.0
+        }
+        fn result(&self, acc: &(i64, i64)) -> Option<i64> {
+            Some(acc.1)
+        }
+        fn distinct_values(&self, row: &(String, i64)) -> Vec<(u32, Vec<u8>)> {
+            vec![(0, row.1.to_bytes())]
+        }
+        fn distinct_changed(&self, acc: &mut (i64, i64), view: u32, entered: bool) {
+            assert_eq!(view, 0);
+            acc.1 += if entered { 1 } else { -1 };
+        }
+    }
+
+    #[test]
+    fn distinct_values_are_counted_in_map_state_and_leave_with_their_last_row() {
+        let functions = ProcessFunctions {
+            key_selector: Arc::new(|change: &Change<(String, i64)>| change.row.0.clone()),
+            function: Arc::new(GroupAggregate::new(DistinctAmounts, ExecutionMode::Streaming))
+                as Arc<dyn KeyedProcessFunction<String, Change<(String, i64)>, Change<i64>>>,
+        };
+        let mut streaming = process_operator(functions, ExecutionMode::Streaming);
+        let mut output = Collected(Vec::new());
+        let input = [
+            Change::insert(row(3)),
+            Change::insert(row(3)),
+            Change::insert(row(4)),
+            Change::delete(row(3)),
+            Change::delete(row(3)),
+            Change::delete(row(4)),
+        ];
+        feed(streaming.as_mut(), &mut output, input);
+        let results: Vec<String> = output
+            .take::<Change<i64>>()
+            .iter()
+            .map(|change| format!("{}{}", change.kind.short_string(), change.row))
+            .collect();
+        // 1 distinct, still 1 (3 twice), 2, still 2 (one 3 is left), 1, then the group is empty.
+        assert_eq!(results, ["+I1", "-U1", "+U2", "-U2", "+U1", "-D1"]);
+        let error = streaming.process_element(Box::new(Change::delete(row(9))), &mut output).unwrap_err();
+        assert!(error.to_string().contains("took back"), "{error}");
     }
 
     type Side = JoinSide<(String, i64), (String, i64)>;
