@@ -248,15 +248,17 @@ impl Aggregation {
         }
     }
 
-    /// Folds `row` into `acc` (takes it back if `retract`); `COUNT(DISTINCT …)` sets are kept
-    /// in the accumulator when `sets_inside`, else only their counts ([`GroupAggregation`]).
-    fn fold(&self, acc: &mut Row, row: &Row, retract: bool, sets_inside: bool) {
+    /// Folds `row` into `acc` (takes it back if `retract`); the calls `in_view` keep only a
+    /// result there, their values being counted in views ([`GroupAggregation`]): a
+    /// `COUNT(DISTINCT …)` its count, a `MIN` or `MAX` its extreme.
+    fn fold(&self, acc: &mut Row, row: &Row, retract: bool, in_view: &dyn Fn(&Call) -> bool) {
         if acc.0.is_empty() {
             let keys = self.0.keys.iter().map(|key| key.eval(&row.0)).collect();
             acc.0 = vec![Value::Row(keys), Value::Int(0)];
-            acc.0.extend(self.0.calls.iter().map(|call| match call.distinct && !sets_inside {
-                true => Value::Int(0),
-                false => Aggregation::state(call),
+            acc.0.extend(self.0.calls.iter().map(|call| match (in_view(call), call.distinct) {
+                (true, true) => Value::Int(0),
+                (true, false) => Value::Null,
+                (false, _) => Aggregation::state(call),
             }));
         }
         let delta = if retract { -1 } else { 1 };
@@ -264,7 +266,7 @@ impl Aggregation {
             *count += delta;
         }
         for (index, call) in self.0.calls.iter().enumerate() {
-            if call.filter.as_ref().is_some_and(|filter| filter.eval(&row.0) != Value::Bool(true)) {
+            if in_view(call) || call.filter.as_ref().is_some_and(|filter| filter.eval(&row.0) != Value::Bool(true)) {
                 continue;
             }
             let value = call.arg.as_ref().map_or(Value::Int(1), |arg| arg.eval(&row.0));
@@ -273,9 +275,7 @@ impl Aggregation {
             }
             let state = &mut acc.0[STATES + index];
             if call.distinct {
-                if sets_inside {
-                    count_distinct(state, value, delta);
-                }
+                count_distinct(state, value, delta);
                 continue;
             }
             match (call.function, state) {
@@ -287,7 +287,7 @@ impl Aggregation {
                 (Function::Min | Function::Max, state) => {
                     assert!(
                         !retract,
-                        "invariant: MIN and MAX run only over append-only input (the planner refuses others)"
+                        "invariant: MIN and MAX in the accumulator see no retraction (over an input that retracts, GroupAggregation keeps them in views)"
                     );
                     let better = match call.function {
                         Function::Min => *state == Value::Null || value < *state,
@@ -372,11 +372,11 @@ impl RetractableAggregate for Aggregation {
     type Out = Row;
 
     fn accumulate(&self, acc: &mut Row, row: &Row) {
-        self.fold(acc, row, false, true);
+        self.fold(acc, row, false, &|_| false);
     }
 
     fn retract(&self, acc: &mut Row, row: &Row) {
-        self.fold(acc, row, true, true);
+        self.fold(acc, row, true, &|_| false);
     }
 
     fn count(&self, acc: &Row) -> i64 {
@@ -396,18 +396,30 @@ impl RetractableAggregate for Aggregation {
 }
 
 /// The engine's group aggregation of a `GROUP BY` (Flink's `GroupAggFunction` with its
-/// distinct views): [`Aggregation`]'s accumulator, but a `COUNT(DISTINCT …)` keeps only its
-/// count there; its values are counted in the group's map state, one entry per value
-/// ([`RetractableAggregate::distinct_values`]), so a row costs the values it holds, not the
-/// size of the group's distinct sets. Window aggregations (whose sessions merge sets) and the
-/// reference keep the sets in the accumulator.
+/// `MapView`s): [`Aggregation`]'s accumulator, but a `COUNT(DISTINCT …)` keeps only its count
+/// there, and over an input that retracts a `MIN` or `MAX` only its extreme (Flink's
+/// `MinWithRetractAggFunction`); their values are counted in the group's map state, one entry
+/// per value ([`RetractableAggregate::distinct_values`]), so a row costs the values it holds,
+/// not the size of the group's views, and an extreme taken back is found again among the values
+/// still held. Window aggregations (whose sessions merge sets) and the reference keep the sets in
+/// the accumulator.
 #[derive(Clone, Debug)]
-pub struct GroupAggregation(pub Aggregation);
+pub struct GroupAggregation {
+    /// The keys, calls and `HAVING`.
+    pub aggregation: Aggregation,
+    /// Whether the input retracts rows (is updating): `MIN` and `MAX` then keep views too.
+    pub retracting: bool,
+}
 
 impl GroupAggregation {
-    /// The distinct calls' values `row` adds to their views (filters and `NULL`s as in `fold`).
+    fn in_view(&self, call: &Call) -> bool {
+        call.distinct || (self.retracting && matches!(call.function, Function::Min | Function::Max))
+    }
+
+    /// The viewed calls' values `row` adds to their views (filters and `NULL`s as in `fold`).
     fn views(&self, row: &Row) -> impl Iterator<Item = (u32, Value)> {
-        self.0.0.calls.iter().enumerate().filter(|(_, call)| call.distinct).filter_map(move |(index, call)| {
+        let calls = self.aggregation.0.calls.iter().enumerate();
+        calls.filter(|(_, call)| self.in_view(call)).filter_map(move |(index, call)| {
             if call.filter.as_ref().is_some_and(|filter| filter.eval(&row.0) != Value::Bool(true)) {
                 return None;
             }
@@ -417,34 +429,70 @@ impl GroupAggregation {
     }
 }
 
+/// A viewed value, decoded (the engine hands back what [`GroupAggregation::distinct_values`]
+/// encoded).
+fn viewed(bytes: &[u8]) -> Value {
+    let row = Row::from_bytes(bytes).expect("invariant: a view holds the values the aggregation encoded");
+    row.0.into_iter().next().unwrap_or(Value::Null)
+}
+
+/// Whether `value` is a better `function` extreme than `state` (`NULL`: none yet).
+fn better(function: Function, value: &Value, state: &Value) -> bool {
+    *state == Value::Null || if function == Function::Min { value < state } else { value > state }
+}
+
 impl RetractableAggregate for GroupAggregation {
     type In = Row;
     type Acc = Row;
     type Out = Row;
 
     fn accumulate(&self, acc: &mut Row, row: &Row) {
-        self.0.fold(acc, row, false, false);
+        self.aggregation.fold(acc, row, false, &|call| self.in_view(call));
     }
 
     fn retract(&self, acc: &mut Row, row: &Row) {
-        self.0.fold(acc, row, true, false);
+        self.aggregation.fold(acc, row, true, &|call| self.in_view(call));
     }
 
     fn count(&self, acc: &Row) -> i64 {
-        self.0.count(acc)
+        self.aggregation.count(acc)
     }
 
     fn result(&self, acc: &Row) -> Option<Row> {
-        self.0.result(acc)
+        self.aggregation.result(acc)
     }
 
     fn distinct_values(&self, row: &Row) -> Vec<(u32, Vec<u8>)> {
         self.views(row).map(|(view, value)| (view, Row(vec![value]).to_bytes())).collect()
     }
 
-    fn distinct_changed(&self, acc: &mut Row, view: u32, entered: bool) {
-        if let Value::Int(count) = &mut acc.0[STATES + view as usize] {
-            *count += if entered { 1 } else { -1 };
+    fn distinct_changed(&self, acc: &mut Row, view: u32, value: &[u8], entered: bool) -> bool {
+        let call = &self.aggregation.0.calls[view as usize];
+        let state = &mut acc.0[STATES + view as usize];
+        match (call.distinct, state) {
+            (true, Value::Int(count)) => *count += if entered { 1 } else { -1 },
+            (false, state) => {
+                let value = viewed(value);
+                if entered && better(call.function, &value, state) {
+                    *state = value;
+                } else if !entered && *state == value {
+                    // The extreme left: the next one is among the values still held.
+                    return true;
+                }
+            }
+            (true, _) => {}
+        }
+        false
+    }
+
+    fn distinct_rescanned(&self, acc: &mut Row, view: u32, values: Vec<&[u8]>) {
+        let function = self.aggregation.0.calls[view as usize].function;
+        let state = &mut acc.0[STATES + view as usize];
+        *state = Value::Null;
+        for value in values.into_iter().map(viewed) {
+            if better(function, &value, state) {
+                *state = value;
+            }
         }
     }
 }

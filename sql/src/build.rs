@@ -101,12 +101,18 @@ fn build_node(env: &StreamEnv, plan: &Plan, node: &Node, scans: &mut BTreeMap<St
         }
         Node::Aggregate { input: rows, group_by } => {
             // An updating input's retractions take rows back out of their groups.
+            let retracting = is_updating(rows);
             let changes = changes(input(rows));
             let keys = Arc::new(group_by.keys.clone());
             let key = move |row: &Row| Row(keys.iter().map(|key| key.eval(&row.0)).collect());
             Built::Updating(
-                group_changelog(&changes, key, GroupAggregation(Aggregation(group_by.clone())), env.mode())
-                    .name("GroupAggregate"),
+                group_changelog(
+                    &changes,
+                    key,
+                    GroupAggregation { aggregation: Aggregation(group_by.clone()), retracting },
+                    env.mode(),
+                )
+                .name("GroupAggregate"),
             )
         }
     }

@@ -125,17 +125,26 @@ pub trait RetractableAggregate: Send + Sync + 'static {
     /// The group's result, or `None` if its `HAVING` rejects it.
     fn result(&self, acc: &Self::Acc) -> Option<Self::Out>;
 
-    /// The values `row` holds that the aggregate counts distinctly outside its accumulator, each
-    /// with its view's number (Flink's `DistinctAccumulator` over a `MapView`): the group keeps
-    /// how many of its rows hold each value in map state, one entry per value, so that a row
-    /// costs the values it holds, not the size of the distinct sets. None by default.
+    /// The values `row` holds that the aggregate keeps outside its accumulator, each encoded
+    /// and with its view's number (Flink's `MapView`s: a `COUNT(DISTINCT …)`'s values, or a
+    /// `MIN` or `MAX` over an input that retracts): the group keeps how many of its rows hold
+    /// each value in map state, one entry per value, so that a row costs the values it holds,
+    /// not the size of the views. None by default.
     fn distinct_values(&self, _row: &Self::In) -> Vec<(u32, Vec<u8>)> {
         Vec::new()
     }
 
     /// A value of view `view` entered the group (the first row holding it came) or left it (the
-    /// last one was taken back).
-    fn distinct_changed(&self, _acc: &mut Self::Acc, _view: u32, _entered: bool) {}
+    /// last one was taken back). Returns whether the aggregate needs the view's values to know
+    /// its result again (a `MIN` whose value left): they come to
+    /// [`RetractableAggregate::distinct_rescanned`].
+    fn distinct_changed(&self, _acc: &mut Self::Acc, _view: u32, _value: &[u8], _entered: bool) -> bool {
+        false
+    }
+
+    /// The values view `view` holds after a change `distinct_changed` asked them for, encoded,
+    /// in no particular order.
+    fn distinct_rescanned(&self, _acc: &mut Self::Acc, _view: u32, _values: Vec<&[u8]>) {}
 }
 
 /// A group-by over an updating stream (Flink's `GroupAggFunction`): per key, the aggregate of
@@ -212,23 +221,27 @@ impl<A: RetractableAggregate> GroupAggregate<A> {
         let delta = if change.kind.is_addition() { 1 } else { -1 };
         for entry in self.aggregate.distinct_values(&change.row) {
             let rows = DISTINCT.get(context.state(), &entry)?.unwrap_or(0) + delta;
-            let view = entry.0;
-            match rows {
+            let rescan = match rows {
                 0 => {
                     DISTINCT.remove(context.state(), &entry)?;
-                    self.aggregate.distinct_changed(acc, view, false);
+                    self.aggregate.distinct_changed(acc, entry.0, &entry.1, false)
                 }
                 1.. => {
-                    DISTINCT.put(context.state(), entry, rows)?;
-                    if rows == 1 && delta == 1 {
-                        self.aggregate.distinct_changed(acc, view, true);
-                    }
+                    let entered = rows == 1 && delta == 1;
+                    let rescan = entered && self.aggregate.distinct_changed(acc, entry.0, &entry.1, true);
+                    DISTINCT.put(context.state(), entry.clone(), rows)?;
+                    rescan
                 }
                 _ => {
                     return Err(OperatorError::new(
                         "a group-by took back a distinct value none of its rows held: its input retracts a row it never inserted",
                     ));
                 }
+            };
+            if rescan {
+                let held = DISTINCT.entries(context.state())?;
+                let values = held.keys().filter(|(view, _)| *view == entry.0).map(|(_, value)| value.as_slice());
+                self.aggregate.distinct_rescanned(acc, entry.0, values.collect());
             }
         }
         Ok(())
@@ -538,10 +551,13 @@ mod tests {
         assert!(error.to_string().contains("took back more rows than it was given"), "{error}");
     }
 
-    /// `COUNT(DISTINCT amount) GROUP BY key`, its distinct amounts in a view.
-    struct DistinctAmounts;
+    /// `COUNT(DISTINCT amount) GROUP BY key` (or, `max`, `MAX(amount)` over an input that
+    /// retracts), its amounts in a view; the accumulator is (rows, result).
+    struct ViewedAmounts {
+        max: bool,
+    }
 
-    impl RetractableAggregate for DistinctAmounts {
+    impl RetractableAggregate for ViewedAmounts {
         type In = (String, i64);
         type Acc = (i64, i64);
         type Out = i64;
@@ -561,39 +577,55 @@ mod tests {
         fn distinct_values(&self, row: &(String, i64)) -> Vec<(u32, Vec<u8>)> {
             vec![(0, row.1.to_bytes())]
         }
-        fn distinct_changed(&self, acc: &mut (i64, i64), view: u32, entered: bool) {
+        fn distinct_changed(&self, acc: &mut (i64, i64), view: u32, value: &[u8], entered: bool) -> bool {
             assert_eq!(view, 0);
-            acc.1 += if entered { 1 } else { -1 };
+            if !self.max {
+                acc.1 += if entered { 1 } else { -1 };
+                return false;
+            }
+            let value = i64::from_bytes(value).unwrap();
+            if entered {
+                acc.1 = if acc.0 == 1 { value } else { acc.1.max(value) };
+            }
+            !entered && value == acc.1
+        }
+        fn distinct_rescanned(&self, acc: &mut (i64, i64), _: u32, values: Vec<&[u8]>) {
+            acc.1 = values.into_iter().map(|value| i64::from_bytes(value).unwrap()).max().unwrap_or(0);
         }
     }
 
-    #[test]
-    fn distinct_values_are_counted_in_map_state_and_leave_with_their_last_row() {
+    /// The results `aggregate` emits in streaming for `input`, as `+I5`, `-U5`…
+    fn viewed(aggregate: ViewedAmounts, input: Vec<Change<(String, i64)>>) -> Vec<String> {
         let functions = ProcessFunctions {
             key_selector: Arc::new(|change: &Change<(String, i64)>| change.row.0.clone()),
-            function: Arc::new(GroupAggregate::new(DistinctAmounts, ExecutionMode::Streaming))
+            function: Arc::new(GroupAggregate::new(aggregate, ExecutionMode::Streaming))
                 as Arc<dyn KeyedProcessFunction<String, Change<(String, i64)>, Change<i64>>>,
         };
         let mut streaming = process_operator(functions, ExecutionMode::Streaming);
         let mut output = Collected(Vec::new());
-        let input = [
-            Change::insert(row(3)),
-            Change::insert(row(3)),
-            Change::insert(row(4)),
-            Change::delete(row(3)),
-            Change::delete(row(3)),
-            Change::delete(row(4)),
-        ];
         feed(streaming.as_mut(), &mut output, input);
-        let results: Vec<String> = output
-            .take::<Change<i64>>()
-            .iter()
-            .map(|change| format!("{}{}", change.kind.short_string(), change.row))
-            .collect();
+        let error = streaming.process_element(Box::new(Change::delete(row(99))), &mut output).unwrap_err();
+        assert!(error.to_string().contains("took back"), "{error}");
+        let changes = output.take::<Change<i64>>();
+        changes.iter().map(|change| format!("{}{}", change.kind.short_string(), change.row)).collect()
+    }
+
+    #[test]
+    fn distinct_values_are_counted_in_map_state_and_leave_with_their_last_row() {
+        let input = [3, 3, 4].map(|amount| Change::insert(row(amount)));
+        let retracted = [3, 3, 4].map(|amount| Change::delete(row(amount)));
+        let results = viewed(ViewedAmounts { max: false }, input.into_iter().chain(retracted).collect());
         // 1 distinct, still 1 (3 twice), 2, still 2 (one 3 is left), 1, then the group is empty.
         assert_eq!(results, ["+I1", "-U1", "+U2", "-U2", "+U1", "-D1"]);
-        let error = streaming.process_element(Box::new(Change::delete(row(9))), &mut output).unwrap_err();
-        assert!(error.to_string().contains("took back"), "{error}");
+    }
+
+    #[test]
+    fn a_view_asks_for_its_values_again_when_its_extreme_leaves() {
+        let input = [5, 9, 9, 7].map(|amount| Change::insert(row(amount)));
+        let retracted = [9, 9, 7].map(|amount| Change::delete(row(amount)));
+        let results = viewed(ViewedAmounts { max: true }, input.into_iter().chain(retracted).collect());
+        // 5, 9 (twice: one 9 taken back leaves 9), then 7 once both 9s are gone, then 5.
+        assert_eq!(results, ["+I5", "-U5", "+U9", "-U9", "+U7", "-U7", "+U5"]);
     }
 
     type Side = JoinSide<(String, i64), (String, i64)>;

@@ -43,12 +43,14 @@ INSERT INTO bids_over_reserve
 SELECT B.auction, B.bidder, B.price, B.dateTime, A.reserve
 FROM bid B LEFT JOIN auction A ON B.auction = A.id AND B.price > A.reserve;
 
--- Each auction's highest bid beside the highest of its category (an inner join of two
--- aggregates' updates).
+-- Each auction's highest bid beside the highest of its category: an inner join of two
+-- aggregates' updates, the second a MAX over the first's updates (an auction's top is taken back
+-- as it grows, and the category's maximum found again among the tops still there).
+CREATE VIEW auction_tops AS
+SELECT A.id AS auction, A.category, MAX(B.price) AS top
+FROM auction A JOIN bid B ON A.id = B.auction GROUP BY A.id, A.category;
+
 INSERT INTO category_leaders
 SELECT T.auction, T.category, T.top, C.best
-FROM (SELECT A.id AS auction, A.category, MAX(B.price) AS top
-      FROM auction A JOIN bid B ON A.id = B.auction GROUP BY A.id, A.category) T
-JOIN (SELECT A.category, MAX(B.price) AS best
-      FROM auction A JOIN bid B ON A.id = B.auction GROUP BY A.category) C
+FROM auction_tops T JOIN (SELECT category, MAX(top) AS best FROM auction_tops GROUP BY category) C
 ON T.category = C.category;
