@@ -399,7 +399,7 @@ impl RetractableAggregate for Aggregation {
 /// `MapView`s): [`Aggregation`]'s accumulator, but a `COUNT(DISTINCT …)` keeps only its count
 /// there, and over an input that retracts a `MIN` or `MAX` only its extreme (Flink's
 /// `MinWithRetractAggFunction`); their values are counted in the group's map state, one entry
-/// per value ([`RetractableAggregate::distinct_values`]), so a row costs the values it holds,
+/// per value ([`RetractableAggregate::view_values`]), so a row costs the values it holds,
 /// not the size of the group's views, and an extreme taken back is found again among the values
 /// still held. Window aggregations (whose sessions merge sets) and the reference keep the sets in
 /// the accumulator.
@@ -429,7 +429,7 @@ impl GroupAggregation {
     }
 }
 
-/// A viewed value, decoded (the engine hands back what [`GroupAggregation::distinct_values`]
+/// A viewed value, decoded (the engine hands back what [`GroupAggregation::view_values`]
 /// encoded).
 fn viewed(bytes: &[u8]) -> Value {
     let row = Row::from_bytes(bytes).expect("invariant: a view holds the values the aggregation encoded");
@@ -462,11 +462,11 @@ impl RetractableAggregate for GroupAggregation {
         self.aggregation.result(acc)
     }
 
-    fn distinct_values(&self, row: &Row) -> Vec<(u32, Vec<u8>)> {
+    fn view_values(&self, row: &Row) -> Vec<(u32, Vec<u8>)> {
         self.views(row).map(|(view, value)| (view, Row(vec![value]).to_bytes())).collect()
     }
 
-    fn distinct_changed(&self, acc: &mut Row, view: u32, value: &[u8], entered: bool) -> bool {
+    fn view_changed(&self, acc: &mut Row, view: u32, value: &[u8], entered: bool) -> bool {
         let call = &self.aggregation.0.calls[view as usize];
         let state = &mut acc.0[STATES + view as usize];
         match (call.distinct, state) {
@@ -485,7 +485,7 @@ impl RetractableAggregate for GroupAggregation {
         false
     }
 
-    fn distinct_rescanned(&self, acc: &mut Row, view: u32, values: Vec<&[u8]>) {
+    fn view_rescanned(&self, acc: &mut Row, view: u32, values: Vec<&[u8]>) {
         let function = self.aggregation.0.calls[view as usize].function;
         let state = &mut acc.0[STATES + view as usize];
         *state = Value::Null;

@@ -130,21 +130,21 @@ pub trait RetractableAggregate: Send + Sync + 'static {
     /// `MIN` or `MAX` over an input that retracts): the group keeps how many of its rows hold
     /// each value in map state, one entry per value, so that a row costs the values it holds,
     /// not the size of the views. None by default.
-    fn distinct_values(&self, _row: &Self::In) -> Vec<(u32, Vec<u8>)> {
+    fn view_values(&self, _row: &Self::In) -> Vec<(u32, Vec<u8>)> {
         Vec::new()
     }
 
     /// A value of view `view` entered the group (the first row holding it came) or left it (the
     /// last one was taken back). Returns whether the aggregate needs the view's values to know
     /// its result again (a `MIN` whose value left): they come to
-    /// [`RetractableAggregate::distinct_rescanned`].
-    fn distinct_changed(&self, _acc: &mut Self::Acc, _view: u32, _value: &[u8], _entered: bool) -> bool {
+    /// [`RetractableAggregate::view_rescanned`].
+    fn view_changed(&self, _acc: &mut Self::Acc, _view: u32, _value: &[u8], _entered: bool) -> bool {
         false
     }
 
-    /// The values view `view` holds after a change `distinct_changed` asked them for, encoded,
+    /// The values view `view` holds after a change `view_changed` asked them for, encoded,
     /// in no particular order.
-    fn distinct_rescanned(&self, _acc: &mut Self::Acc, _view: u32, _values: Vec<&[u8]>) {}
+    fn view_rescanned(&self, _acc: &mut Self::Acc, _view: u32, _values: Vec<&[u8]>) {}
 }
 
 /// A group-by over an updating stream (Flink's `GroupAggFunction`): per key, the aggregate of
@@ -164,8 +164,8 @@ impl<A> GroupAggregate<A> {
 /// A group's accumulator, as the state holds it.
 const ACCUMULATOR: &str = "accumulator";
 
-/// A group's distinct values: (view, encoded value) → how many of its rows hold it.
-const DISTINCT: MapState<(u32, Vec<u8>), i64> = MapState::new("distinct");
+/// A group's viewed values: (view, encoded value) → how many of its rows hold it.
+const VIEWS: MapState<(u32, Vec<u8>), i64> = MapState::new("views");
 
 impl<K: Key, A: RetractableAggregate> KeyedProcessFunction<K, Change<A::In>, Change<A::Out>> for GroupAggregate<A> {
     fn process_element(
@@ -181,7 +181,7 @@ impl<K: Key, A: RetractableAggregate> KeyedProcessFunction<K, Change<A::In>, Cha
         } else {
             self.aggregate.retract(&mut acc, &change.row);
         }
-        self.count_distinct(&change, &mut acc, context)?;
+        self.count_views(&change, &mut acc, context)?;
         match self.aggregate.count(&acc) {
             0 => state.clear(context.state()),
             1.. => state.update(context.state(), &acc),
@@ -210,38 +210,38 @@ impl<K: Key, A: RetractableAggregate> KeyedProcessFunction<K, Change<A::In>, Cha
 }
 
 impl<A: RetractableAggregate> GroupAggregate<A> {
-    /// Counts `change`'s distinct values into the group's map state, telling the accumulator of
+    /// Counts `change`'s viewed values into the group's map state, telling the accumulator of
     /// each value that enters or leaves the group.
-    fn count_distinct<K: Key>(
+    fn count_views<K: Key>(
         &self,
         change: &Change<A::In>,
         acc: &mut A::Acc,
         context: &mut KeyedContext<'_, K, Change<A::Out>>,
     ) -> Result<(), OperatorError> {
         let delta = if change.kind.is_addition() { 1 } else { -1 };
-        for entry in self.aggregate.distinct_values(&change.row) {
-            let rows = DISTINCT.get(context.state(), &entry)?.unwrap_or(0) + delta;
+        for entry in self.aggregate.view_values(&change.row) {
+            let rows = VIEWS.get(context.state(), &entry)?.unwrap_or(0) + delta;
             let rescan = match rows {
                 0 => {
-                    DISTINCT.remove(context.state(), &entry)?;
-                    self.aggregate.distinct_changed(acc, entry.0, &entry.1, false)
+                    VIEWS.remove(context.state(), &entry)?;
+                    self.aggregate.view_changed(acc, entry.0, &entry.1, false)
                 }
                 1.. => {
                     let entered = rows == 1 && delta == 1;
-                    let rescan = entered && self.aggregate.distinct_changed(acc, entry.0, &entry.1, true);
-                    DISTINCT.put(context.state(), entry.clone(), rows)?;
+                    let rescan = entered && self.aggregate.view_changed(acc, entry.0, &entry.1, true);
+                    VIEWS.put(context.state(), entry.clone(), rows)?;
                     rescan
                 }
                 _ => {
                     return Err(OperatorError::new(
-                        "a group-by took back a distinct value none of its rows held: its input retracts a row it never inserted",
+                        "a group-by took back a viewed value none of its rows held: its input retracts a row it never inserted",
                     ));
                 }
             };
             if rescan {
-                let held = DISTINCT.entries(context.state())?;
+                let held = VIEWS.entries(context.state())?;
                 let values = held.keys().filter(|(view, _)| *view == entry.0).map(|(_, value)| value.as_slice());
-                self.aggregate.distinct_rescanned(acc, entry.0, values.collect());
+                self.aggregate.view_rescanned(acc, entry.0, values.collect());
             }
         }
         Ok(())
@@ -574,10 +574,10 @@ mod tests {
         fn result(&self, acc: &(i64, i64)) -> Option<i64> {
             Some(acc.1)
         }
-        fn distinct_values(&self, row: &(String, i64)) -> Vec<(u32, Vec<u8>)> {
+        fn view_values(&self, row: &(String, i64)) -> Vec<(u32, Vec<u8>)> {
             vec![(0, row.1.to_bytes())]
         }
-        fn distinct_changed(&self, acc: &mut (i64, i64), view: u32, value: &[u8], entered: bool) -> bool {
+        fn view_changed(&self, acc: &mut (i64, i64), view: u32, value: &[u8], entered: bool) -> bool {
             assert_eq!(view, 0);
             if !self.max {
                 acc.1 += if entered { 1 } else { -1 };
@@ -589,7 +589,7 @@ mod tests {
             }
             !entered && value == acc.1
         }
-        fn distinct_rescanned(&self, acc: &mut (i64, i64), _: u32, values: Vec<&[u8]>) {
+        fn view_rescanned(&self, acc: &mut (i64, i64), _: u32, values: Vec<&[u8]>) {
             acc.1 = values.into_iter().map(|value| i64::from_bytes(value).unwrap()).max().unwrap_or(0);
         }
     }
@@ -611,7 +611,7 @@ mod tests {
     }
 
     #[test]
-    fn distinct_values_are_counted_in_map_state_and_leave_with_their_last_row() {
+    fn view_values_are_counted_in_map_state_and_leave_with_their_last_row() {
         let input = [3, 3, 4].map(|amount| Change::insert(row(amount)));
         let retracted = [3, 3, 4].map(|amount| Change::delete(row(amount)));
         let results = viewed(ViewedAmounts { max: false }, input.into_iter().chain(retracted).collect());
